@@ -1,0 +1,36 @@
+// Backend choice, plan preferences and the KernelSku each plan reports.
+#pragma once
+#include <optional>
+#include <string>
+
+#include "baracuda/core/dtype.hpp"
+
+namespace baracuda {
+
+enum class Backend : uint8_t { CpuReference, Bespoke, CuBlasLt, CuDnn };
+const char* backend_name(Backend b);
+
+struct PlanPreference {
+  std::optional<Backend> backend;   // which backend to use
+  bool require_backend = false;     // true: error if `backend` cannot run the problem; false: a hint
+  bool require_deterministic = true;  // default plans never use floating-point atomics
+};
+
+struct PrecisionGuarantee {
+  DType math = DType::F32;         // precision of the arithmetic on each element
+  DType accumulator = DType::F32;  // precision partial results are kept in
+  bool deterministic = true;       // same inputs, same launch config -> same bits
+  bool bit_stable_on_same_hardware = true;  // ... across runs on the same GPU model
+};
+
+struct KernelSku {
+  Backend backend = Backend::CpuReference;
+  int arch = 0;                  // sm_XY as XY (90 for sm_90); 0 on the CPU
+  DType dtype = DType::F32;      // input element type
+  std::string op;                // "reduce.sum", "reduce_backward.max", ...
+  std::string variant;           // which algorithm ran: "row-block", "column-split", ...
+  PrecisionGuarantee precision;
+  std::string to_string() const;
+};
+
+}  // namespace baracuda
