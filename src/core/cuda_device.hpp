@@ -19,3 +19,20 @@ Result<DeviceInfo> cuda_device_info(int ordinal);
 Status cuda_status(int cuda_error, const char* what);
 
 }  // namespace baracuda::detail
+
+namespace baracuda::detail {
+// Makes `ordinal` the current CUDA device for the guard's lifetime (no-op when
+// it already is, or in a CPU-only build).
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int ordinal);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+  const Status& status() const { return status_; }
+
+ private:
+  int prev_ = -1;
+  Status status_;
+};
+}  // namespace baracuda::detail
