@@ -1,0 +1,162 @@
+#!/usr/bin/env bash
+# The one script run on the GPU machine, from the repository root:
+#   configure (from scratch) + build, ctest, examples/quickstart, and with
+#   BENCH=1 the reduction benchmarks against PyTorch.
+#
+#   RESULTS=$OUT BENCH=1 tools/device-test.sh
+#
+# Knobs (environment):
+#   RESULTS       output folder (default ./device-results); gets at most 8 files:
+#                 env.txt build.log ctest.log run.log (quickstart + bench output)
+#                 [ctest-junit.xml, only when BENCH!=1, to stay within 8]
+#                 bench_ours.json bench_torch.json bench_compare.md bench_results.json
+#   BUILD_DIR     build folder (default build)
+#   CLEAN         1 (default): delete BUILD_DIR first; 0: reuse it (incremental)
+#   JOBS          build parallelism (default: all cores)
+#   CTEST_ARGS    extra ctest arguments, e.g. "-R cuda -j4"
+#   CTEST_TIMEOUT per-test timeout in seconds (default 300)
+#   BENCH         1: run the benchmarks (default 0)
+#   BENCH_FILTER  only bench cases whose name contains this (e.g. "sum.fwd")
+#   BENCH_ITERS   timed iterations per case (default: the tools' own, 30)
+# Every stage runs even when an earlier one failed (as far as its inputs
+# exist); the exit status is non-zero when any stage failed.
+set -euo pipefail
+
+RESULTS=${RESULTS:-./device-results}
+BUILD_DIR=${BUILD_DIR:-build}
+CLEAN=${CLEAN:-1}
+JOBS=${JOBS:-$(nproc)}
+CTEST_ARGS=${CTEST_ARGS:-}
+CTEST_TIMEOUT=${CTEST_TIMEOUT:-300}
+BENCH=${BENCH:-0}
+BENCH_FILTER=${BENCH_FILTER:-}
+BENCH_ITERS=${BENCH_ITERS:-}
+
+mkdir -p "$RESULTS"
+RESULTS=$(cd "$RESULTS" && pwd)
+# Only our own files are removed, never anything else in RESULTS.
+rm -f "$RESULTS"/{env.txt,build.log,ctest.log,ctest-junit.xml,run.log,bench_ours.json,bench_torch.json,bench_compare.md,bench_results.json}
+
+declare -a SUMMARY=()
+FAILED=0
+note() { SUMMARY+=("$1"); echo "== $1"; }
+fail() { note "$1"; FAILED=1; }
+T0=$SECONDS
+elapsed() { echo "$((SECONDS - T0))s"; }
+
+# ---- environment --------------------------------------------------------------
+{
+  echo "date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+  echo "host: $(uname -a)"
+  echo "cores: $(nproc)"
+  free -g 2>/dev/null | head -2 || true
+  echo; nvidia-smi 2>&1 || true
+  echo; nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm,clocks.max.mem,power.limit,ecc.mode.current \
+    --format=csv 2>&1 || true
+  echo; nvcc --version 2>&1 | tail -2 || true
+  echo "g++: $(g++ --version 2>&1 | head -1)"
+  echo "cmake: $(cmake --version 2>&1 | head -1)"
+  echo "ninja: $(ninja --version 2>&1)"
+  python3 -c 'import torch; print("torch", torch.__version__, "cuda", torch.version.cuda, "cudnn", torch.backends.cudnn.version(), "gpu", torch.cuda.get_device_name(0) if torch.cuda.is_available() else None)' 2>&1 || true
+  echo; echo "git: $(git rev-parse --verify -q HEAD 2>/dev/null || echo "no commit")"
+  git status --short 2>/dev/null | head -40 || true
+} > "$RESULTS/env.txt" 2>&1
+echo "== environment -> $RESULTS/env.txt"
+grep -m1 -E "^\|[[:space:]]+[0-9]+[[:space:]]+NVIDIA|NVIDIA H" "$RESULTS/env.txt" || true
+
+# ---- configure + build ---------------------------------------------------------
+[[ "$CLEAN" == 1 ]] && rm -rf "$BUILD_DIR"
+if cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
+     -DBARACUDA_CUDA=ON -DBARACUDA_BUILD_TESTS=ON -DBARACUDA_BUILD_EXAMPLES=ON -DBARACUDA_BUILD_BENCH=ON \
+     > "$RESULTS/build.log" 2>&1; then
+  # -k 0: build every target that can be built, so one broken test or the bench
+  # does not hide the results of everything else.
+  if cmake --build "$BUILD_DIR" -j "$JOBS" -- -k 0 >> "$RESULTS/build.log" 2>&1; then
+    note "build: ok ($(elapsed))"
+  else
+    fail "build: FAILED ($(elapsed)); first errors:"
+    grep -m 15 -E "error|FAILED:" "$RESULTS/build.log" | cut -c1-300 || true
+  fi
+else
+  fail "configure: FAILED"
+  tail -30 "$RESULTS/build.log"
+fi
+# Keep build.log small: errors plus the tail when it grew huge.
+if [[ $(stat -c %s "$RESULTS/build.log") -gt 1000000 ]]; then
+  { echo "[build.log trimmed: error lines, then the last 2000 lines]"
+    grep -m 400 -E "error|FAILED:" "$RESULTS/build.log" || true
+    echo "[...]"; tail -2000 "$RESULTS/build.log"; } > "$RESULTS/build.log.tmp"
+  mv "$RESULTS/build.log.tmp" "$RESULTS/build.log"
+fi
+
+# ---- tests -----------------------------------------------------------------------
+if [[ "$BENCH" == 1 ]]; then JUNIT="$(cd "$BUILD_DIR" 2>/dev/null && pwd || echo /tmp)/ctest-junit.xml"
+else JUNIT="$RESULTS/ctest-junit.xml"; fi
+CTEST_LINE="ctest: not run (no build dir)"
+if [[ -f "$BUILD_DIR/CTestTestfile.cmake" ]]; then
+  # shellcheck disable=SC2086  # CTEST_ARGS is a list of words on purpose
+  if ctest --test-dir "$BUILD_DIR" --output-on-failure --timeout "$CTEST_TIMEOUT" --output-junit "$JUNIT" \
+       $CTEST_ARGS 2>&1 | tee "$RESULTS/ctest.log"; then
+    CTEST_OK=1
+  else
+    CTEST_OK=0
+  fi
+  CTEST_LINE="ctest: $(grep -E "tests passed|No tests were found" "$RESULTS/ctest.log" | tail -1 || echo "no result line")"
+  if [[ $CTEST_OK == 1 ]]; then note "$CTEST_LINE ($(elapsed))"; else fail "$CTEST_LINE -- FAILED ($(elapsed))"; fi
+else
+  fail "$CTEST_LINE"
+fi
+
+# ---- quickstart example ------------------------------------------------------------
+: > "$RESULTS/run.log"
+QS="$BUILD_DIR/examples/quickstart"
+if [[ -x "$QS" ]]; then
+  echo "### $QS" >> "$RESULTS/run.log"
+  if timeout 120 "$QS" >> "$RESULTS/run.log" 2>&1; then note "quickstart: ok"
+  else fail "quickstart: FAILED (rc=$?), see run.log"; fi
+else
+  note "quickstart: not built"
+fi
+
+# ---- benchmarks ------------------------------------------------------------------------
+if [[ "$BENCH" == 1 ]]; then
+  BARGS=()
+  [[ -n "$BENCH_FILTER" ]] && BARGS+=(--filter "$BENCH_FILTER")
+  [[ -n "$BENCH_ITERS" ]] && BARGS+=(--iters "$BENCH_ITERS")
+  BB="$BUILD_DIR/bench/baracuda_bench"
+  if [[ -x "$BB" ]]; then
+    echo "### baracuda_bench ${BARGS[*]}" >> "$RESULTS/run.log"
+    # rc 3 = ran, but some cases failed (listed in the JSON)
+    if "$BB" --json "$RESULTS/bench_ours.json" "${BARGS[@]}" 2>&1 | tee -a "$RESULTS/run.log"; then
+      note "bench ours: ok ($(elapsed))"
+    else fail "bench ours: FAILED or some cases failed (rc=${PIPESTATUS[0]}) ($(elapsed))"; fi
+  else
+    fail "bench ours: $BB not built"
+  fi
+  # PyTorch is only timed when there is something of ours to compare it with.
+  if [[ -f "$RESULTS/bench_ours.json" ]]; then
+    echo "### torch_reduce.py ${BARGS[*]}" >> "$RESULTS/run.log"
+    if python3 bench/torch_reduce.py --json "$RESULTS/bench_torch.json" "${BARGS[@]}" 2>&1 | tee -a "$RESULTS/run.log"; then
+      note "bench torch: ok ($(elapsed))"
+    else note "bench torch: some cases failed or no torch (rc=${PIPESTATUS[0]}) ($(elapsed))"; fi
+    echo "### compare.py" >> "$RESULTS/run.log"
+    python3 bench/compare.py "$RESULTS/bench_ours.json" "$RESULTS/bench_torch.json" \
+      --markdown "$RESULTS/bench_compare.md" --out "$RESULTS/bench_results.json" >> "$RESULTS/run.log" 2>&1 \
+      || fail "compare: FAILED"
+  fi
+fi
+
+# ---- summary (last, so it is what the tail of the output shows) -----------------------
+echo
+echo "======================== summary ($(elapsed)) ========================"
+printf '%s\n' "${SUMMARY[@]}"
+if [[ -f "$RESULTS/ctest.log" ]] && grep -q "The following tests FAILED" "$RESULTS/ctest.log"; then
+  sed -n '/The following tests FAILED/,$p' "$RESULTS/ctest.log" | head -40
+fi
+if [[ "$BENCH" == 1 && -f "$RESULTS/bench_ours.json" ]]; then
+  echo
+  python3 bench/compare.py "$RESULTS/bench_ours.json" "$RESULTS/bench_torch.json" --summary-only || true
+  echo "(per-case table: $RESULTS/bench_compare.md)"
+fi
+echo "results in $RESULTS:" "$(cd "$RESULTS" && printf '%s ' *)"
+exit "$FAILED"
