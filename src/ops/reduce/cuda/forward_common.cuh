@@ -5,13 +5,14 @@
 //
 // Determinism: every element is assigned to a thread, and every partial state
 // to a combination step, by the launch configuration alone (which depends on
-// layout, kind, dtype, ws_bytes, sm_count and the 16-byte alignment of x); all
+// layout, kind, dtype, ws_bytes, sm_count and the alignment of x mod 16); all
 // combinations run in a fixed order (sequential per thread, fixed shuffle trees,
 // fixed shared-memory trees, partials combined in split order). No atomics.
 #pragma once
 #include <cuda_runtime.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "core/cuda_device.hpp"
 #include "cuda/numeric.cuh"
@@ -24,7 +25,7 @@ namespace baracuda::cuda_reduce::fwd {
 using dev::acc_t;
 
 inline constexpr int kThreads = 256;  // every forward kernel uses 1-D blocks of this size
-inline constexpr int kMinBlocksPerSm = 4;  // the split heuristics aim at this many resident blocks
+inline constexpr int kMinBlocksPerSm = 4;  // default register budget: 4 resident blocks (<= 64 registers)
 inline constexpr int kRowUnroll = 4;  // 16-byte loads in flight per thread and iteration
 
 enum class Algo : int { RowWarp, RowBlock, RowSplit, Column, ColumnSplit, Generic, GenericSplit };
@@ -45,7 +46,7 @@ struct FwdParams {
   int splits;     // blocks (grid.y) sharing one output; 1 = finalize in place
   int fin_group;  // finalize kernel: threads per output (power of two, <= 32)
   int lx_log2;    // column: log2 of the threads across columns
-  int vec;        // column: 1 or the 16-byte vector width (selects the instantiation)
+  int vec;        // column: 1 or col_vec<Op>() (selects the instantiation)
   unsigned grid_x;
   unsigned fin_grid_x;
   // Kept dims, row-major (for Column: the unit-stride dim moved last). The
