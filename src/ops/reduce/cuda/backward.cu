@@ -2,12 +2,16 @@
 // backward_kernels.cuh and are instantiated per dtype in backward_<dtype>.cu.
 //
 // Algorithms per kind (every operand in the input's rank; dy, y broadcast):
-//   Sum, Mean, Norm2, LogSumExp  one elementwise pass (ew_kernel)
-//   Max/Min, Var/Std, Prod       a slice fits one tile (TX slices x TY threads x
-//                                R elements): one fused pass that reads x once;
-//                                else tile partials -> combine -> elementwise
-//                                pass (Prod: a tile pass that applies the
-//                                products of the other tiles)
+//   Sum, Mean, Norm2, LogSumExp  one elementwise pass
+//   Max/Min, Var/Std, Prod       contiguous slice of 4-96 KiB: one block per
+//                                slice through shared memory (x read once);
+//                                else slice fits one register tile: one fused
+//                                pass; else partials (streaming row / column
+//                                kernels, or register tiles) -> fixed-order
+//                                combine -> elementwise pass walking memory
+//                                backwards for L2 reuse (Prod: partial tiles ->
+//                                combine -> a tile pass applying the products of
+//                                the other tiles).
 #include <cuda_runtime.h>
 
 #include "ops/reduce/cuda/backward_kernels.cuh"

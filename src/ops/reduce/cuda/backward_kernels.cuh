@@ -1,23 +1,28 @@
 // Reduction backward: kernel templates and their host-side launch logic.
 //
-// Four kernel templates cover the nine kinds:
-//  * ew_kernel       N-d strided elementwise pass over the input index space with
-//                    up to five operands (dx, dy, x, y, aux), 16-byte vectors
-//                    along the innermost coalesced dim. Sum, Mean, Norm2 and
-//                    LogSumExp are nothing else; Max/Min/Var/Std use it as the
-//                    final pass when a slice spans several tiles.
-//  * row_smem_kernel A block per contiguous slice of up to 96 KiB: cp.async copies
-//                    the slice into shared memory, the block reduces it (tie
-//                    count, mean, or prefix/suffix products) and writes dx from
-//                    shared memory. x is read from DRAM once, and several slices
-//                    per SM are in flight at once.
-//  * tile_kernel     A block owns a tile: TX slices x (TY threads x R elements x
-//                    iters) of the reduced index space. FUSED: the tile is the
-//                    whole slice, held in registers, dx written from them.
-//                    PARTIAL: a per-tile partial (sum of x - shift, tie count,
-//                    product) goes to the workspace. APPLY (Prod): dx from the
-//                    registers and the product of the other tiles.
-//  * combine_kernel  A warp per slice folds the tile partials in a fixed order.
+// Kernel templates (each instantiated per dtype in backward_<dtype>.cu):
+//  * ew_kernel          N-d strided elementwise pass over the input index space
+//                       with up to five operands (dx, dy, x, y, aux) coalesced
+//                       together; 32-bit index math and one index decode per
+//                       16-byte vector when the layout allows. Sum, Mean, Norm2
+//                       and LogSumExp are nothing else; Max/Min/Var/Std use it
+//                       as the last pass when a slice spans several blocks.
+//  * row_smem_kernel    A block per contiguous slice of 4-96 KiB: cp.async copies
+//                       the slice into shared memory, the block reduces it (tie
+//                       count, shifted sum, or prefix/suffix products) and writes
+//                       dx from shared memory. x is read from DRAM once, and
+//                       several slices per SM are in flight.
+//  * tile_kernel        A block owns TX slices x (TY threads x R elements) of the
+//                       reduced index space, for any strides. FUSED: the tile is
+//                       the whole slice, held in registers. PARTIAL: a partial
+//                       per tile goes to the workspace. APPLY (Prod): dx from the
+//                       registers and the product of the other tiles.
+//  * row_partial_kernel Streaming partials (Var/Std, Max/Min) of long contiguous
+//    col_partial_kernel slices, or of slices strided across a contiguous kept
+//                       dim (reducing a leading / middle axis: each lane owns
+//                       4-8 neighbouring slices through 16-byte loads).
+//  * combine_kernel     A warp per slice folds the partials in a fixed order
+//                       (mean, dy / ties, or the products of the other tiles).
 // Every reduction order is fixed by the launch geometry, which depends only on
 // the problem (shape, strides, alignment, sm_count), so results are bitwise
 // reproducible. No atomics, no allocation, no synchronisation.
@@ -233,7 +238,7 @@ struct EwUses {
   static constexpr bool aux = OP == EW_TIE || OP == EW_VARSTD;
 };
 
-// aux: the tie count (EW_TIE) or the slice mean (EW_VARSTD).
+// aux: the tie count, or dy / ties when tie_coef (EW_TIE); the slice mean (EW_VARSTD).
 template <int OP, class A>
 __device__ __forceinline__ A ew_coef(A dy, A y, A aux, const EwArgs<A>& a) {
   if constexpr (OP == EW_SUMMEAN) {
@@ -248,6 +253,7 @@ __device__ __forceinline__ A ew_coef(A dy, A y, A aux, const EwArgs<A>& a) {
     return a.flag ? dy / (a.denom * y) : div_by_uniform(dy * A(2), a.denom, a.rdenom);
   }
 }
+
 // exp for LogSumExp: full accuracy for f32 / f64 outputs; for 16-bit outputs
 // the ex2.approx-based __expf (a few f32 ulp for |x - y| < 100, far below half
 // an f16 / bf16 ulp) keeps the kernel memory-bound.
