@@ -66,9 +66,12 @@ grep -m1 -E "^\|[[:space:]]+[0-9]+[[:space:]]+NVIDIA|NVIDIA H" "$RESULTS/env.txt
 
 # ---- configure + build ---------------------------------------------------------
 [[ "$CLEAN" == 1 ]] && rm -rf "$BUILD_DIR"
+# GoogleTest sources carried in .devdeps/ (used only if no package is found).
+GTEST_ARG=()
+[[ -f .devdeps/googletest/CMakeLists.txt ]] && GTEST_ARG=(-DBARACUDA_GTEST_SOURCE_DIR="$PWD/.devdeps/googletest")
 if cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
      -DBARACUDA_CUDA=ON -DBARACUDA_BUILD_TESTS=ON -DBARACUDA_BUILD_EXAMPLES=ON -DBARACUDA_BUILD_BENCH=ON \
-     > "$RESULTS/build.log" 2>&1; then
+     "${GTEST_ARG[@]}" > "$RESULTS/build.log" 2>&1; then
   # -k 0: build every target that can be built, so one broken test or the bench
   # does not hide the results of everything else.
   if cmake --build "$BUILD_DIR" -j "$JOBS" -- -k 0 >> "$RESULTS/build.log" 2>&1; then

@@ -46,7 +46,12 @@ Result<ReduceBackwardPlan> ReduceBackwardPlan::select(const Stream& stream, cons
   plan.sku_.dtype = desc.dtype;
   plan.sku_.op = std::string("reduce_backward.") + reduce_kind_name(desc.kind);
   plan.sku_.precision = precision_for(desc.dtype, be->backend);
-  plan.sku_.variant = be->backend == Backend::CpuReference ? "reference" : "elementwise";
+  // Sum/Mean/Norm2/LogSumExp are one elementwise pass; the other kinds need a
+  // per-slice auxiliary (tie count, mean, partial products) first, fused into
+  // one block per slice where the slice fits on chip.
+  const bool one_pass = desc.kind == ReduceKind::Sum || desc.kind == ReduceKind::Mean ||
+                        desc.kind == ReduceKind::Norm2 || desc.kind == ReduceKind::LogSumExp;
+  plan.sku_.variant = be->backend == Backend::CpuReference ? "reference" : one_pass ? "elementwise" : "slice-aux+elementwise";
 #ifdef BARACUDA_WITH_CUDA
   if (be->backend == Backend::Bespoke && shape_numel(desc.shape) > 0)
     plan.workspace_bytes_ = cuda_reduce::backward_workspace_bytes(desc.kind, desc.dtype, desc.shape, v.mask, be->sm_count);
