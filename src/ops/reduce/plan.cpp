@@ -191,6 +191,7 @@ Status ReducePlan::run(const Stream& stream, Workspace ws, const ReduceArgs& a) 
   p.ws_bytes = workspace_bytes_;
   p.stream = stream.native_handle();
   p.sm_count = sm_count_;
+  p.arch = sku_.arch;
   return cuda_reduce::launch_forward(p);
 #else
   return Status(StatusCode::Unsupported, std::string(kPlan) + ": CUDA backend not built");

@@ -24,6 +24,7 @@ struct ForwardLaunch {
   size_t ws_bytes;          // the plan's workspace_size(); decisions depend on it, never on more
   void* stream;             // cudaStream_t
   int sm_count;
+  int arch;                 // sm_XY as XY, from the plan's cached device query
 };
 
 // Scratch the forward needs for a problem of this shape when the input is

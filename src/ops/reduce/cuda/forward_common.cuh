@@ -49,6 +49,7 @@ struct FwdParams {
   int vec;        // column: 1 or col_vec<Op>() (selects the instantiation)
   unsigned grid_x;
   unsigned fin_grid_x;
+  bool pdl;  // launch the finalize kernel with programmatic dependent launch (sm_90+)
   // Kept dims, row-major (for Column: the unit-stride dim moved last). The
   // output id of partial states is the row-major index over these dims.
   int n_kept;
@@ -773,7 +774,6 @@ Status launch_op(const FwdParams& P, cudaStream_t stream) {
     // while the main grid drains and waits in griddepcontrol.wait, which
     // returns once the main grid has completed and its writes are visible.
     // This hides the second launch's latency; elsewhere it is a plain launch.
-    int dev = 0, major = 0;
     cudaLaunchAttribute attr[1];
     attr[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
     attr[0].val.programmaticStreamSerializationAllowed = 1;
@@ -782,8 +782,7 @@ Status launch_op(const FwdParams& P, cudaStream_t stream) {
     cfg.blockDim = block;
     cfg.dynamicSmemBytes = 0;
     cfg.stream = stream;
-    if (cudaGetDevice(&dev) == cudaSuccess &&
-        cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev) == cudaSuccess && major >= 9) {
+    if (P.pdl) {
       cfg.attrs = attr;
       cfg.numAttrs = 1;
     }

@@ -349,6 +349,7 @@ Status launch_forward(const ForwardLaunch& p) {
     FwdParams P = plan(p.kind, p.in_dtype, p.layout, p.sm_count, ws_bytes, p.x);
     P.x = p.x;
     P.y = p.y;
+    P.pdl = p.arch >= 90;
     if (P.splits > 1) {
       const uintptr_t a = reinterpret_cast<uintptr_t>(p.ws);
       P.ws = reinterpret_cast<void*>((a + 15) & ~uintptr_t{15});
