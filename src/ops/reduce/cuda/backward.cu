@@ -12,6 +12,12 @@
 //                                backwards for L2 reuse (Prod: partial tiles ->
 //                                combine -> a tile pass applying the products of
 //                                the other tiles).
+//   Prod over strided columns    innermost kept dim contiguous for x and dx
+//                                (reducing a leading / middle axis): lanes own
+//                                16-byte vectors of columns, threads hold runs
+//                                of rows in registers; segment products ->
+//                                fixed-order combine -> a pass applying them
+//                                (backward_prod_col.cuh).
 #include <cuda_runtime.h>
 
 #include "ops/reduce/cuda/backward_kernels.cuh"
@@ -40,7 +46,6 @@ void reverse_n(int64_t* a, int n) { std::reverse(a, a + n); }
 }  // namespace
 
 size_t backward_workspace_bytes(ReduceKind kind, DType dtype, const Dims& shape, uint32_t axis_mask, int sm_count) {
-  (void)sm_count;
   if (!uses_tiles(kind) || !is_fp(dtype)) return 0;
   int64_t M, L;
   split_numel(shape.begin(), shape.rank, axis_mask, &M, &L);
@@ -51,6 +56,12 @@ size_t backward_workspace_bytes(ReduceKind kind, DType dtype, const Dims& shape,
   for (bool row : {true, false}) {
     const bw::TileCfg c = bw::choose_tile(row, R, M, L);
     need = std::max(need, bw::tile_ws_bytes(kind, dtype, M, c.S));
+  }
+  // Prod's column path (picked from the strides at launch): its segments
+  // depend on (dtype, M, L, sm_count) only.
+  if (kind == ReduceKind::Prod) {
+    const bw::ColProdCfg cc = bw::choose_colprod(bw::colprod_k(dtype), bw::colprod_v(dtype), M, L, sm_count);
+    need = std::max(need, bw::colprod_ws_bytes(dtype, M, cc.S));
   }
   return need;
 }

@@ -23,6 +23,10 @@
 //                       4-8 neighbouring slices through 16-byte loads).
 //  * combine_kernel     A warp per slice folds the partials in a fixed order
 //                       (mean, dy / ties, or the products of the other tiles).
+//  * colprod_kernel     Prod over strided columns (kept innermost dim contiguous):
+//    colprod_combine_   lanes own 16-byte vectors of columns, threads hold runs
+//    kernel             of rows in registers; segment products -> combine ->
+//                       apply (backward_prod_col.cuh).
 // Every reduction order is fixed by the launch geometry, which depends only on
 // the problem (shape, strides, alignment, sm_count), so results are bitwise
 // reproducible. No atomics, no allocation, no synchronisation.
@@ -1375,6 +1379,13 @@ bool try_row_smem(const Problem& pb, const EwArgs<acc_t<T>>& args, Status* st) {
   return true;
 }
 
+}  // namespace baracuda::cuda_reduce::bw
+
+// Prod over strided columns (kept innermost dim contiguous): its own kernels.
+#include "ops/reduce/cuda/backward_prod_col.cuh"
+
+namespace baracuda::cuda_reduce::bw {
+
 // Max/Min (TK_TIE), Var/Std (TK_MEAN), Prod (TK_PROD).
 template <int TK, class T>
 Status run_tiled(const Problem& pb) {
@@ -1386,6 +1397,9 @@ Status run_tiled(const Problem& pb) {
   {
     Status st;
     if (try_row_smem<TK, T>(pb, args, &st)) return st;
+    if constexpr (TK == TK_PROD) {
+      if (try_col_prod<T>(pb, &st)) return st;
+    }
   }
 
   TileParams<T> tp{};
