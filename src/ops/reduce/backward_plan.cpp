@@ -41,11 +41,7 @@ Result<ReduceBackwardPlan> ReduceBackwardPlan::select(const Stream& stream, cons
   plan.axis_mask_ = v.mask;
   plan.device_ = stream.device();
   plan.sm_count_ = be->sm_count;
-  plan.sku_.backend = be->backend;
-  plan.sku_.arch = be->arch;
-  plan.sku_.dtype = desc.dtype;
-  plan.sku_.op = std::string("reduce_backward.") + reduce_kind_name(desc.kind);
-  plan.sku_.precision = precision_for(desc.dtype, be->backend);
+  plan.sku_ = make_sku(*be, desc.dtype, std::string("reduce_backward.") + reduce_kind_name(desc.kind));
   // Sum/Mean/Norm2/LogSumExp are one elementwise pass; the other kinds need a
   // per-slice auxiliary (tie count, mean, partial products) first, fused into
   // one block per slice where the slice fits on chip.

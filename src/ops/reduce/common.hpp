@@ -1,6 +1,8 @@
 // Pieces shared by ReducePlan and ReduceBackwardPlan: descriptor validation,
 // backend choice, and mapping output-shaped views into the input's rank.
 #pragma once
+#include <string>
+
 #include "baracuda/ops/reduce.hpp"
 
 namespace baracuda::reduce_detail {
@@ -45,5 +47,7 @@ View to_input_rank(const View& v, const Dims& in_shape, uint32_t mask, bool keep
 }
 
 PrecisionGuarantee precision_for(DType dtype, Backend backend);
+// The SKU every reduction plan starts from (variant filled in by the plan).
+KernelSku make_sku(const BackendChoice& be, DType dtype, std::string op);
 
 }  // namespace baracuda::reduce_detail

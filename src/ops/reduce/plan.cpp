@@ -117,6 +117,17 @@ PrecisionGuarantee precision_for(DType dtype, Backend backend) {
   return g;
 }
 
+KernelSku make_sku(const BackendChoice& be, DType dtype, std::string op) {
+  KernelSku sku;
+  sku.backend = be.backend;
+  sku.arch = be.arch;
+  sku.dtype = dtype;
+  sku.op = std::move(op);
+  sku.precision = precision_for(dtype, be.backend);
+  sku.variant = "reference";
+  return sku;
+}
+
 }  // namespace reduce_detail
 
 using namespace reduce_detail;
@@ -138,12 +149,7 @@ Result<ReducePlan> ReducePlan::select(const Stream& stream, const ReduceDescript
   if (k == ReduceKind::ArgMax || k == ReduceKind::ArgMin) plan.out_dtype_ = DType::I64;
   else if (is_integral(desc.dtype) && (k == ReduceKind::Sum || k == ReduceKind::Prod)) plan.out_dtype_ = DType::I64;
   else plan.out_dtype_ = desc.dtype;
-  plan.sku_.backend = be->backend;
-  plan.sku_.arch = be->arch;
-  plan.sku_.dtype = desc.dtype;
-  plan.sku_.op = std::string("reduce.") + reduce_kind_name(k);
-  plan.sku_.precision = precision_for(desc.dtype, be->backend);
-  plan.sku_.variant = "reference";
+  plan.sku_ = make_sku(*be, desc.dtype, std::string("reduce.") + reduce_kind_name(k));
 #ifdef BARACUDA_WITH_CUDA
   if (be->backend == Backend::Bespoke) {
     const Dims in_strides = contiguous_strides(desc.shape);
