@@ -1,6 +1,8 @@
 // Host 16-bit float types. Storage-only (16 bits), binary compatible with
 // CUDA's __half / __nv_bfloat16, usable without the CUDA toolkit.
-// Conversions from float round to nearest even; NaN stays NaN.
+// Conversions from float round to nearest even; NaN stays NaN. Conversions
+// from double go through float, so they can round twice (off by one ulp of
+// the 16-bit type in rare halfway cases).
 #pragma once
 #include <cstdint>
 #include <cstring>
