@@ -573,6 +573,27 @@ __device__ __forceinline__ P block_sum(P v, int tx, int ty, const TileCfg& c, P*
   return sm[kTileMaxThreads + tx];
 }
 
+// Exclusive prefix / suffix products of one value per lane across a full
+// warp, in a fixed order: pre = v_0 * ... * v_{lane-1}, suf = v_{lane+1} *
+// ... * v_31 (1 at the ends). Returns the inclusive prefix (lane 31: the
+// warp's product).
+template <class A>
+__device__ __forceinline__ A warp_exclusive_products(A v, int lane, A& pre, A& suf) {
+  A ip = v, is = v;
+#pragma unroll
+  for (int d = 1; d < 32; d <<= 1) {
+    const A a = __shfl_up_sync(0xffffffffu, ip, d);
+    const A b = __shfl_down_sync(0xffffffffu, is, d);
+    if (lane >= d) ip = a * ip;
+    if (lane + d < 32) is = is * b;
+  }
+  pre = __shfl_up_sync(0xffffffffu, ip, 1);
+  suf = __shfl_down_sync(0xffffffffu, is, 1);
+  if (lane == 0) pre = A(1);
+  if (lane == 31) suf = A(1);
+  return ip;
+}
+
 // Exclusive prefix / suffix products of one value per thread over the TY
 // threads of each slice (fixed order). total: the product of all TY values,
 // valid in the ty == 0 thread.
@@ -580,18 +601,8 @@ template <class A>
 __device__ __forceinline__ void block_scan(A v, int tx, int ty, const TileCfg& c, A* sm, A& pre, A& suf, A& total) {
   if (c.row && c.TY >= 32) {
     const int lane = threadIdx.x & 31;
-    A ip = v, is = v;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const A a = __shfl_up_sync(0xffffffffu, ip, d);
-      const A b = __shfl_down_sync(0xffffffffu, is, d);
-      if (lane >= d) ip = a * ip;
-      if (lane + d < 32) is = is * b;
-    }
-    A wp = __shfl_up_sync(0xffffffffu, ip, 1);
-    A ws = __shfl_down_sync(0xffffffffu, is, 1);
-    if (lane == 0) wp = A(1);
-    if (lane == 31) ws = A(1);
+    A wp, ws;
+    const A ip = warp_exclusive_products(v, lane, wp, ws);
     const int nw = c.TY >> 5, w = ty >> 5;
     if (lane == 31) sm[tx * nw + w] = ip;  // the warp's product
     __syncthreads();
@@ -1277,18 +1288,8 @@ __global__ void __launch_bounds__(kCombineThreads) combine_kernel(const CombineP
     const int64_t b = std::min<int64_t>(p.S, lane * run), e = std::min<int64_t>(p.S, b + run);
     A prod = A(1);
     for (int64_t k = b; k < e; ++k) prod = prod * part[k];
-    A ip = prod, is = prod;
-#pragma unroll
-    for (int d = 1; d < 32; d <<= 1) {
-      const A a = __shfl_up_sync(0xffffffffu, ip, d);
-      const A c = __shfl_down_sync(0xffffffffu, is, d);
-      if (lane >= d) ip = a * ip;
-      if (lane + d < 32) is = is * c;
-    }
-    A pre = __shfl_up_sync(0xffffffffu, ip, 1);
-    A suf = __shfl_down_sync(0xffffffffu, is, 1);
-    if (lane == 0) pre = A(1);
-    if (lane == 31) suf = A(1);
+    A pre, suf;
+    warp_exclusive_products(prod, lane, pre, suf);
     for (int64_t k = e - 1; k >= b; --k) {
       out[k] = suf;
       suf = part[k] * suf;
