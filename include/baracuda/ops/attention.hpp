@@ -1,0 +1,215 @@
+// Attention family: SdpaPlan / SdpaBackwardPlan (materialized attention, the
+// general fallback) and FlashSdpaPlan / FlashSdpaBackwardPlan (tiled online
+// softmax; [Q,K] is never materialized).
+//
+// Shapes (element strides are free: [B,S,H,D] storage is a [B,H,S,D] view with
+// permuted strides):
+//   q [B, H,  Q, Dk]    k [B, Hk, K, Dk]    v [B, Hk, K, Dv]    y [B, H, Q, Dv]
+// Grouped-query / multi-query attention: H % Hk == 0, query head h reads kv
+// head h / (H / Hk). K and V are never copied per query head.
+//
+// Scores for query row i and key column j of one (batch, head):
+//   s  = (q_i . k_j) * scale                      scale defaults to 1/sqrt(Dk)
+//   s  = cap * tanh(s / cap)                      flash only, when softcap > 0
+//   s += -slope[b,h] * |i + off - j|              flash only, ALiBi
+//   s += mask[b,h,i,j]                            additive f32 mask (0-strides broadcast)
+//   j is allowed when (!causal || j <= i + off)
+//                 and (window_left  < 0 || j >= i + off - window_left)
+//                 and (window_right < 0 || j <= i + off + window_right)
+//   off = 0 for DiagonalAlign::TopLeft (PyTorch is_causal),
+//         K - Q for DiagonalAlign::BottomRight (FlashAttention, KV-cache decoding);
+//   per sequence in varlen mode.
+//   p  = softmax over the allowed j of s;   y_i = sum_j p_ij v_j
+//   lse_i = log(sum over allowed j of exp(s_ij))   (natural log, f32)
+// A row with no allowed key, or whose scores are all -inf (fully masked), gives
+// y_i = 0, p_i. = 0 and lse_i = -inf (FlashAttention's convention; PyTorch's
+// math backend would give NaN). Its gradients are 0.
+//
+// Precision: f16/bf16 multiply on tensor cores with f32 accumulation and an f32
+// softmax; f32 runs in f32, f64 in f64; the CPU reference accumulates in double.
+// Every default plan is deterministic: no floating-point atomics, grouped-query
+// gradients of K/V are summed over the query heads of a group in a fixed order.
+#pragma once
+#include <cstdint>
+#include <optional>
+
+#include "baracuda/core/dtype.hpp"
+#include "baracuda/core/sku.hpp"
+#include "baracuda/core/status.hpp"
+#include "baracuda/core/stream.hpp"
+#include "baracuda/core/tensor.hpp"
+
+namespace baracuda {
+
+enum class DiagonalAlign : uint8_t { TopLeft, BottomRight };
+const char* diagonal_align_name(DiagonalAlign a);
+
+// ---------------------------------------------------------------------------
+// Materialized attention. Forward saves the probabilities p [B,H,Q,K] (dtype
+// probs_dtype(): f32 for f16/bf16/f32 inputs, f64 for f64) for the backward.
+struct SdpaDescriptor {
+  DType dtype = DType::F32;  // q, k, v, y (and dy, dq, dk, dv)
+  int64_t batch = 1;
+  int64_t heads = 1;         // H (query heads)
+  int64_t kv_heads = 1;      // Hk, H % Hk == 0
+  int64_t q_len = 0;         // Q
+  int64_t kv_len = 0;        // K
+  int64_t head_dim = 0;      // Dk
+  int64_t head_dim_v = -1;   // Dv; -1 = same as head_dim
+  std::optional<double> scale;  // default 1/sqrt(Dk); must be finite
+  bool causal = false;
+  DiagonalAlign align = DiagonalAlign::TopLeft;
+  bool has_mask = false;     // additive f32 mask [B,H,Q,K], any extent may be broadcast by stride 0
+};
+
+struct SdpaArgs {
+  TensorRef q, k, v;
+  TensorRef mask;   // used when descriptor.has_mask
+  TensorMut y;      // [B,H,Q,Dv]
+  TensorMut probs;  // [B,H,Q,K], probs_dtype(); saved for SdpaBackwardPlan
+};
+
+class SdpaPlan {
+ public:
+  static Result<SdpaPlan> select(const Stream& stream, const SdpaDescriptor& desc, const PlanPreference& pref = {});
+  Status can_implement(const SdpaArgs& args) const;
+  size_t workspace_size() const { return workspace_bytes_; }
+  Status run(const Stream& stream, Workspace ws, const SdpaArgs& args) const;
+  const KernelSku& sku() const { return sku_; }
+  const SdpaDescriptor& descriptor() const { return desc_; }  // head_dim_v and scale resolved
+  double scale() const { return *desc_.scale; }
+  DType probs_dtype() const;
+
+ private:
+  SdpaPlan() = default;
+  SdpaDescriptor desc_;
+  Device device_;
+  size_t workspace_bytes_ = 0;
+  KernelSku sku_;
+};
+
+// dp = dy . v^T;  ds = p * (dp - rowsum(dp * p));  dq = scale ds . k;
+// dk = scale ds^T . q (summed over the group's query heads, in head order);  dv = p^T . dy.
+// Workspace: ds, [B,H,Q,K] in probs_dtype() (workspace_size()).
+struct SdpaBackwardArgs {
+  TensorRef dy;         // [B,H,Q,Dv]
+  TensorRef q, k, v;
+  TensorRef probs;      // from SdpaPlan::run
+  TensorMut dq, dk, dv;
+};
+
+class SdpaBackwardPlan {
+ public:
+  static Result<SdpaBackwardPlan> select(const Stream& stream, const SdpaDescriptor& desc,
+                                         const PlanPreference& pref = {});
+  Status can_implement(const SdpaBackwardArgs& args) const;
+  size_t workspace_size() const { return workspace_bytes_; }
+  Status run(const Stream& stream, Workspace ws, const SdpaBackwardArgs& args) const;
+  const KernelSku& sku() const { return sku_; }
+  const SdpaDescriptor& descriptor() const { return desc_; }
+  double scale() const { return *desc_.scale; }
+  DType probs_dtype() const;
+
+ private:
+  SdpaBackwardPlan() = default;
+  SdpaDescriptor desc_;
+  Device device_;
+  size_t workspace_bytes_ = 0;
+  KernelSku sku_;
+};
+
+// ---------------------------------------------------------------------------
+// Flash attention. Head dims 32..256 in steps of 8, Dk == Dv. The CUDA paths
+// need the head dimension to be contiguous (stride 1) in q, k, v, y, dy, dq, dk,
+// dv, and (f16/bf16) every other stride a multiple of 8 elements and 16-byte
+// aligned base pointers; the CPU reference takes any strides.
+enum class AlibiMode : uint8_t { None, PerHead /* slopes [H] */, PerBatchHead /* slopes [B,H] */ };
+
+struct FlashSdpaDescriptor {
+  DType dtype = DType::BF16;
+  int64_t batch = 1;        // B; in varlen mode the number of sequences
+  int64_t heads = 1;        // H
+  int64_t kv_heads = 1;     // Hk, H % Hk == 0
+  int64_t q_len = 0;        // Q; in varlen mode the longest query sequence (max_seqlen_q)
+  int64_t kv_len = 0;       // K; in varlen mode the longest key sequence (max_seqlen_k)
+  int64_t head_dim = 0;     // D = Dk = Dv
+  std::optional<double> scale;  // default 1/sqrt(D); must be finite
+  bool causal = false;
+  DiagonalAlign align = DiagonalAlign::TopLeft;  // diagonal for causal, window and ALiBi
+  int64_t window_left = -1;   // -1 = unbounded
+  int64_t window_right = -1;  // -1 = unbounded
+  double softcap = 0.0;       // 0 = off; > 0: s = softcap * tanh(s / softcap)
+  AlibiMode alibi = AlibiMode::None;
+  bool has_mask = false;      // additive f32 mask [B,H,Q,K] (strides may be 0); not with varlen
+  // Variable-length packed batch (FlashAttention's varlen API): q [total_q, H, D],
+  // k/v [total_kv, Hk, D], y like q, lse [H, total_q]; sequence b owns rows
+  // cu_seqlens_q[b] .. cu_seqlens_q[b+1] (int32 [B+1], non-decreasing, starting
+  // at 0, each length <= q_len / kv_len). CUDA kernels clamp the offsets to the
+  // tensors, so a bad array cannot make them read or write out of bounds.
+  bool varlen = false;
+  int64_t total_q = 0;
+  int64_t total_kv = 0;
+};
+
+struct FlashSdpaArgs {
+  TensorRef q, k, v;
+  TensorRef mask;          // f32 [B,H,Q,K] when has_mask
+  TensorRef alibi_slopes;  // f32 [H] or [B,H] when alibi != None
+  TensorRef cu_seqlens_q;  // int32 [B+1] when varlen (device memory on CUDA)
+  TensorRef cu_seqlens_kv; // int32 [B+1] when varlen
+  TensorMut y;             // like q (Dv == D)
+  TensorMut lse;           // f32 [B,H,Q] ([H,total_q] when varlen); saved for the backward
+};
+
+class FlashSdpaPlan {
+ public:
+  static Result<FlashSdpaPlan> select(const Stream& stream, const FlashSdpaDescriptor& desc,
+                                      const PlanPreference& pref = {});
+  Status can_implement(const FlashSdpaArgs& args) const;
+  size_t workspace_size() const { return workspace_bytes_; }
+  Status run(const Stream& stream, Workspace ws, const FlashSdpaArgs& args) const;
+  const KernelSku& sku() const { return sku_; }
+  const FlashSdpaDescriptor& descriptor() const { return desc_; }  // scale resolved
+  double scale() const { return *desc_.scale; }
+
+ private:
+  FlashSdpaPlan() = default;
+  FlashSdpaDescriptor desc_;
+  Device device_;
+  int sm_count_ = 0;
+  size_t workspace_bytes_ = 0;
+  KernelSku sku_;
+};
+
+// Backward: recomputes p from lse (D = rowsum(dy * y) first), each output tile
+// owned by one thread block: deterministic and bit-stable.
+struct FlashSdpaBackwardArgs {
+  TensorRef dy;            // like y
+  TensorRef q, k, v;
+  TensorRef y;             // forward output
+  TensorRef lse;           // forward log-sum-exp
+  TensorRef mask, alibi_slopes, cu_seqlens_q, cu_seqlens_kv;  // as in the forward
+  TensorMut dq, dk, dv;    // like q, k, v
+};
+
+class FlashSdpaBackwardPlan {
+ public:
+  static Result<FlashSdpaBackwardPlan> select(const Stream& stream, const FlashSdpaDescriptor& desc,
+                                              const PlanPreference& pref = {});
+  Status can_implement(const FlashSdpaBackwardArgs& args) const;
+  size_t workspace_size() const { return workspace_bytes_; }
+  Status run(const Stream& stream, Workspace ws, const FlashSdpaBackwardArgs& args) const;
+  const KernelSku& sku() const { return sku_; }
+  const FlashSdpaDescriptor& descriptor() const { return desc_; }
+  double scale() const { return *desc_.scale; }
+
+ private:
+  FlashSdpaBackwardPlan() = default;
+  FlashSdpaDescriptor desc_;
+  Device device_;
+  int sm_count_ = 0;
+  size_t workspace_bytes_ = 0;
+  KernelSku sku_;
+};
+
+}  // namespace baracuda

@@ -1,0 +1,90 @@
+// Interface between FlashSdpaPlan / FlashSdpaBackwardPlan (plain C++) and the
+// CUDA flash-attention kernels. No CUDA headers: the stream travels as void*.
+//
+// Addressing (element strides, head dimension contiguous):
+//   q[b, h, i, d] = q + b*q_sb + h*q_sh + (q_start(b) + i)*q_ss + d
+// where q_start(b) = 0 in dense mode and cu_q[b] in varlen mode (q_sb = 0 then).
+// Same for k, v (with kv head hk = h / (heads / kv_heads)), y, dy, dq, dk, dv.
+// lse[b, h, i] = lse + b*lse_sb + h*lse_sh + (q_start(b) + i)*lse_ss.
+// mask[b, h, i, j] = mask + b*m_sb + h*m_sh + i*m_sq + j*m_sk (dense mode only).
+// alibi slope = alibi + b*alibi_sb + h*alibi_sh (alibi_sb = 0 for [H] slopes).
+// Semantics of every field: include/baracuda/ops/attention.hpp.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+
+#include "baracuda/core/dtype.hpp"
+#include "baracuda/core/status.hpp"
+
+namespace baracuda::cuda_flash {
+
+struct FlashFwdParams {
+  DType dtype = DType::BF16;
+  const void* q = nullptr;
+  const void* k = nullptr;
+  const void* v = nullptr;
+  void* y = nullptr;
+  float* lse = nullptr;
+  int64_t q_sb = 0, q_sh = 0, q_ss = 0;
+  int64_t k_sb = 0, k_sh = 0, k_ss = 0;
+  int64_t v_sb = 0, v_sh = 0, v_ss = 0;
+  int64_t y_sb = 0, y_sh = 0, y_ss = 0;
+  int64_t lse_sb = 0, lse_sh = 0, lse_ss = 0;
+
+  int batch = 0, heads = 0, kv_heads = 0;
+  int q_len = 0, kv_len = 0;  // dense: the lengths; varlen: the maximum lengths (grid size)
+  int head_dim = 0;
+
+  // varlen (both null in dense mode); total_* bound the clamped offsets
+  const int32_t* cu_q = nullptr;
+  const int32_t* cu_kv = nullptr;
+  int64_t total_q = 0, total_kv = 0;
+
+  double scale = 1.0;
+  double softcap = 0.0;     // 0 = off
+  bool causal = false;
+  bool bottom_right = false;
+  int64_t window_left = -1, window_right = -1;  // -1 = unbounded
+
+  const float* alibi = nullptr;  // null = off
+  int64_t alibi_sb = 0, alibi_sh = 0;
+
+  const float* mask = nullptr;   // null = off
+  int64_t m_sb = 0, m_sh = 0, m_sq = 0, m_sk = 0;
+};
+
+struct FlashBwdParams : FlashFwdParams {
+  const void* dy = nullptr;
+  void* dq = nullptr;
+  void* dk = nullptr;
+  void* dv = nullptr;
+  int64_t dy_sb = 0, dy_sh = 0, dy_ss = 0;
+  int64_t dq_sb = 0, dq_sh = 0, dq_ss = 0;
+  int64_t dk_sb = 0, dk_sh = 0, dk_ss = 0;
+  int64_t dv_sb = 0, dv_sh = 0, dv_ss = 0;
+  void* workspace = nullptr;  // backward_workspace_bytes() bytes, owned by the caller
+  size_t workspace_bytes = 0;
+};
+
+// Shape facts the kernels need to size their scratch (no pointers).
+struct FlashShape {
+  DType dtype = DType::BF16;
+  int64_t batch = 0, heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, head_dim = 0;
+  bool varlen = false;
+  int64_t total_q = 0, total_kv = 0;
+};
+
+// ---- SIMT path: f32 and f64 (flash_simt_*.cu) --------------------------------
+Status forward_simt(const FlashFwdParams& p, int arch, int sm_count, void* stream);
+size_t backward_workspace_bytes_simt(const FlashShape& s);
+Status backward_simt(const FlashBwdParams& p, int arch, int sm_count, void* stream);
+
+// ---- tensor-core path: f16 and bf16, mma.sync on sm_80+ (flash_mma_*.cu) -------
+// The variant string names the tile configuration chosen for the shape.
+Status forward_mma(const FlashFwdParams& p, int arch, int sm_count, void* stream);
+const char* forward_mma_variant(const FlashShape& s, int arch);
+size_t backward_workspace_bytes_mma(const FlashShape& s);
+Status backward_mma(const FlashBwdParams& p, int arch, int sm_count, void* stream);
+const char* backward_mma_variant(const FlashShape& s, int arch);
+
+}  // namespace baracuda::cuda_flash
