@@ -7,4 +7,5 @@
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/stream.hpp"
 #include "baracuda/core/tensor.hpp"
+#include "baracuda/ops/attention.hpp"
 #include "baracuda/ops/reduce.hpp"

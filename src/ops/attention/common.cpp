@@ -1,0 +1,114 @@
+#include "ops/attention/common.hpp"
+
+#include "core/checks.hpp"
+#include "core/cuda_device.hpp"
+
+namespace baracuda {
+
+const char* diagonal_align_name(DiagonalAlign a) {
+  switch (a) {
+    case DiagonalAlign::TopLeft: return "top-left";
+    case DiagonalAlign::BottomRight: return "bottom-right";
+  }
+  return "?";
+}
+
+namespace attention_detail {
+
+Result<BackendChoice> choose_backend(const char* plan, const Stream& stream, const PlanPreference& pref) {
+  const std::string p = std::string(plan) + ": ";
+  BackendChoice c;
+  if (pref.backend && pref.require_backend && (*pref.backend == Backend::CuBlasLt || *pref.backend == Backend::CuDnn))
+    return Status(StatusCode::Unsupported, p + "backend " + std::string(backend_name(*pref.backend)) +
+                                               " has no implementation of this plan in this build");
+  if (stream.is_cpu()) {
+    if (pref.backend && *pref.backend != Backend::CpuReference && pref.require_backend)
+      return Status(StatusCode::Unsupported, p + "backend " + std::string(backend_name(*pref.backend)) +
+                                                 " required but the stream is on the CPU (only cpu-reference runs there)");
+    return c;
+  }
+  if (pref.backend && *pref.backend == Backend::CpuReference && pref.require_backend)
+    return Status(StatusCode::Unsupported, p + "backend cpu-reference required but the stream is on " +
+                                               stream.device().to_string() + " (use Stream::cpu() and host memory)");
+#ifdef BARACUDA_WITH_CUDA
+  auto info = detail::cuda_device_info(stream.device().ordinal);
+  if (!info) return Status(info.status().code(), p + info.status().message());
+  c.backend = Backend::Bespoke;
+  c.sm_count = info->sm_count;
+  c.arch = info->arch;
+  return c;
+#else
+  return Status(StatusCode::Unsupported, p + "stream is on " + stream.device().to_string() +
+                                             " but this baracuda build has no CUDA support (BARACUDA_CUDA=OFF)");
+#endif
+}
+
+PrecisionGuarantee precision_for(DType dtype, Backend backend) {
+  PrecisionGuarantee g;
+  if (backend == Backend::CpuReference || dtype == DType::F64) {
+    g.math = g.accumulator = DType::F64;
+  } else {
+    g.math = g.accumulator = DType::F32;  // f16/bf16 products are exact in f32 on tensor cores
+  }
+  g.deterministic = true;
+  g.bit_stable_on_same_hardware = true;
+  return g;
+}
+
+KernelSku make_sku(const BackendChoice& be, DType dtype, std::string op, std::string variant) {
+  KernelSku sku;
+  sku.backend = be.backend;
+  sku.arch = be.arch;
+  sku.dtype = dtype;
+  sku.op = std::move(op);
+  sku.variant = std::move(variant);
+  sku.precision = precision_for(dtype, be.backend);
+  return sku;
+}
+
+Status check_cuda_rows(const char* plan, const char* name, const TensorRef& v, size_t vector_bytes) {
+  const std::string p = std::string(plan) + ": ";
+  if (v.numel() == 0 || v.rank() == 0) return Status::ok();
+  const int last = v.rank() - 1;
+  if (v.shape[last] > 1 && v.strides[last] != 1)
+    return Status(StatusCode::Unsupported, p + name + " must have a contiguous head dimension (stride 1) on CUDA, got strides " +
+                                               v.strides.to_string());
+  if (vector_bytes == 0) return Status::ok();
+  const int64_t vec = static_cast<int64_t>(vector_bytes / dtype_size(v.dtype));
+  for (int i = 0; i < last; ++i)
+    if (v.shape[i] > 1 && v.strides[i] % vec != 0)
+      return Status(StatusCode::Unsupported, p + name + " strides " + v.strides.to_string() + " must be multiples of " +
+                                                 std::to_string(vec) + " elements (" + std::to_string(vector_bytes) +
+                                                 "-byte rows) on CUDA for " + std::string(dtype_name(v.dtype)));
+  if (reinterpret_cast<uintptr_t>(v.data) % vector_bytes != 0)
+    return Status(StatusCode::Unsupported, p + name + " data pointer must be " + std::to_string(vector_bytes) +
+                                               "-byte aligned on CUDA for " + std::string(dtype_name(v.dtype)));
+  return Status::ok();
+}
+
+// Outputs must not overlap any input nor each other.
+Status check_no_overlap(const char* plan, NamedViews outs, NamedViews ins) {
+  for (auto o = outs.begin(); o != outs.end(); ++o) {
+    for (const auto& i : ins)
+      if (i.second.data != nullptr && detail::views_overlap(o->second, i.second))
+        return Status(StatusCode::InvalidProblem, std::string(plan) + ": output " + o->first + " overlaps input " + i.first + " in memory");
+    for (auto o2 = std::next(o); o2 != outs.end(); ++o2)
+      if (detail::views_overlap(o->second, o2->second))
+        return Status(StatusCode::InvalidProblem, std::string(plan) + ": outputs " + o->first + " and " + o2->first + " overlap in memory");
+  }
+  return Status::ok();
+}
+
+std::string dims_str(std::initializer_list<int64_t> d) {
+  std::string s = "[";
+  bool first = true;
+  for (int64_t x : d) {
+    if (!first) s += ",";
+    s += std::to_string(x);
+    first = false;
+  }
+  return s + "]";
+}
+
+}  // namespace attention_detail
+}  // namespace baracuda

@@ -1,0 +1,41 @@
+// Pieces shared by the four attention plans: backend choice, precision, and
+// the CUDA layout rules (head dimension contiguous, vector alignment).
+#pragma once
+#include <initializer_list>
+#include <string>
+#include <utility>
+
+#include "baracuda/ops/attention.hpp"
+
+namespace baracuda::attention_detail {
+
+struct BackendChoice {
+  Backend backend = Backend::CpuReference;
+  int sm_count = 0;
+  int arch = 0;
+};
+// CPU stream -> cpu-reference; CUDA stream -> bespoke. A required backend that
+// this family cannot run (cuBLASLt, cuDNN for now, cpu-reference on a CUDA
+// stream, ...) is an Unsupported error naming the plan.
+Result<BackendChoice> choose_backend(const char* plan, const Stream& stream, const PlanPreference& pref);
+
+PrecisionGuarantee precision_for(DType dtype, Backend backend);
+KernelSku make_sku(const BackendChoice& be, DType dtype, std::string op, std::string variant);
+
+// Accumulator dtype of the materialized path (probs, ds): f64 for f64, else f32.
+inline DType accumulator_dtype(DType t) { return t == DType::F64 ? DType::F64 : DType::F32; }
+
+// CUDA layout rule for a [.., S, D]-style view whose last axis is the head
+// dimension: stride 1 there; with `vector_bytes` > 0 also every other stride a
+// multiple of vector_bytes / element size and the base pointer aligned to
+// vector_bytes. Returns Unsupported naming the plan and the tensor.
+Status check_cuda_rows(const char* plan, const char* name, const TensorRef& v, size_t vector_bytes);
+
+// Outputs must overlap no input (views with a null pointer are skipped) and
+// no other output.
+using NamedViews = std::initializer_list<std::pair<const char*, TensorRef>>;
+Status check_no_overlap(const char* plan, NamedViews outs, NamedViews ins);
+
+std::string dims_str(std::initializer_list<int64_t> d);
+
+}  // namespace baracuda::attention_detail

@@ -1,0 +1,338 @@
+// FlashSdpaPlan / FlashSdpaBackwardPlan: descriptor validation, argument
+// checks, backend choice and dispatch (CPU reference, SIMT kernels for f32/f64,
+// tensor-core kernels for f16/bf16).
+#include <cmath>
+
+#include "core/checks.hpp"
+#include "core/cuda_device.hpp"
+#include "ops/attention/common.hpp"
+#include "ops/attention/cpu.hpp"
+#ifdef BARACUDA_WITH_CUDA
+#include "ops/attention/flash_cuda.hpp"
+#endif
+
+namespace baracuda {
+
+using namespace attention_detail;
+
+namespace {
+
+constexpr const char* kFwd = "FlashSdpaPlan";
+constexpr const char* kBwd = "FlashSdpaBackwardPlan";
+
+Status validate(const char* plan, const FlashSdpaDescriptor& d, FlashSdpaDescriptor* out) {
+  const std::string p = std::string(plan) + ": ";
+  auto bad = [&](const std::string& m) { return Status(StatusCode::InvalidProblem, p + m); };
+  if (!(d.dtype == DType::F32 || d.dtype == DType::F64 || d.dtype == DType::F16 || d.dtype == DType::BF16))
+    return Status(StatusCode::Unsupported, p + "dtype " + std::string(dtype_name(d.dtype)) + " is not supported (f16, bf16, f32, f64)");
+  if (d.batch < 0) return bad("batch " + std::to_string(d.batch) + " must be >= 0");
+  if (d.heads < 1 || d.kv_heads < 1)
+    return bad("heads (" + std::to_string(d.heads) + ") and kv_heads (" + std::to_string(d.kv_heads) + ") must be >= 1");
+  if (d.heads % d.kv_heads != 0)
+    return bad("heads " + std::to_string(d.heads) + " must be a multiple of kv_heads " + std::to_string(d.kv_heads));
+  if (d.q_len < 0 || d.kv_len < 0)
+    return bad("q_len (" + std::to_string(d.q_len) + ") and kv_len (" + std::to_string(d.kv_len) + ") must be >= 0");
+  if (d.q_len > INT32_MAX || d.kv_len > INT32_MAX || d.batch > INT32_MAX || d.heads > 65535)
+    return Status(StatusCode::Unsupported, p + "q_len, kv_len and batch must fit in int32 and heads <= 65535");
+  if (d.head_dim < 32 || d.head_dim > 256 || d.head_dim % 8 != 0)
+    return Status(StatusCode::Unsupported, p + "head_dim " + std::to_string(d.head_dim) + " must be in [32, 256] and a multiple of 8");
+  if (d.scale && !std::isfinite(*d.scale)) return bad("scale must be finite");
+  if (d.window_left < -1 || d.window_right < -1)
+    return bad("window_left (" + std::to_string(d.window_left) + ") and window_right (" + std::to_string(d.window_right) +
+               ") must be >= 0, or -1 for unbounded");
+  if (!(d.softcap >= 0) || !std::isfinite(d.softcap))
+    return bad("softcap " + std::to_string(d.softcap) + " must be finite and >= 0 (0 = off)");
+  if (static_cast<int>(d.alibi) > static_cast<int>(AlibiMode::PerBatchHead))
+    return bad("unknown AlibiMode " + std::to_string(static_cast<int>(d.alibi)));
+  if (static_cast<int>(d.align) > static_cast<int>(DiagonalAlign::BottomRight))
+    return bad("unknown DiagonalAlign " + std::to_string(static_cast<int>(d.align)));
+  if (d.varlen) {
+    if (d.has_mask)
+      return Status(StatusCode::Unsupported, p + "an additive mask is not supported with varlen (packed) batches");
+    if (d.total_q < 0 || d.total_kv < 0)
+      return bad("total_q (" + std::to_string(d.total_q) + ") and total_kv (" + std::to_string(d.total_kv) + ") must be >= 0");
+  }
+  *out = d;
+  if (!out->scale) out->scale = 1.0 / std::sqrt(static_cast<double>(d.head_dim));
+  return Status::ok();
+}
+
+// Expected shapes of the tensors.
+struct Shapes {
+  Dims q, kv, y, lse, mask, alibi, cu;
+};
+Shapes shapes_of(const FlashSdpaDescriptor& d) {
+  Shapes s;
+  if (d.varlen) {
+    s.q = {d.total_q, d.heads, d.head_dim};
+    s.kv = {d.total_kv, d.kv_heads, d.head_dim};
+    s.lse = {d.heads, d.total_q};
+    s.cu = {d.batch + 1};
+  } else {
+    s.q = {d.batch, d.heads, d.q_len, d.head_dim};
+    s.kv = {d.batch, d.kv_heads, d.kv_len, d.head_dim};
+    s.lse = {d.batch, d.heads, d.q_len};
+  }
+  s.y = s.q;
+  s.mask = {d.batch, d.heads, d.q_len, d.kv_len};
+  if (d.alibi == AlibiMode::PerHead) s.alibi = {d.heads};
+  if (d.alibi == AlibiMode::PerBatchHead) s.alibi = {d.batch, d.heads};
+  return s;
+}
+
+Status check_extras(const char* plan, const FlashSdpaDescriptor& d, const Shapes& s, Device dev, const TensorRef& mask,
+                    const TensorRef& alibi, const TensorRef& cu_q, const TensorRef& cu_kv) {
+  if (d.has_mask) BARACUDA_RETURN_IF_ERROR(detail::check_view(plan, "mask", mask, DType::F32, s.mask, dev));
+  if (d.alibi != AlibiMode::None)
+    BARACUDA_RETURN_IF_ERROR(detail::check_view(plan, "alibi_slopes", alibi, DType::F32, s.alibi, dev));
+  if (d.varlen) {
+    BARACUDA_RETURN_IF_ERROR(detail::check_view(plan, "cu_seqlens_q", cu_q, DType::I32, s.cu, dev));
+    BARACUDA_RETURN_IF_ERROR(detail::check_view(plan, "cu_seqlens_kv", cu_kv, DType::I32, s.cu, dev));
+  }
+  return Status::ok();
+}
+
+bool tensor_cores(DType t) { return t == DType::F16 || t == DType::BF16; }
+
+#ifdef BARACUDA_WITH_CUDA
+cuda_flash::FlashShape flash_shape(const FlashSdpaDescriptor& d) {
+  cuda_flash::FlashShape s;
+  s.dtype = d.dtype;
+  s.batch = d.batch;
+  s.heads = d.heads;
+  s.kv_heads = d.kv_heads;
+  s.q_len = d.q_len;
+  s.kv_len = d.kv_len;
+  s.head_dim = d.head_dim;
+  s.varlen = d.varlen;
+  s.total_q = d.total_q;
+  s.total_kv = d.total_kv;
+  return s;
+}
+
+// (sb, sh, ss) of a q-like view: dense [B,H,S,D] or varlen [T,H,D].
+void seq_strides(const TensorRef& t, bool varlen, int64_t* sb, int64_t* sh, int64_t* ss) {
+  if (varlen) {
+    *sb = 0;
+    *ss = t.strides[0];
+    *sh = t.strides[1];
+  } else {
+    *sb = t.strides[0];
+    *sh = t.strides[1];
+    *ss = t.strides[2];
+  }
+}
+
+void fill_common(const FlashSdpaDescriptor& d, cuda_flash::FlashFwdParams& p, const TensorRef& q, const TensorRef& k,
+                 const TensorRef& v, const TensorRef& lse, const TensorRef& mask, const TensorRef& alibi,
+                 const TensorRef& cu_q, const TensorRef& cu_kv) {
+  p.dtype = d.dtype;
+  p.q = q.data;
+  p.k = k.data;
+  p.v = v.data;
+  seq_strides(q, d.varlen, &p.q_sb, &p.q_sh, &p.q_ss);
+  seq_strides(k, d.varlen, &p.k_sb, &p.k_sh, &p.k_ss);
+  seq_strides(v, d.varlen, &p.v_sb, &p.v_sh, &p.v_ss);
+  if (d.varlen) {
+    p.lse_sb = 0;
+    p.lse_sh = lse.strides[0];
+    p.lse_ss = lse.strides[1];
+    p.cu_q = static_cast<const int32_t*>(cu_q.data);
+    p.cu_kv = static_cast<const int32_t*>(cu_kv.data);
+    p.total_q = d.total_q;
+    p.total_kv = d.total_kv;
+  } else {
+    p.lse_sb = lse.strides[0];
+    p.lse_sh = lse.strides[1];
+    p.lse_ss = lse.strides[2];
+  }
+  p.batch = static_cast<int>(d.batch);
+  p.heads = static_cast<int>(d.heads);
+  p.kv_heads = static_cast<int>(d.kv_heads);
+  p.q_len = static_cast<int>(d.q_len);
+  p.kv_len = static_cast<int>(d.kv_len);
+  p.head_dim = static_cast<int>(d.head_dim);
+  p.scale = *d.scale;
+  p.softcap = d.softcap;
+  p.causal = d.causal;
+  p.bottom_right = d.align == DiagonalAlign::BottomRight;
+  p.window_left = d.window_left;
+  p.window_right = d.window_right;
+  if (d.alibi != AlibiMode::None) {
+    p.alibi = static_cast<const float*>(alibi.data);
+    if (d.alibi == AlibiMode::PerHead) {
+      p.alibi_sb = 0;
+      p.alibi_sh = alibi.strides[0];
+    } else {
+      p.alibi_sb = alibi.strides[0];
+      p.alibi_sh = alibi.strides[1];
+    }
+  }
+  if (d.has_mask) {
+    p.mask = static_cast<const float*>(mask.data);
+    p.m_sb = mask.strides[0];
+    p.m_sh = mask.strides[1];
+    p.m_sq = mask.strides[2];
+    p.m_sk = mask.strides[3];
+  }
+}
+#endif
+
+Result<BackendChoice> choose(const char* plan, const Stream& stream, const FlashSdpaDescriptor& d, const PlanPreference& pref) {
+  auto be = choose_backend(plan, stream, pref);
+  if (!be) return be.status();
+  if (be->backend == Backend::Bespoke && tensor_cores(d.dtype) && be->arch < 80)
+    return Status(StatusCode::Unsupported, std::string(plan) + ": f16/bf16 flash attention needs tensor cores of sm_80 or newer, device is sm_" +
+                                               std::to_string(be->arch));
+  return be;
+}
+
+}  // namespace
+
+// ---------------------------------------------------------------------------
+Result<FlashSdpaPlan> FlashSdpaPlan::select(const Stream& stream, const FlashSdpaDescriptor& desc, const PlanPreference& pref) {
+  FlashSdpaDescriptor d;
+  BARACUDA_RETURN_IF_ERROR(validate(kFwd, desc, &d));
+  auto be = choose(kFwd, stream, d, pref);
+  if (!be) return be.status();
+  FlashSdpaPlan plan;
+  plan.desc_ = d;
+  plan.device_ = stream.device();
+  plan.sm_count_ = be->sm_count;
+  std::string variant = "reference";
+#ifdef BARACUDA_WITH_CUDA
+  if (be->backend == Backend::Bespoke) variant = tensor_cores(d.dtype) ? cuda_flash::forward_mma_variant(flash_shape(d), be->arch) : "simt";
+#endif
+  plan.sku_ = make_sku(*be, d.dtype, "flash_sdpa.forward", variant);
+  return plan;
+}
+
+Status FlashSdpaPlan::can_implement(const FlashSdpaArgs& a) const {
+  const Shapes s = shapes_of(desc_);
+  BARACUDA_RETURN_IF_ERROR(detail::check_view(kFwd, "q", a.q, desc_.dtype, s.q, device_));
+  BARACUDA_RETURN_IF_ERROR(detail::check_view(kFwd, "k", a.k, desc_.dtype, s.kv, device_));
+  BARACUDA_RETURN_IF_ERROR(detail::check_view(kFwd, "v", a.v, desc_.dtype, s.kv, device_));
+  BARACUDA_RETURN_IF_ERROR(check_extras(kFwd, desc_, s, device_, a.mask, a.alibi_slopes, a.cu_seqlens_q, a.cu_seqlens_kv));
+  BARACUDA_RETURN_IF_ERROR(detail::check_output(kFwd, "y", a.y, desc_.dtype, s.y, device_));
+  BARACUDA_RETURN_IF_ERROR(detail::check_output(kFwd, "lse", a.lse, DType::F32, s.lse, device_));
+  BARACUDA_RETURN_IF_ERROR(check_no_overlap(kFwd, {{"y", a.y}, {"lse", a.lse}},
+                                            {{"q", a.q}, {"k", a.k}, {"v", a.v}, {"mask", a.mask}, {"alibi_slopes", a.alibi_slopes},
+                                             {"cu_seqlens_q", a.cu_seqlens_q}, {"cu_seqlens_kv", a.cu_seqlens_kv}}));
+  if (sku_.backend == Backend::Bespoke) {
+    const size_t vec = tensor_cores(desc_.dtype) ? 16 : 0;
+    BARACUDA_RETURN_IF_ERROR(check_cuda_rows(kFwd, "q", a.q, vec));
+    BARACUDA_RETURN_IF_ERROR(check_cuda_rows(kFwd, "k", a.k, vec));
+    BARACUDA_RETURN_IF_ERROR(check_cuda_rows(kFwd, "v", a.v, vec));
+    BARACUDA_RETURN_IF_ERROR(check_cuda_rows(kFwd, "y", a.y, vec));
+  }
+  return Status::ok();
+}
+
+Status FlashSdpaPlan::run(const Stream& stream, Workspace ws, const FlashSdpaArgs& a) const {
+  BARACUDA_RETURN_IF_ERROR(detail::check_stream(kFwd, stream, device_));
+  BARACUDA_RETURN_IF_ERROR(can_implement(a));
+  BARACUDA_RETURN_IF_ERROR(detail::check_workspace(kFwd, workspace_bytes_, ws.bytes, ws.ptr));
+  if (a.y.numel() == 0) return Status::ok();
+  if (sku_.backend == Backend::CpuReference) return cpu_attention::flash_forward(desc_, a);
+#ifdef BARACUDA_WITH_CUDA
+  detail::DeviceGuard guard(device_.ordinal);
+  BARACUDA_RETURN_IF_ERROR(guard.status());
+  cuda_flash::FlashFwdParams p;
+  fill_common(desc_, p, a.q, a.k, a.v, a.lse, a.mask, a.alibi_slopes, a.cu_seqlens_q, a.cu_seqlens_kv);
+  p.y = a.y.data;
+  p.lse = static_cast<float*>(a.lse.data);
+  seq_strides(a.y, desc_.varlen, &p.y_sb, &p.y_sh, &p.y_ss);
+  if (tensor_cores(desc_.dtype)) return cuda_flash::forward_mma(p, sku_.arch, sm_count_, stream.native_handle());
+  return cuda_flash::forward_simt(p, sku_.arch, sm_count_, stream.native_handle());
+#else
+  (void)ws;
+  return Status(StatusCode::Unsupported, std::string(kFwd) + ": no CUDA support in this build");
+#endif
+}
+
+// ---------------------------------------------------------------------------
+Result<FlashSdpaBackwardPlan> FlashSdpaBackwardPlan::select(const Stream& stream, const FlashSdpaDescriptor& desc,
+                                                            const PlanPreference& pref) {
+  FlashSdpaDescriptor d;
+  BARACUDA_RETURN_IF_ERROR(validate(kBwd, desc, &d));
+  auto be = choose(kBwd, stream, d, pref);
+  if (!be) return be.status();
+  FlashSdpaBackwardPlan plan;
+  plan.desc_ = d;
+  plan.device_ = stream.device();
+  plan.sm_count_ = be->sm_count;
+  std::string variant = "reference";
+#ifdef BARACUDA_WITH_CUDA
+  if (be->backend == Backend::Bespoke) {
+    const auto shape = flash_shape(d);
+    if (tensor_cores(d.dtype)) {
+      variant = cuda_flash::backward_mma_variant(shape, be->arch);
+      plan.workspace_bytes_ = cuda_flash::backward_workspace_bytes_mma(shape);
+    } else {
+      variant = "simt";
+      plan.workspace_bytes_ = cuda_flash::backward_workspace_bytes_simt(shape);
+    }
+  }
+#endif
+  plan.sku_ = make_sku(*be, d.dtype, "flash_sdpa.backward", variant);
+  return plan;
+}
+
+Status FlashSdpaBackwardPlan::can_implement(const FlashSdpaBackwardArgs& a) const {
+  const Shapes s = shapes_of(desc_);
+  BARACUDA_RETURN_IF_ERROR(detail::check_view(kBwd, "dy", a.dy, desc_.dtype, s.y, device_));
+  BARACUDA_RETURN_IF_ERROR(detail::check_view(kBwd, "q", a.q, desc_.dtype, s.q, device_));
+  BARACUDA_RETURN_IF_ERROR(detail::check_view(kBwd, "k", a.k, desc_.dtype, s.kv, device_));
+  BARACUDA_RETURN_IF_ERROR(detail::check_view(kBwd, "v", a.v, desc_.dtype, s.kv, device_));
+  BARACUDA_RETURN_IF_ERROR(detail::check_view(kBwd, "y", a.y, desc_.dtype, s.y, device_));
+  BARACUDA_RETURN_IF_ERROR(detail::check_view(kBwd, "lse", a.lse, DType::F32, s.lse, device_));
+  BARACUDA_RETURN_IF_ERROR(check_extras(kBwd, desc_, s, device_, a.mask, a.alibi_slopes, a.cu_seqlens_q, a.cu_seqlens_kv));
+  BARACUDA_RETURN_IF_ERROR(detail::check_output(kBwd, "dq", a.dq, desc_.dtype, s.q, device_));
+  BARACUDA_RETURN_IF_ERROR(detail::check_output(kBwd, "dk", a.dk, desc_.dtype, s.kv, device_));
+  BARACUDA_RETURN_IF_ERROR(detail::check_output(kBwd, "dv", a.dv, desc_.dtype, s.kv, device_));
+  BARACUDA_RETURN_IF_ERROR(check_no_overlap(
+      kBwd, {{"dq", a.dq}, {"dk", a.dk}, {"dv", a.dv}},
+      {{"dy", a.dy}, {"q", a.q}, {"k", a.k}, {"v", a.v}, {"y", a.y}, {"lse", a.lse}, {"mask", a.mask},
+       {"alibi_slopes", a.alibi_slopes}, {"cu_seqlens_q", a.cu_seqlens_q}, {"cu_seqlens_kv", a.cu_seqlens_kv}}));
+  if (sku_.backend == Backend::Bespoke) {
+    const size_t vec = tensor_cores(desc_.dtype) ? 16 : 0;
+    for (auto [n, t] : {std::pair<const char*, TensorRef>{"dy", a.dy}, {"q", a.q}, {"k", a.k}, {"v", a.v}, {"y", a.y},
+                        {"dq", a.dq}, {"dk", a.dk}, {"dv", a.dv}})
+      BARACUDA_RETURN_IF_ERROR(check_cuda_rows(kBwd, n, t, vec));
+  }
+  return Status::ok();
+}
+
+Status FlashSdpaBackwardPlan::run(const Stream& stream, Workspace ws, const FlashSdpaBackwardArgs& a) const {
+  BARACUDA_RETURN_IF_ERROR(detail::check_stream(kBwd, stream, device_));
+  BARACUDA_RETURN_IF_ERROR(can_implement(a));
+  BARACUDA_RETURN_IF_ERROR(detail::check_workspace(kBwd, workspace_bytes_, ws.bytes, ws.ptr));
+  if (a.dq.numel() == 0 && a.dk.numel() == 0) return Status::ok();
+  if (sku_.backend == Backend::CpuReference) return cpu_attention::flash_backward(desc_, a);
+#ifdef BARACUDA_WITH_CUDA
+  detail::DeviceGuard guard(device_.ordinal);
+  BARACUDA_RETURN_IF_ERROR(guard.status());
+  cuda_flash::FlashBwdParams p;
+  fill_common(desc_, p, a.q, a.k, a.v, a.lse, a.mask, a.alibi_slopes, a.cu_seqlens_q, a.cu_seqlens_kv);
+  p.y = const_cast<void*>(a.y.data);  // read only in the backward
+  p.lse = static_cast<float*>(const_cast<void*>(a.lse.data));
+  seq_strides(a.y, desc_.varlen, &p.y_sb, &p.y_sh, &p.y_ss);
+  p.dy = a.dy.data;
+  p.dq = a.dq.data;
+  p.dk = a.dk.data;
+  p.dv = a.dv.data;
+  seq_strides(a.dy, desc_.varlen, &p.dy_sb, &p.dy_sh, &p.dy_ss);
+  seq_strides(a.dq, desc_.varlen, &p.dq_sb, &p.dq_sh, &p.dq_ss);
+  seq_strides(a.dk, desc_.varlen, &p.dk_sb, &p.dk_sh, &p.dk_ss);
+  seq_strides(a.dv, desc_.varlen, &p.dv_sb, &p.dv_sh, &p.dv_ss);
+  p.workspace = ws.ptr;
+  p.workspace_bytes = workspace_bytes_;
+  if (tensor_cores(desc_.dtype)) return cuda_flash::backward_mma(p, sku_.arch, sm_count_, stream.native_handle());
+  return cuda_flash::backward_simt(p, sku_.arch, sm_count_, stream.native_handle());
+#else
+  (void)ws;
+  return Status(StatusCode::Unsupported, std::string(kBwd) + ": no CUDA support in this build");
+#endif
+}
+
+}  // namespace baracuda
