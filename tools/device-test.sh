@@ -1,21 +1,22 @@
 #!/usr/bin/env bash
 # The one script run on the GPU machine, from the repository root:
 #   configure (from scratch) + build, ctest, examples/quickstart, and with
-#   BENCH=1 the reduction benchmarks against PyTorch.
+#   BENCH=1 the benchmarks (reduction, attention, RoPE) against PyTorch.
 #
 #   RESULTS=$OUT BENCH=1 tools/device-test.sh
 #
 # Knobs (environment):
 #   RESULTS       output folder (default ./device-results); gets at most 8 files:
 #                 env.txt build.log ctest.log run.log (quickstart + bench output)
-#                 [ctest-junit.xml, only when BENCH!=1, to stay within 8]
-#                 bench_ours.json bench_torch.json bench_compare.md bench_results.json
+#                 [ctest-junit.xml, only when BENCH!=1]
+#                 bench.tgz (every bench's ours/torch JSON, compare markdown)
 #   BUILD_DIR     build folder (default build)
 #   CLEAN         1 (default): delete BUILD_DIR first; 0: reuse it (incremental)
 #   JOBS          build parallelism (default: all cores)
 #   CTEST_ARGS    extra ctest arguments, e.g. "-R cuda -j4"
 #   CTEST_TIMEOUT per-test timeout in seconds (default 300)
 #   BENCH         1: run the benchmarks (default 0)
+#   BENCH_SET     which benchmarks (default "reduce attn rope")
 #   BENCH_FILTER  only bench cases whose name contains this (e.g. "sum.fwd")
 #   BENCH_ITERS   timed iterations per case (default: the tools' own, 30)
 # Every stage runs even when an earlier one failed (as far as its inputs
@@ -31,11 +32,12 @@ CTEST_TIMEOUT=${CTEST_TIMEOUT:-300}
 BENCH=${BENCH:-0}
 BENCH_FILTER=${BENCH_FILTER:-}
 BENCH_ITERS=${BENCH_ITERS:-}
+BENCH_SET=${BENCH_SET:-reduce attn rope}
 
 mkdir -p "$RESULTS"
 RESULTS=$(cd "$RESULTS" && pwd)
 # Only our own files are removed, never anything else in RESULTS.
-rm -f "$RESULTS"/{env.txt,build.log,ctest.log,ctest-junit.xml,run.log,bench_ours.json,bench_torch.json,bench_compare.md,bench_results.json}
+rm -f "$RESULTS"/{env.txt,build.log,ctest.log,ctest-junit.xml,run.log,bench.tgz}
 
 declare -a SUMMARY=()
 FAILED=0
@@ -122,31 +124,50 @@ else
 fi
 
 # ---- benchmarks ------------------------------------------------------------------------
+# Each bench writes into $BENCH_OUT; everything is packed into bench.tgz at the
+# end (the results folder may hold only a few files).
+BENCH_OUT="$(mkdir -p "$BUILD_DIR" && cd "$BUILD_DIR" && pwd)/bench-results"
 if [[ "$BENCH" == 1 ]]; then
+  rm -rf "$BENCH_OUT"; mkdir -p "$BENCH_OUT"
   BARGS=()
   [[ -n "$BENCH_FILTER" ]] && BARGS+=(--filter "$BENCH_FILTER")
   [[ -n "$BENCH_ITERS" ]] && BARGS+=(--iters "$BENCH_ITERS")
-  BB="$BUILD_DIR/bench/baracuda_bench"
-  if [[ -x "$BB" ]]; then
-    echo "### baracuda_bench ${BARGS[*]}" >> "$RESULTS/run.log"
+  for SET in $BENCH_SET; do
+    case "$SET" in
+      reduce) BB="$BUILD_DIR/bench/baracuda_bench" ;;
+      attn) BB="$BUILD_DIR/bench/baracuda_attn_bench" ;;
+      rope) BB="$BUILD_DIR/bench/baracuda_rope_bench" ;;
+      *) fail "bench: unknown set $SET"; continue ;;
+    esac
+    if [[ ! -x "$BB" ]]; then fail "bench $SET: $BB not built"; continue; fi
+    echo "### $BB ${BARGS[*]}" >> "$RESULTS/run.log"
     # rc 3 = ran, but some cases failed (listed in the JSON)
-    if "$BB" --json "$RESULTS/bench_ours.json" "${BARGS[@]}" 2>&1 | tee -a "$RESULTS/run.log"; then
-      note "bench ours: ok ($(elapsed))"
-    else fail "bench ours: FAILED or some cases failed (rc=${PIPESTATUS[0]}) ($(elapsed))"; fi
-  else
-    fail "bench ours: $BB not built"
-  fi
-  # PyTorch is only timed when there is something of ours to compare it with.
-  if [[ -f "$RESULTS/bench_ours.json" ]]; then
-    echo "### torch_reduce.py ${BARGS[*]}" >> "$RESULTS/run.log"
-    if python3 bench/torch_reduce.py --json "$RESULTS/bench_torch.json" "${BARGS[@]}" 2>&1 | tee -a "$RESULTS/run.log"; then
-      note "bench torch: ok ($(elapsed))"
-    else note "bench torch: some cases failed or no torch (rc=${PIPESTATUS[0]}) ($(elapsed))"; fi
-    echo "### compare.py" >> "$RESULTS/run.log"
-    python3 bench/compare.py "$RESULTS/bench_ours.json" "$RESULTS/bench_torch.json" \
-      --markdown "$RESULTS/bench_compare.md" --out "$RESULTS/bench_results.json" >> "$RESULTS/run.log" 2>&1 \
-      || fail "compare: FAILED"
-  fi
+    if "$BB" --json "$BENCH_OUT/${SET}_ours.json" "${BARGS[@]}" 2>&1 | tee -a "$RESULTS/run.log"; then
+      note "bench $SET ours: ok ($(elapsed))"
+    else fail "bench $SET ours: FAILED or some cases failed (rc=${PIPESTATUS[0]}) ($(elapsed))"; fi
+    [[ -f "$BENCH_OUT/${SET}_ours.json" ]] || continue
+    # PyTorch side by side, in the same run.
+    case "$SET" in
+      reduce)
+        python3 bench/torch_reduce.py --json "$BENCH_OUT/reduce_torch.json" "${BARGS[@]}" >> "$RESULTS/run.log" 2>&1 \
+          || note "bench reduce torch: some cases failed or no torch"
+        python3 bench/compare.py "$BENCH_OUT/reduce_ours.json" "$BENCH_OUT/reduce_torch.json" \
+          --markdown "$BENCH_OUT/reduce_compare.md" --out "$BENCH_OUT/reduce_results.json" >> "$RESULTS/run.log" 2>&1 \
+          || fail "compare reduce: FAILED" ;;
+      attn)
+        python3 bench/torch_attention.py "$BENCH_OUT/attn_ours.json" --json "$BENCH_OUT/attn_results.json" \
+          --markdown "$BENCH_OUT/attn_compare.md" 2>&1 | tee -a "$RESULTS/run.log" \
+          || note "bench attn torch: failed or no torch" ;;
+      rope)
+        python3 bench/torch_rope.py --json "$BENCH_OUT/rope_torch.json" "${BARGS[@]}" >> "$RESULTS/run.log" 2>&1 \
+          || note "bench rope torch: some cases failed or no torch"
+        python3 bench/compare.py "$BENCH_OUT/rope_ours.json" "$BENCH_OUT/rope_torch.json" \
+          --markdown "$BENCH_OUT/rope_compare.md" --out "$BENCH_OUT/rope_results.json" >> "$RESULTS/run.log" 2>&1 \
+          || fail "compare rope: FAILED" ;;
+    esac
+    note "bench $SET torch + compare: done ($(elapsed))"
+  done
+  tar -C "$BENCH_OUT" -czf "$RESULTS/bench.tgz" . && note "bench results: $RESULTS/bench.tgz"
 fi
 
 # ---- summary (last, so it is what the tail of the output shows) -----------------------
@@ -156,10 +177,14 @@ printf '%s\n' "${SUMMARY[@]}"
 if [[ -f "$RESULTS/ctest.log" ]] && grep -q "The following tests FAILED" "$RESULTS/ctest.log"; then
   sed -n '/The following tests FAILED/,$p' "$RESULTS/ctest.log" | head -40
 fi
-if [[ "$BENCH" == 1 && -f "$RESULTS/bench_ours.json" ]]; then
-  echo
-  python3 bench/compare.py "$RESULTS/bench_ours.json" "$RESULTS/bench_torch.json" --summary-only || true
-  echo "(per-case table: $RESULTS/bench_compare.md)"
+if [[ "$BENCH" == 1 ]]; then
+  for SET in $BENCH_SET; do
+    case "$SET" in
+      attn) [[ -f "$BENCH_OUT/attn_compare.md" ]] && cat "$BENCH_OUT/attn_compare.md" ;;
+      *) [[ -f "$BENCH_OUT/${SET}_ours.json" ]] && python3 bench/compare.py "$BENCH_OUT/${SET}_ours.json" \
+           "$BENCH_OUT/${SET}_torch.json" --summary-only || true ;;
+    esac
+  done
 fi
 echo "results in $RESULTS:" "$(cd "$RESULTS" && printf '%s ' *)"
 exit "$FAILED"
