@@ -175,6 +175,8 @@ class FlashSdpaPlan {
  private:
   FlashSdpaPlan() = default;
   FlashSdpaDescriptor desc_;
+  bool use_cudnn_ = false;       // cuDNN fused attention chosen at select()
+  bool cudnn_required_ = false;  // ... and required by the preference (no fallback)
   Device device_;
   int sm_count_ = 0;
   size_t workspace_bytes_ = 0;
@@ -206,6 +208,8 @@ class FlashSdpaBackwardPlan {
  private:
   FlashSdpaBackwardPlan() = default;
   FlashSdpaDescriptor desc_;
+  bool use_cudnn_ = false;       // cuDNN fused attention chosen at select()
+  bool cudnn_required_ = false;  // ... and required by the preference (no fallback)
   Device device_;
   int sm_count_ = 0;
   size_t workspace_bytes_ = 0;

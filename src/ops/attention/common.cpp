@@ -15,10 +15,12 @@ const char* diagonal_align_name(DiagonalAlign a) {
 
 namespace attention_detail {
 
-Result<BackendChoice> choose_backend(const char* plan, const Stream& stream, const PlanPreference& pref) {
+Result<BackendChoice> choose_backend(const char* plan, const Stream& stream, const PlanPreference& pref,
+                                     bool cudnn_route) {
   const std::string p = std::string(plan) + ": ";
   BackendChoice c;
-  if (pref.backend && pref.require_backend && (*pref.backend == Backend::CuBlasLt || *pref.backend == Backend::CuDnn))
+  if (pref.backend && pref.require_backend &&
+      (*pref.backend == Backend::CuBlasLt || (*pref.backend == Backend::CuDnn && !cudnn_route)))
     return Status(StatusCode::Unsupported, p + "backend " + std::string(backend_name(*pref.backend)) +
                                                " has no implementation of this plan in this build");
   if (stream.is_cpu()) {

@@ -14,10 +14,12 @@ struct BackendChoice {
   int sm_count = 0;
   int arch = 0;
 };
-// CPU stream -> cpu-reference; CUDA stream -> bespoke. A required backend that
-// this family cannot run (cuBLASLt, cuDNN for now, cpu-reference on a CUDA
-// stream, ...) is an Unsupported error naming the plan.
-Result<BackendChoice> choose_backend(const char* plan, const Stream& stream, const PlanPreference& pref);
+// CPU stream -> cpu-reference; CUDA stream -> bespoke (the plan may then move
+// to cuDNN when `cudnn_route`). A required backend that the plan cannot run
+// (cuBLASLt; cuDNN without a route; cpu-reference on a CUDA stream, ...) is an
+// Unsupported error naming the plan.
+Result<BackendChoice> choose_backend(const char* plan, const Stream& stream, const PlanPreference& pref,
+                                     bool cudnn_route = false);
 
 PrecisionGuarantee precision_for(DType dtype, Backend backend);
 KernelSku make_sku(const BackendChoice& be, DType dtype, std::string op, std::string variant);

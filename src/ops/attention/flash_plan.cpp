@@ -1,6 +1,7 @@
 // FlashSdpaPlan / FlashSdpaBackwardPlan: descriptor validation, argument
 // checks, backend choice and dispatch (CPU reference, SIMT kernels for f32/f64,
 // tensor-core kernels for f16/bf16).
+#include <algorithm>
 #include <cmath>
 
 #include "core/checks.hpp"
@@ -8,6 +9,7 @@
 #include "ops/attention/common.hpp"
 #include "ops/attention/cpu.hpp"
 #ifdef BARACUDA_WITH_CUDA
+#include "ops/attention/cudnn_sdpa.hpp"
 #include "ops/attention/flash_cuda.hpp"
 #endif
 
@@ -179,13 +181,56 @@ void fill_common(const FlashSdpaDescriptor& d, cuda_flash::FlashFwdParams& p, co
 #endif
 
 Result<BackendChoice> choose(const char* plan, const Stream& stream, const FlashSdpaDescriptor& d, const PlanPreference& pref) {
-  auto be = choose_backend(plan, stream, pref);
+  auto be = choose_backend(plan, stream, pref, /*cudnn_route=*/true);
   if (!be) return be.status();
   if (be->backend == Backend::Bespoke && tensor_cores(d.dtype) && be->arch < 80)
     return Status(StatusCode::Unsupported, std::string(plan) + ": f16/bf16 flash attention needs tensor cores of sm_80 or newer, device is sm_" +
                                                std::to_string(be->arch));
   return be;
 }
+
+#ifdef BARACUDA_WITH_CUDA
+// Default route for f16/bf16 when no backend is asked for. Measured on the H200
+// (docs/BENCHMARKS.md): see the comment where it is decided.
+bool default_prefers_cudnn(const FlashSdpaDescriptor&, bool /*backward*/) { return false; }
+
+// Decides the cuDNN route at select(): returns the plan info when cuDNN will
+// run the problem, nothing when the plan stays bespoke, or an error when cuDNN
+// was required and cannot.
+struct CudnnChoice {
+  bool use = false;
+  bool required = false;
+  cudnn_sdpa::PlanInfo info;
+};
+Result<CudnnChoice> choose_cudnn(const char* plan, const FlashSdpaDescriptor& d, const BackendChoice& be,
+                                 const PlanPreference& pref, bool backward) {
+  CudnnChoice c;
+  const bool asked = pref.backend && *pref.backend == Backend::CuDnn;
+  c.required = asked && pref.require_backend;
+  const bool preferred_elsewhere = pref.backend && !asked;
+  if (be.backend != Backend::Bespoke || preferred_elsewhere || !(asked || default_prefers_cudnn(d, backward))) return c;
+  std::string why;
+  Status st = Status::ok();
+  if (!cudnn_sdpa::supports(d, be.arch, backward, &why)) {
+    st = Status(StatusCode::Unsupported, why);
+  } else {
+    auto info = backward ? cudnn_sdpa::prepare_backward(cudnn_sdpa::canonical_backward(d), pref.require_deterministic)
+                         : cudnn_sdpa::prepare_forward(cudnn_sdpa::canonical_forward(d));
+    if (!info) {
+      st = info.status();
+    } else if (pref.require_deterministic && !info->deterministic) {
+      st = Status(StatusCode::Unsupported, "cuDNN's engine for this problem is not deterministic");
+    } else {
+      c.use = true;
+      c.info = *info;
+      return c;
+    }
+  }
+  if (c.required)
+    return Status(st.code(), std::string(plan) + ": backend cudnn required but it cannot run this problem: " + st.message());
+  return c;  // stay bespoke
+}
+#endif
 
 }  // namespace
 
@@ -202,6 +247,18 @@ Result<FlashSdpaPlan> FlashSdpaPlan::select(const Stream& stream, const FlashSdp
   std::string variant = "reference";
 #ifdef BARACUDA_WITH_CUDA
   if (be->backend == Backend::Bespoke) variant = tensor_cores(d.dtype) ? cuda_flash::forward_mma_variant(flash_shape(d), be->arch) : "simt";
+  auto cu = choose_cudnn(kFwd, d, *be, pref, /*backward=*/false);
+  if (!cu) return cu.status();
+  if (cu->use) {
+    plan.use_cudnn_ = true;
+    plan.cudnn_required_ = cu->required;
+    plan.workspace_bytes_ = cu->info.workspace_bytes;
+    BackendChoice cb = *be;
+    cb.backend = Backend::CuDnn;
+    plan.sku_ = make_sku(cb, d.dtype, "flash_sdpa.forward", cu->info.engine);
+    plan.sku_.precision.deterministic = cu->info.deterministic;
+    return plan;
+  }
 #endif
   plan.sku_ = make_sku(*be, d.dtype, "flash_sdpa.forward", variant);
   return plan;
@@ -218,7 +275,7 @@ Status FlashSdpaPlan::can_implement(const FlashSdpaArgs& a) const {
   BARACUDA_RETURN_IF_ERROR(check_no_overlap(kFwd, {{"y", a.y}, {"lse", a.lse}},
                                             {{"q", a.q}, {"k", a.k}, {"v", a.v}, {"mask", a.mask}, {"alibi_slopes", a.alibi_slopes},
                                              {"cu_seqlens_q", a.cu_seqlens_q}, {"cu_seqlens_kv", a.cu_seqlens_kv}}));
-  if (sku_.backend == Backend::Bespoke) {
+  if (sku_.backend == Backend::Bespoke || sku_.backend == Backend::CuDnn) {
     const size_t vec = tensor_cores(desc_.dtype) ? 16 : 0;
     BARACUDA_RETURN_IF_ERROR(check_cuda_rows(kFwd, "q", a.q, vec));
     BARACUDA_RETURN_IF_ERROR(check_cuda_rows(kFwd, "k", a.k, vec));
@@ -242,6 +299,15 @@ Status FlashSdpaPlan::run(const Stream& stream, Workspace ws, const FlashSdpaArg
   p.y = a.y.data;
   p.lse = static_cast<float*>(a.lse.data);
   seq_strides(a.y, desc_.varlen, &p.y_sb, &p.y_sh, &p.y_ss);
+  if (use_cudnn_) {
+    // cuDNN refuses some strides (broadcast, unpacked lse) and, while a graph
+    // is being captured, plans it has not built yet; the bespoke kernels take
+    // over then unless cuDNN was required.
+    Status st = cudnn_sdpa::check_forward(p);
+    if (st.is_ok()) st = cudnn_sdpa::forward(p, stream.native_handle(), ws.ptr, ws.bytes);
+    if (st.is_ok() || cudnn_required_ || (st.code() != StatusCode::Unsupported && st.code() != StatusCode::WorkspaceTooSmall))
+      return st;
+  }
   if (tensor_cores(desc_.dtype)) return cuda_flash::forward_mma(p, sku_.arch, sm_count_, stream.native_handle());
   return cuda_flash::forward_simt(p, sku_.arch, sm_count_, stream.native_handle());
 #else
@@ -273,6 +339,20 @@ Result<FlashSdpaBackwardPlan> FlashSdpaBackwardPlan::select(const Stream& stream
       plan.workspace_bytes_ = cuda_flash::backward_workspace_bytes_simt(shape);
     }
   }
+  auto cu = choose_cudnn(kBwd, d, *be, pref, /*backward=*/true);
+  if (!cu) return cu.status();
+  if (cu->use) {
+    // Keep the bespoke workspace too: run() falls back to the bespoke kernels
+    // when cuDNN refuses the actual strides (unless cuDNN was required).
+    plan.use_cudnn_ = true;
+    plan.cudnn_required_ = cu->required;
+    plan.workspace_bytes_ = std::max(plan.workspace_bytes_, cu->info.workspace_bytes);
+    BackendChoice cb = *be;
+    cb.backend = Backend::CuDnn;
+    plan.sku_ = make_sku(cb, d.dtype, "flash_sdpa.backward", cu->info.engine);
+    plan.sku_.precision.deterministic = cu->info.deterministic;
+    return plan;
+  }
 #endif
   plan.sku_ = make_sku(*be, d.dtype, "flash_sdpa.backward", variant);
   return plan;
@@ -294,7 +374,7 @@ Status FlashSdpaBackwardPlan::can_implement(const FlashSdpaBackwardArgs& a) cons
       kBwd, {{"dq", a.dq}, {"dk", a.dk}, {"dv", a.dv}},
       {{"dy", a.dy}, {"q", a.q}, {"k", a.k}, {"v", a.v}, {"y", a.y}, {"lse", a.lse}, {"mask", a.mask},
        {"alibi_slopes", a.alibi_slopes}, {"cu_seqlens_q", a.cu_seqlens_q}, {"cu_seqlens_kv", a.cu_seqlens_kv}}));
-  if (sku_.backend == Backend::Bespoke) {
+  if (sku_.backend == Backend::Bespoke || sku_.backend == Backend::CuDnn) {
     const size_t vec = tensor_cores(desc_.dtype) ? 16 : 0;
     for (auto [n, t] : {std::pair<const char*, TensorRef>{"dy", a.dy}, {"q", a.q}, {"k", a.k}, {"v", a.v}, {"y", a.y},
                         {"dq", a.dq}, {"dk", a.dk}, {"dv", a.dv}})
@@ -327,6 +407,12 @@ Status FlashSdpaBackwardPlan::run(const Stream& stream, Workspace ws, const Flas
   seq_strides(a.dv, desc_.varlen, &p.dv_sb, &p.dv_sh, &p.dv_ss);
   p.workspace = ws.ptr;
   p.workspace_bytes = workspace_bytes_;
+  if (use_cudnn_) {  // fallback rules as in the forward
+    Status st = cudnn_sdpa::check_backward(p);
+    if (st.is_ok()) st = cudnn_sdpa::backward(p, stream.native_handle(), sku_.precision.deterministic);
+    if (st.is_ok() || cudnn_required_ || (st.code() != StatusCode::Unsupported && st.code() != StatusCode::WorkspaceTooSmall))
+      return st;
+  }
   if (tensor_cores(desc_.dtype)) return cuda_flash::backward_mma(p, sku_.arch, sm_count_, stream.native_handle());
   return cuda_flash::backward_simt(p, sku_.arch, sm_count_, stream.native_handle());
 #else
