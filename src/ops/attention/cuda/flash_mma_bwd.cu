@@ -1,7 +1,171 @@
-// PLACEHOLDER (being written): tensor-core flash attention backward for f16/bf16.
+// Tensor-core flash-attention backward (f16 / bf16): workspace, preprocess
+// kernel (lse2, dsum) and head-dimension dispatch. The dK/dV and dQ kernels
+// live in flash_mma_bwd.cuh, instantiated per dtype and padded head dimension
+// in flash_mma_bwd_<dtype>_d<D1>_<D2>.cu.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <string>
+
+#include "core/cuda_device.hpp"
+#include "ops/attention/cuda/flash_mma_bwd.cuh"
+#include "ops/attention/cuda/mma_utils.cuh"
 #include "ops/attention/flash_cuda.hpp"
+
 namespace baracuda::cuda_flash {
-size_t backward_workspace_bytes_mma(const FlashShape&) { return 0; }
-Status backward_mma(const FlashBwdParams&, int, int, void*) { return Status(StatusCode::Unsupported, "FlashSdpaBackwardPlan: tensor-core path not built yet"); }
-const char* backward_mma_variant(const FlashShape&, int) { return "mma-placeholder"; }
+namespace {
+
+using mma_bwd::BwdArgs;
+
+// Rows of the workspace arrays: one per (b, h, query row) dense, (h, packed
+// query row) varlen. Each array is padded to a multiple of 4 floats.
+int64_t ws_rows(const FlashShape& s) {
+  const int64_t rows = s.varlen ? s.heads * s.total_q : s.batch * s.heads * s.q_len;
+  return (rows + 3) / 4 * 4;
+}
+
+constexpr int kPreRowsPerWarp = 4;
+constexpr int kPreWarps = 8;
+
+// lse2 = lse * log2(e) (+inf where lse = -inf) and dsum = rowsum(dy * y).
+// One warp per row, one 16-byte chunk per lane (D <= 256 = 32 chunks).
+template <class T>
+__global__ void __launch_bounds__(kPreWarps * 32) bwd_preprocess_kernel(const __grid_constant__ BwdArgs a) {
+  const FlashBwdParams& p = a.p;
+  const int h = blockIdx.y, b = blockIdx.z + a.b_off;
+  const SeqInfo s = seq_info(p, b);
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int i0 = (blockIdx.x * kPreWarps + warp) * kPreRowsPerWarp;
+  if (i0 >= s.q_len) return;
+  const bool col_ok = lane * 8 < p.head_dim;
+  const T* yg = static_cast<const T*>(p.y) + b * p.y_sb + h * p.y_sh + (s.q_start + i0) * p.y_ss + lane * 8;
+  const T* dyg = static_cast<const T*>(p.dy) + b * p.dy_sb + h * p.dy_sh + (s.q_start + i0) * p.dy_ss + lane * 8;
+  const float* lg = p.lse + b * p.lse_sb + h * p.lse_sh + (s.q_start + i0) * p.lse_ss;
+  uint4 yv[kPreRowsPerWarp], dyv[kPreRowsPerWarp];
+  float lv[kPreRowsPerWarp];
+#pragma unroll
+  for (int r = 0; r < kPreRowsPerWarp; ++r) {
+    const bool ok = i0 + r < s.q_len;
+    yv[r] = dyv[r] = make_uint4(0, 0, 0, 0);
+    if (ok && col_ok) {
+      yv[r] = *reinterpret_cast<const uint4*>(yg + r * p.y_ss);
+      dyv[r] = *reinterpret_cast<const uint4*>(dyg + r * p.dy_ss);
+    }
+    lv[r] = ok && lane == 0 ? lg[r * p.lse_ss] : 0.f;
+  }
+  const int64_t w0 = mma_bwd::ws_row(p, s, b, h, i0);
+#pragma unroll
+  for (int r = 0; r < kPreRowsPerWarp; ++r) {
+    const uint32_t* yw = reinterpret_cast<const uint32_t*>(&yv[r]);
+    const uint32_t* dw = reinterpret_cast<const uint32_t*>(&dyv[r]);
+    float acc = 0.f;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const float2 y2 = cuda_mma::unpack2<T>(yw[k]), d2 = cuda_mma::unpack2<T>(dw[k]);
+      acc = fmaf(y2.x, d2.x, acc);
+      acc = fmaf(y2.y, d2.y, acc);
+    }
+#pragma unroll
+    for (int o = 16; o > 0; o >>= 1) acc += __shfl_xor_sync(0xffffffffu, acc, o);
+    if (lane == 0 && i0 + r < s.q_len) {
+      a.dsum[w0 + r] = acc;
+      a.lse2[w0 + r] = lv[r] == -INFINITY ? INFINITY : lv[r] * mma_bwd::kLog2e;
+    }
+  }
+}
+
+template <class T>
+Status run_backward(const FlashBwdParams& p, void* stream) {
+  FlashShape shape;
+  shape.dtype = p.dtype;
+  shape.batch = p.batch;
+  shape.heads = p.heads;
+  shape.kv_heads = p.kv_heads;
+  shape.q_len = p.q_len;
+  shape.kv_len = p.kv_len;
+  shape.head_dim = p.head_dim;
+  shape.varlen = p.cu_q != nullptr;
+  shape.total_q = p.total_q;
+  shape.total_kv = p.total_kv;
+  const size_t need = backward_workspace_bytes_mma(shape);
+  if (p.workspace_bytes < need || (need > 0 && p.workspace == nullptr))
+    return Status(StatusCode::WorkspaceTooSmall, "FlashSdpaBackwardPlan: tensor-core backward workspace too small", need,
+                  p.workspace_bytes);
+  if (p.batch <= 0 || p.heads <= 0) return Status::ok();
+
+  BwdArgs a;
+  a.p = p;
+  a.scale = static_cast<float>(p.scale);
+  a.scale_log2 = static_cast<float>(p.scale * 1.4426950408889634);
+  a.softcap = static_cast<float>(p.softcap);
+  a.group = p.heads / p.kv_heads;
+  a.lse2 = static_cast<float*>(p.workspace);
+  a.dsum = a.lse2 + ws_rows(shape);
+  const cudaStream_t st = static_cast<cudaStream_t>(stream);
+
+  if (p.q_len > 0) {
+    constexpr int kRows = kPreRowsPerWarp * kPreWarps;
+    for (int b0 = 0; b0 < p.batch; b0 += mma_bwd::kMaxGridZ) {
+      BwdArgs c = a;
+      c.b_off = b0;
+      const dim3 grid((p.q_len + kRows - 1) / kRows, p.heads, std::min(mma_bwd::kMaxGridZ, p.batch - b0));
+      bwd_preprocess_kernel<T><<<grid, kPreWarps * 32, 0, st>>>(c);
+      const cudaError_t e = cudaGetLastError();
+      if (e != cudaSuccess) return detail::cuda_status(static_cast<int>(e), "FlashSdpaBackwardPlan: preprocess launch");
+    }
+  }
+  switch ((p.head_dim + 31) / 32) {
+    case 1: return mma_bwd::launch_bwd<T, 32>(a, stream);
+    case 2: return mma_bwd::launch_bwd<T, 64>(a, stream);
+    case 3: return mma_bwd::launch_bwd<T, 96>(a, stream);
+    case 4: return mma_bwd::launch_bwd<T, 128>(a, stream);
+    case 5: return mma_bwd::launch_bwd<T, 160>(a, stream);
+    case 6: return mma_bwd::launch_bwd<T, 192>(a, stream);
+    case 7: return mma_bwd::launch_bwd<T, 224>(a, stream);
+    case 8: return mma_bwd::launch_bwd<T, 256>(a, stream);
+    default: break;
+  }
+  return Status(StatusCode::Unsupported,
+                "FlashSdpaBackwardPlan: tensor-core backward supports head dims 32..256, got " + std::to_string(p.head_dim));
+}
+
+}  // namespace
+
+size_t backward_workspace_bytes_mma(const FlashShape& s) {
+  const int64_t rows = ws_rows(s);
+  return rows > 0 ? static_cast<size_t>(2 * rows) * sizeof(float) : 0;
+}
+
+Status backward_mma(const FlashBwdParams& p, int arch, int sm_count, void* stream) {
+  (void)sm_count;
+  if (arch < 80) return Status(StatusCode::Unsupported, "FlashSdpaBackwardPlan: tensor-core backward needs sm_80 or newer");
+  if (p.head_dim < 32 || p.head_dim > 256 || p.head_dim % 8 != 0)
+    return Status(StatusCode::Unsupported,
+                  "FlashSdpaBackwardPlan: tensor-core backward needs a head dim in 32..256, multiple of 8, got " +
+                      std::to_string(p.head_dim));
+  if (p.kv_heads <= 0 || p.heads % p.kv_heads != 0)
+    return Status(StatusCode::InvalidProblem, "FlashSdpaBackwardPlan: heads must be a multiple of kv_heads");
+  if (p.dtype == DType::BF16) return run_backward<__nv_bfloat16>(p, stream);
+  if (p.dtype == DType::F16) return run_backward<__half>(p, stream);
+  return Status(StatusCode::Unsupported, "FlashSdpaBackwardPlan: tensor-core backward takes f16 or bf16");
+}
+
+const char* backward_mma_variant(const FlashShape& s, int arch) {
+  (void)arch;
+  // dK/dV CTA: keys x query step (warps sharing a key block); dQ CTA: query rows x key step. 8 warps each.
+  switch ((s.head_dim + 31) / 32) {
+    case 1: return "mma16816-bwd-d32-kv128q64-q128k64";
+    case 2: return "mma16816-bwd-d64-kv128q64-q128k64";
+    case 3: return "mma16816-bwd-d96-kv128q64-q128k64";
+    case 4: return "mma16816-bwd-d128-kv128q64-q128k64";
+    case 5: return "mma16816-bwd-d160-kv64q64x2-q128k64";
+    case 6: return "mma16816-bwd-d192-kv64q64x2-q128k64";
+    case 7: return "mma16816-bwd-d224-kv64q32x2-q128k32";
+    case 8: return "mma16816-bwd-d256-kv64q32x2-q128k32";
+    default: return "mma16816-bwd-unsupported";
+  }
+}
+
 }  // namespace baracuda::cuda_flash
