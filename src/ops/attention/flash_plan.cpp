@@ -9,6 +9,8 @@
 #include "ops/attention/common.hpp"
 #include "ops/attention/cpu.hpp"
 #ifdef BARACUDA_WITH_CUDA
+#include <cuda_runtime.h>
+
 #include "ops/attention/cudnn_sdpa.hpp"
 #include "ops/attention/flash_cuda.hpp"
 #endif
@@ -190,9 +192,26 @@ Result<BackendChoice> choose(const char* plan, const Stream& stream, const Flash
 }
 
 #ifdef BARACUDA_WITH_CUDA
-// Default route for f16/bf16 when no backend is asked for. Measured on the H200
-// (docs/BENCHMARKS.md): see the comment where it is decided.
-bool default_prefers_cudnn(const FlashSdpaDescriptor&, bool /*backward*/) { return false; }
+// Default route for f16/bf16 when no backend is asked for: cuDNN's fused
+// attention wherever it supports the problem. Measured on the H200
+// (docs/BENCHMARKS.md, bench/results/attention_*): cuDNN is faster than our
+// mma.sync kernels on every benchmarked shape, forward and backward; the
+// bespoke kernels take everything cuDNN does not support (masks, ALiBi,
+// softcap, windows, varlen, f32/f64, ...). Revisit when the Hopper path lands.
+bool default_prefers_cudnn(const FlashSdpaDescriptor& d, bool /*backward*/) {
+  return d.dtype == DType::F16 || d.dtype == DType::BF16;
+}
+
+// Building a cuDNN plan allocates and compiles: never while the stream
+// captures a graph (an error from the query counts as capturing).
+bool capturing(const Stream& stream) {
+  cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
+  if (cudaStreamIsCapturing(static_cast<cudaStream_t>(stream.native_handle()), &cs) != cudaSuccess) {
+    (void)cudaGetLastError();
+    return true;
+  }
+  return cs != cudaStreamCaptureStatusNone;
+}
 
 // Decides the cuDNN route at select(): returns the plan info when cuDNN will
 // run the problem, nothing when the plan stays bespoke, or an error when cuDNN
@@ -202,8 +221,8 @@ struct CudnnChoice {
   bool required = false;
   cudnn_sdpa::PlanInfo info;
 };
-Result<CudnnChoice> choose_cudnn(const char* plan, const FlashSdpaDescriptor& d, const BackendChoice& be,
-                                 const PlanPreference& pref, bool backward) {
+Result<CudnnChoice> choose_cudnn(const char* plan, const Stream& stream, const FlashSdpaDescriptor& d,
+                                 const BackendChoice& be, const PlanPreference& pref, bool backward) {
   CudnnChoice c;
   const bool asked = pref.backend && *pref.backend == Backend::CuDnn;
   c.required = asked && pref.require_backend;
@@ -211,7 +230,10 @@ Result<CudnnChoice> choose_cudnn(const char* plan, const FlashSdpaDescriptor& d,
   if (be.backend != Backend::Bespoke || preferred_elsewhere || !(asked || default_prefers_cudnn(d, backward))) return c;
   std::string why;
   Status st = Status::ok();
-  if (!cudnn_sdpa::supports(d, be.arch, backward, &why)) {
+  if (capturing(stream)) {
+    st = Status(StatusCode::Unsupported, "the stream is capturing a CUDA graph and building a cuDNN plan is not capture-safe "
+                                         "(select the plan before capturing)");
+  } else if (!cudnn_sdpa::supports(d, be.arch, backward, &why)) {
     st = Status(StatusCode::Unsupported, why);
   } else {
     auto info = backward ? cudnn_sdpa::prepare_backward(cudnn_sdpa::canonical_backward(d), pref.require_deterministic)
@@ -247,7 +269,7 @@ Result<FlashSdpaPlan> FlashSdpaPlan::select(const Stream& stream, const FlashSdp
   std::string variant = "reference";
 #ifdef BARACUDA_WITH_CUDA
   if (be->backend == Backend::Bespoke) variant = tensor_cores(d.dtype) ? cuda_flash::forward_mma_variant(flash_shape(d), be->arch) : "simt";
-  auto cu = choose_cudnn(kFwd, d, *be, pref, /*backward=*/false);
+  auto cu = choose_cudnn(kFwd, stream, d, *be, pref, /*backward=*/false);
   if (!cu) return cu.status();
   if (cu->use) {
     plan.use_cudnn_ = true;
@@ -339,7 +361,7 @@ Result<FlashSdpaBackwardPlan> FlashSdpaBackwardPlan::select(const Stream& stream
       plan.workspace_bytes_ = cuda_flash::backward_workspace_bytes_simt(shape);
     }
   }
-  auto cu = choose_cudnn(kBwd, d, *be, pref, /*backward=*/true);
+  auto cu = choose_cudnn(kBwd, stream, d, *be, pref, /*backward=*/true);
   if (!cu) return cu.status();
   if (cu->use) {
     // Keep the bespoke workspace too: run() falls back to the bespoke kernels
