@@ -1,0 +1,449 @@
+// baracuda_attn_bench: times FlashSdpaPlan (forward) and FlashSdpaBackwardPlan
+// with CUDA events and reports TFLOP/s, against the device's cuBLAS bf16 GEMM
+// rate measured in the same run (when the bench is built with cuBLAS).
+//
+//   baracuda_attn_bench [--json PATH] [--filter SUBSTR] [--iters N] [--warmup N] [--list]
+//
+// Method: warm-up runs, then `iters` runs each between its own pair of events
+// (queued behind a spin kernel so host launch overhead never sits inside an
+// event pair), median time. Small problems rotate among several input sets so
+// that one sweep touches >= 256 MiB. Data: uniform(-1, 1).
+// FLOPs (FlashAttention's convention): forward 4*B*H*Q*K*D, halved for causal;
+// backward 2.5x the forward.
+//
+// Cases are one table (kCases): add a row to add a case ("bwd" rows time the
+// backward plan on the forward's y / lse).
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cmath>
+#include <cstdlib>
+#include <ctime>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#ifdef BARACUDA_BENCH_CUBLAS
+#include <cublas_v2.h>
+#endif
+
+#include "baracuda/baracuda.hpp"
+#include "bench_kernels.hpp"
+
+using namespace baracuda;
+
+namespace {
+
+// ---- cases ----------------------------------------------------------------------
+struct AttnCase {
+  const char* name;
+  bool bwd;
+  DType dtype;
+  int64_t B, H, Hk, Q, K, D;
+  bool causal = false;
+  DiagonalAlign align = DiagonalAlign::TopLeft;
+  int64_t window_left = -1, window_right = -1;
+  double softcap = 0;
+  AlibiMode alibi = AlibiMode::None;
+  bool bshd = false;  // q, k, v, y stored [B,S,H,D] (PyTorch's usual layout for flash)
+};
+
+const AttnCase kCases[] = {
+    // name                                   bwd    dtype        B   H  Hk     Q     K    D  causal
+    {"fwd_bf16_b4_h16_s4096_d128", false, DType::BF16, 4, 16, 16, 4096, 4096, 128, false},
+    {"fwd_bf16_b4_h16_s4096_d128_causal", false, DType::BF16, 4, 16, 16, 4096, 4096, 128, true},
+    {"fwd_bf16_b8_h16_s2048_d64", false, DType::BF16, 8, 16, 16, 2048, 2048, 64, false},
+    {"fwd_bf16_b8_h16_s2048_d64_causal", false, DType::BF16, 8, 16, 16, 2048, 2048, 64, true},
+    {"fwd_bf16_b2_h16_s8192_d128", false, DType::BF16, 2, 16, 16, 8192, 8192, 128, false},
+    {"fwd_bf16_b2_h16_s8192_d128_causal", false, DType::BF16, 2, 16, 16, 8192, 8192, 128, true},
+    {"fwd_bf16_b4_h32_hk8_s4096_d128", false, DType::BF16, 4, 32, 8, 4096, 4096, 128, false},
+    {"fwd_bf16_b4_h32_hk8_s4096_d128_causal", false, DType::BF16, 4, 32, 8, 4096, 4096, 128, true},
+    {"fwd_f16_b4_h16_s4096_d128", false, DType::F16, 4, 16, 16, 4096, 4096, 128, false},
+    {"fwd_bf16_b4_h16_s4096_d128_bshd", false, DType::BF16, 4, 16, 16, 4096, 4096, 128, false, DiagonalAlign::TopLeft,
+     -1, -1, 0, AlibiMode::None, true},
+    {"fwd_bf16_b4_h16_s2048_d256", false, DType::BF16, 4, 16, 16, 2048, 2048, 256, false},
+    {"fwd_bf16_b4_h16_s2048_d256_causal", false, DType::BF16, 4, 16, 16, 2048, 2048, 256, true},
+    {"fwd_bf16_b4_h16_s4096_d96", false, DType::BF16, 4, 16, 16, 4096, 4096, 96, false},
+    {"fwd_bf16_b4_h16_s4096_d128_softcap_alibi", false, DType::BF16, 4, 16, 16, 4096, 4096, 128, false,
+     DiagonalAlign::TopLeft, -1, -1, 30.0, AlibiMode::PerHead},
+    {"fwd_bf16_b4_h16_s8192_d128_window1024", false, DType::BF16, 4, 16, 16, 8192, 8192, 128, true,
+     DiagonalAlign::TopLeft, 1024, -1},
+    {"fwd_bf16_decode_b16_h32_hk8_q1_k8192_d128", false, DType::BF16, 16, 32, 8, 1, 8192, 128, true,
+     DiagonalAlign::BottomRight},
+    // backward (FlashSdpaBackwardPlan on the forward's y / lse)
+    {"bwd_bf16_b4_h16_s4096_d128", true, DType::BF16, 4, 16, 16, 4096, 4096, 128, false},
+    {"bwd_bf16_b4_h16_s4096_d128_causal", true, DType::BF16, 4, 16, 16, 4096, 4096, 128, true},
+    {"bwd_bf16_b8_h16_s2048_d64", true, DType::BF16, 8, 16, 16, 2048, 2048, 64, false},
+    {"bwd_bf16_b8_h16_s2048_d64_causal", true, DType::BF16, 8, 16, 16, 2048, 2048, 64, true},
+    {"bwd_bf16_b2_h16_s8192_d128", true, DType::BF16, 2, 16, 16, 8192, 8192, 128, false},
+    {"bwd_bf16_b2_h16_s8192_d128_causal", true, DType::BF16, 2, 16, 16, 8192, 8192, 128, true},
+    {"bwd_bf16_b4_h32_hk8_s4096_d128", true, DType::BF16, 4, 32, 8, 4096, 4096, 128, false},
+    {"bwd_bf16_b4_h32_hk8_s4096_d128_causal", true, DType::BF16, 4, 32, 8, 4096, 4096, 128, true},
+    {"bwd_f16_b4_h16_s4096_d128", true, DType::F16, 4, 16, 16, 4096, 4096, 128, false},
+    {"bwd_bf16_b4_h16_s2048_d256", true, DType::BF16, 4, 16, 16, 2048, 2048, 256, false},
+};
+
+double flops_of(const AttnCase& c) {
+  double f = 4.0 * c.B * c.H * static_cast<double>(c.Q) * static_cast<double>(c.K) * c.D;
+  if (c.causal) f *= 0.5;
+  if (c.window_left >= 0 && c.window_left < c.K) f = 4.0 * c.B * c.H * static_cast<double>(c.Q) * (c.window_left + 1) * c.D;
+  if (c.bwd) f *= 2.5;
+  return f;
+}
+
+// ---- helpers (same method as reduce_bench.cpp) -------------------------------------------
+void cuda_check(cudaError_t e, const char* what) {
+  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
+}
+void status_check(const Status& s, const char* what) {
+  if (!s.is_ok()) throw std::runtime_error(std::string(what) + ": " + s.to_string());
+}
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  const size_t n = v.size();
+  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+std::string version_string(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
+std::string utc_now() {
+  std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+std::string json_str(const std::string& s) {
+  std::string o = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') {
+      o += '\\';
+      o += c;
+    } else if (static_cast<unsigned char>(c) >= 0x20) {
+      o += c;
+    }
+  }
+  return o + "\"";
+}
+std::string json_num(double v) {
+  char b[32];
+  std::snprintf(b, sizeof b, "%.6g", v);
+  return b;
+}
+
+template <class F>
+double time_median_ms(cudaStream_t s, int warmup, int iters, F&& launch) {
+  cuda_check(cudaStreamSynchronize(s), "sync");
+  const auto h0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < warmup; ++i) launch(i);
+  const double host_us =
+      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0).count() / std::max(warmup, 1);
+  cuda_check(cudaStreamSynchronize(s), "warm-up");
+  std::vector<cudaEvent_t> ev(2 * static_cast<size_t>(iters));
+  for (auto& e : ev) cuda_check(cudaEventCreate(&e), "cudaEventCreate");
+  const double spin_us = std::min(2e5, iters * std::max(2.0 * host_us, 20.0) + 100.0);
+  cuda_check(bench_spin(static_cast<uint64_t>(spin_us * 1e3), s), "spin");
+  for (int i = 0; i < iters; ++i) {
+    cuda_check(cudaEventRecord(ev[2 * i], s), "cudaEventRecord");
+    launch(warmup + i);
+    cuda_check(cudaEventRecord(ev[2 * i + 1], s), "cudaEventRecord");
+  }
+  cuda_check(cudaStreamSynchronize(s), "timed runs");
+  std::vector<double> ms(static_cast<size_t>(iters));
+  for (int i = 0; i < iters; ++i) {
+    float t = 0;
+    cuda_check(cudaEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]), "cudaEventElapsedTime");
+    ms[i] = t;
+  }
+  for (auto& e : ev) cudaEventDestroy(e);
+  return median(ms);
+}
+
+struct Options {
+  std::string json, filter;
+  int iters = 20, warmup = 3;
+  bool list = false;
+};
+
+struct Env {
+  cudaStream_t cs = nullptr;
+  Stream stream = Stream::cuda(0);
+  const Options* opt = nullptr;
+};
+
+struct Res {
+  const AttnCase* c = nullptr;
+  std::string error, variant, sku;
+  double us = 0, tflops = 0, frac = 0;
+  int sets = 0;
+};
+
+Buffer device_buffer(size_t bytes) { return Buffer(Device::cuda(0), std::max<size_t>(bytes, 16)); }
+uint64_t g_seed = 1;
+void fill(const Env& env, Buffer& b, DType dt, size_t n) {
+  cuda_check(bench_fill_uniform(b.data(), dt, n, -1.f, 1.f, g_seed++, env.cs), "fill");
+}
+
+FlashSdpaDescriptor descriptor_of(const AttnCase& c) {
+  FlashSdpaDescriptor d;
+  d.dtype = c.dtype;
+  d.batch = c.B;
+  d.heads = c.H;
+  d.kv_heads = c.Hk;
+  d.q_len = c.Q;
+  d.kv_len = c.K;
+  d.head_dim = c.D;
+  d.causal = c.causal;
+  d.align = c.align;
+  d.window_left = c.window_left;
+  d.window_right = c.window_right;
+  d.softcap = c.softcap;
+  d.alibi = c.alibi;
+  return d;
+}
+
+// [B,H,S,D] view of a buffer, stored [B,H,S,D] or [B,S,H,D].
+Dims seq_strides(const AttnCase& c, int64_t H, int64_t S) {
+  if (c.bshd) return Dims{S * H * c.D, c.D, H * c.D, 1};
+  return Dims{H * S * c.D, S * c.D, c.D, 1};
+}
+
+// One input / output set of a case.
+struct Set {
+  Buffer q, k, v, y, lse, alibi, dy, dq, dk, dv;
+  FlashSdpaArgs fa;
+  FlashSdpaBackwardArgs ba;
+};
+
+void run_case(const Env& env, const AttnCase& c, Res& r) {
+  const FlashSdpaDescriptor d = descriptor_of(c);
+  Result<FlashSdpaPlan> fplan = FlashSdpaPlan::select(env.stream, d);
+  status_check(fplan.status(), "FlashSdpaPlan::select");
+  std::optional<FlashSdpaBackwardPlan> bplan;
+  if (c.bwd) {
+    Result<FlashSdpaBackwardPlan> b = FlashSdpaBackwardPlan::select(env.stream, d);
+    status_check(b.status(), "FlashSdpaBackwardPlan::select");
+    bplan = *b;
+    r.variant = bplan->sku().variant;
+    r.sku = bplan->sku().to_string();
+  } else {
+    r.variant = fplan->sku().variant;
+    r.sku = fplan->sku().to_string();
+  }
+  const size_t es = dtype_size(c.dtype);
+  const size_t qn = static_cast<size_t>(c.B * c.H * c.Q * c.D), kn = static_cast<size_t>(c.B * c.Hk * c.K * c.D);
+  const size_t ln = static_cast<size_t>(c.B * c.H * c.Q);
+  const size_t per_set = (2 * qn + 2 * kn) * es * (c.bwd ? 2 : 1);
+  r.sets = static_cast<int>(std::clamp<size_t>(((size_t{256} << 20) + per_set - 1) / per_set, 1, 8));
+
+  const Dims qshape{c.B, c.H, c.Q, c.D}, kshape{c.B, c.Hk, c.K, c.D}, lshape{c.B, c.H, c.Q};
+  std::vector<Set> sets(static_cast<size_t>(r.sets));
+  for (Set& s : sets) {
+    s.q = device_buffer(qn * es);
+    s.k = device_buffer(kn * es);
+    s.v = device_buffer(kn * es);
+    s.y = device_buffer(qn * es);
+    s.lse = device_buffer(ln * 4);
+    fill(env, s.q, c.dtype, qn);
+    fill(env, s.k, c.dtype, kn);
+    fill(env, s.v, c.dtype, kn);
+    s.fa.q = s.q.view(c.dtype, qshape, seq_strides(c, c.H, c.Q));
+    s.fa.k = s.k.view(c.dtype, kshape, seq_strides(c, c.Hk, c.K));
+    s.fa.v = s.v.view(c.dtype, kshape, seq_strides(c, c.Hk, c.K));
+    s.fa.y = s.y.view_mut(c.dtype, qshape, seq_strides(c, c.H, c.Q));
+    s.fa.lse = s.lse.view_mut(DType::F32, lshape);
+    if (c.alibi != AlibiMode::None) {
+      const int64_t n = c.alibi == AlibiMode::PerHead ? c.H : c.B * c.H;
+      s.alibi = device_buffer(static_cast<size_t>(n) * 4);
+      std::vector<float> sl(static_cast<size_t>(n));
+      for (int64_t i = 0; i < n; ++i) sl[static_cast<size_t>(i)] = std::exp2(-8.0f * static_cast<float>(i % c.H + 1) / c.H);
+      status_check(s.alibi.copy_from_host(sl.data(), sl.size() * 4), "alibi upload");
+      s.fa.alibi_slopes = c.alibi == AlibiMode::PerHead ? s.alibi.view(DType::F32, Dims{c.H}) : s.alibi.view(DType::F32, Dims{c.B, c.H});
+    }
+    if (c.bwd) {
+      status_check(fplan->run(env.stream, Workspace{}, s.fa), "forward run (for y, lse)");
+      s.dy = device_buffer(qn * es);
+      s.dq = device_buffer(qn * es);
+      s.dk = device_buffer(kn * es);
+      s.dv = device_buffer(kn * es);
+      fill(env, s.dy, c.dtype, qn);
+      s.ba.dy = s.dy.view(c.dtype, qshape, seq_strides(c, c.H, c.Q));
+      s.ba.q = s.fa.q;
+      s.ba.k = s.fa.k;
+      s.ba.v = s.fa.v;
+      s.ba.y = s.y.view(c.dtype, qshape, seq_strides(c, c.H, c.Q));
+      s.ba.lse = s.lse.view(DType::F32, lshape);
+      s.ba.alibi_slopes = s.fa.alibi_slopes;
+      s.ba.dq = s.dq.view_mut(c.dtype, qshape, seq_strides(c, c.H, c.Q));
+      s.ba.dk = s.dk.view_mut(c.dtype, kshape, seq_strides(c, c.Hk, c.K));
+      s.ba.dv = s.dv.view_mut(c.dtype, kshape, seq_strides(c, c.Hk, c.K));
+    }
+  }
+  double ms = 0;
+  if (c.bwd) {
+    status_check(bplan->can_implement(sets[0].ba), "can_implement");
+    Buffer ws = device_buffer(bplan->workspace_size());
+    const Workspace w(ws.data(), bplan->workspace_size());
+    ms = time_median_ms(env.cs, env.opt->warmup, env.opt->iters, [&](int i) {
+      status_check(bplan->run(env.stream, w, sets[static_cast<size_t>(i % r.sets)].ba), "run");
+    });
+  } else {
+    status_check(fplan->can_implement(sets[0].fa), "can_implement");
+    ms = time_median_ms(env.cs, env.opt->warmup, env.opt->iters, [&](int i) {
+      status_check(fplan->run(env.stream, Workspace{}, sets[static_cast<size_t>(i % r.sets)].fa), "run");
+    });
+  }
+  r.us = ms * 1e3;
+  r.tflops = flops_of(c) / (ms * 1e-3) / 1e12;
+}
+
+// cuBLAS bf16 GEMM rate (8192^3, f32 accumulate): the tensor-core ceiling measured in this run.
+double gemm_ceiling_tflops(const Env& env) {
+#ifdef BARACUDA_BENCH_CUBLAS
+  const int n = 8192;
+  Buffer a = device_buffer(size_t{2} * n * n), b = device_buffer(size_t{2} * n * n), c = device_buffer(size_t{2} * n * n);
+  fill(env, a, DType::BF16, size_t{1} * n * n);
+  fill(env, b, DType::BF16, size_t{1} * n * n);
+  cublasHandle_t h = nullptr;
+  if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) return 0;
+  cublasSetStream(h, env.cs);
+  const float alpha = 1.f, beta = 0.f;
+  bool ok = true;
+  const double ms = time_median_ms(env.cs, 3, 10, [&](int) {
+    ok &= cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a.data(), CUDA_R_16BF, n, b.data(), CUDA_R_16BF, n, &beta,
+                       c.data(), CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
+  });
+  cublasDestroy(h);
+  return ok ? 2.0 * n * n * static_cast<double>(n) / (ms * 1e-3) / 1e12 : 0;
+#else
+  (void)env;
+  return 0;
+#endif
+}
+
+struct Meta {
+  std::string device, date, runtime, driver;
+  int cc_major = 0, cc_minor = 0, sms = 0;
+  double gemm_tflops = 0;
+};
+
+void write_json(const std::string& path, const Meta& m, const std::vector<Res>& rs) {
+  std::ostringstream j;
+  j << "{\n  \"bench\": \"baracuda_attn_bench\",\n  \"date\": " << json_str(m.date) << ",\n  \"device\": " << json_str(m.device)
+    << ",\n  \"sm\": " << m.cc_major << m.cc_minor << ",\n  \"sms\": " << m.sms << ",\n  \"cuda_runtime\": " << json_str(m.runtime)
+    << ",\n  \"cuda_driver\": " << json_str(m.driver) << ",\n  \"gemm_bf16_tflops\": " << json_num(m.gemm_tflops)
+    << ",\n  \"cases\": [";
+  for (size_t i = 0; i < rs.size(); ++i) {
+    const Res& r = rs[i];
+    const AttnCase& c = *r.c;
+    j << (i ? ",\n" : "\n") << "    {\"name\": " << json_str(c.name) << ", \"op\": \"flash_sdpa\", \"dir\": \"" << (c.bwd ? "bwd" : "fwd")
+      << "\", \"dtype\": " << json_str(std::string(dtype_name(c.dtype))) << ", \"B\": " << c.B << ", \"H\": " << c.H << ", \"Hk\": " << c.Hk
+      << ", \"Q\": " << c.Q << ", \"K\": " << c.K << ", \"D\": " << c.D << ", \"causal\": " << (c.causal ? "true" : "false")
+      << ", \"layout\": \"" << (c.bshd ? "bshd" : "bhsd") << "\"";
+    if (r.error.empty())
+      j << ", \"time_us\": " << json_num(r.us) << ", \"tflops\": " << json_num(r.tflops) << ", \"frac_gemm\": " << json_num(r.frac)
+        << ", \"sets\": " << r.sets;
+    else
+      j << ", \"error\": " << json_str(r.error);
+    j << ", \"variant\": " << json_str(r.variant) << ", \"sku\": " << json_str(r.sku) << "}";
+  }
+  j << "\n  ]\n}\n";
+  std::ofstream f(path);
+  f << j.str();
+}
+
+int usage(const char* argv0) {
+  std::fprintf(stderr, "usage: %s [--json PATH] [--filter SUBSTR] [--iters N] [--warmup N] [--list]\n", argv0);
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
+    const char* v = nullptr;
+    if (a == "--list") o.list = true;
+    else if (a == "--json" && (v = next())) o.json = v;
+    else if (a == "--filter" && (v = next())) o.filter = v;
+    else if (a == "--iters" && (v = next())) o.iters = std::max(1, std::atoi(v));
+    else if (a == "--warmup" && (v = next())) o.warmup = std::max(0, std::atoi(v));
+    else return usage(argv[0]);
+  }
+  std::vector<const AttnCase*> cases;
+  for (const AttnCase& c : kCases)
+    if (std::string(c.name).find(o.filter) != std::string::npos) cases.push_back(&c);
+  if (o.list) {
+    for (const AttnCase* c : cases) std::printf("%s\n", c->name);
+    return 0;
+  }
+
+  Meta m;
+  Env env;
+  env.opt = &o;
+  try {
+    cuda_check(cudaSetDevice(0), "cudaSetDevice(0)");
+    cudaDeviceProp p{};
+    cuda_check(cudaGetDeviceProperties(&p, 0), "cudaGetDeviceProperties");
+    int rt = 0, drv = 0;
+    cudaRuntimeGetVersion(&rt);
+    cudaDriverGetVersion(&drv);
+    m.device = p.name;
+    m.cc_major = p.major;
+    m.cc_minor = p.minor;
+    m.sms = p.multiProcessorCount;
+    m.runtime = version_string(rt);
+    m.driver = version_string(drv);
+    m.date = utc_now();
+    cuda_check(cudaStreamCreateWithFlags(&env.cs, cudaStreamNonBlocking), "cudaStreamCreate");
+    env.stream = Stream::cuda(0, env.cs);
+    m.gemm_tflops = gemm_ceiling_tflops(env);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "baracuda_attn_bench: setup failed: %s\n", e.what());
+    return 1;
+  }
+  std::printf("device: %s (sm_%d%d, %d SMs), CUDA runtime %s, driver %s\n", m.device.c_str(), m.cc_major, m.cc_minor, m.sms,
+              m.runtime.c_str(), m.driver.c_str());
+  std::printf("cuBLAS bf16 GEMM 8192^3: %.1f TFLOP/s; %d iters, median\n\n", m.gemm_tflops, o.iters);
+  std::printf("%-46s %10s %9s %6s  %s\n", "case", "time_us", "TFLOP/s", "%gemm", "variant");
+
+  std::vector<Res> results;
+  int failed = 0;
+  bool context_lost = false;
+  for (const AttnCase* c : cases) {
+    Res r;
+    r.c = c;
+    if (context_lost) {
+      r.error = "skipped: CUDA context lost in an earlier case";
+    } else {
+      try {
+        run_case(env, *c, r);
+        r.frac = m.gemm_tflops > 0 ? r.tflops / m.gemm_tflops : 0;
+      } catch (const std::exception& e) {
+        r.error = e.what();
+        cudaGetLastError();
+        if (cudaStreamSynchronize(env.cs) != cudaSuccess && cudaDeviceSynchronize() != cudaSuccess) {
+          context_lost = true;
+          r.error += " [CUDA context lost]";
+        }
+      }
+    }
+    if (r.error.empty())
+      std::printf("%-46s %10.1f %9.1f %5.1f%%  %s\n", c->name, r.us, r.tflops, 100 * r.frac, r.variant.c_str());
+    else
+      std::printf("%-46s FAILED: %s\n", c->name, r.error.c_str());
+    std::fflush(stdout);
+    failed += !r.error.empty();
+    results.push_back(std::move(r));
+    if (!o.json.empty()) write_json(o.json, m, results);
+  }
+  std::printf("\n%zu cases, %d failed\n", results.size(), failed);
+  if (env.cs && !context_lost) cudaStreamDestroy(env.cs);
+  return failed ? 3 : 0;
+}
