@@ -180,6 +180,10 @@ struct Res {
   std::string error, variant, sku;
   double us = 0, tflops = 0, frac = 0;
   int sets = 0;
+  // The bespoke kernels timed separately when the default route is another
+  // backend (cuDNN): 0 / empty when not measured.
+  double bespoke_us = 0, bespoke_tflops = 0;
+  std::string bespoke_variant, bespoke_error;
 };
 
 Buffer device_buffer(size_t bytes) { return Buffer(Device::cuda(0), std::max<size_t>(bytes, 16)); }
@@ -219,13 +223,16 @@ struct Set {
   FlashSdpaBackwardArgs ba;
 };
 
-void run_case(const Env& env, const AttnCase& c, Res& r) {
+// Times case `c` with the plans `pref` selects; fills r.us / tflops / variant / sku.
+void run_case(const Env& env, const AttnCase& c, Res& r, const PlanPreference& pref = {}) {
   const FlashSdpaDescriptor d = descriptor_of(c);
-  Result<FlashSdpaPlan> fplan = FlashSdpaPlan::select(env.stream, d);
+  Result<FlashSdpaPlan> fplan = FlashSdpaPlan::select(env.stream, d, pref);
   status_check(fplan.status(), "FlashSdpaPlan::select");
+  Buffer fws = device_buffer(fplan->workspace_size());
+  const Workspace fw(fws.data(), fplan->workspace_size());
   std::optional<FlashSdpaBackwardPlan> bplan;
   if (c.bwd) {
-    Result<FlashSdpaBackwardPlan> b = FlashSdpaBackwardPlan::select(env.stream, d);
+    Result<FlashSdpaBackwardPlan> b = FlashSdpaBackwardPlan::select(env.stream, d, pref);
     status_check(b.status(), "FlashSdpaBackwardPlan::select");
     bplan = *b;
     r.variant = bplan->sku().variant;
@@ -265,7 +272,7 @@ void run_case(const Env& env, const AttnCase& c, Res& r) {
       s.fa.alibi_slopes = c.alibi == AlibiMode::PerHead ? s.alibi.view(DType::F32, Dims{c.H}) : s.alibi.view(DType::F32, Dims{c.B, c.H});
     }
     if (c.bwd) {
-      status_check(fplan->run(env.stream, Workspace{}, s.fa), "forward run (for y, lse)");
+      status_check(fplan->run(env.stream, fw, s.fa), "forward run (for y, lse)");
       s.dy = device_buffer(qn * es);
       s.dq = device_buffer(qn * es);
       s.dk = device_buffer(kn * es);
@@ -294,7 +301,7 @@ void run_case(const Env& env, const AttnCase& c, Res& r) {
   } else {
     status_check(fplan->can_implement(sets[0].fa), "can_implement");
     ms = time_median_ms(env.cs, env.opt->warmup, env.opt->iters, [&](int i) {
-      status_check(fplan->run(env.stream, Workspace{}, sets[static_cast<size_t>(i % r.sets)].fa), "run");
+      status_check(fplan->run(env.stream, fw, sets[static_cast<size_t>(i % r.sets)].fa), "run");
     });
   }
   r.us = ms * 1e3;
@@ -349,7 +356,12 @@ void write_json(const std::string& path, const Meta& m, const std::vector<Res>& 
         << ", \"sets\": " << r.sets;
     else
       j << ", \"error\": " << json_str(r.error);
-    j << ", \"variant\": " << json_str(r.variant) << ", \"sku\": " << json_str(r.sku) << "}";
+    j << ", \"variant\": " << json_str(r.variant) << ", \"sku\": " << json_str(r.sku);
+    if (r.bespoke_us > 0)
+      j << ", \"bespoke_us\": " << json_num(r.bespoke_us) << ", \"bespoke_tflops\": " << json_num(r.bespoke_tflops)
+        << ", \"bespoke_variant\": " << json_str(r.bespoke_variant);
+    if (!r.bespoke_error.empty()) j << ", \"bespoke_error\": " << json_str(r.bespoke_error);
+    j << "}";
   }
   j << "\n  ]\n}\n";
   std::ofstream f(path);
@@ -425,6 +437,21 @@ int main(int argc, char** argv) {
       try {
         run_case(env, *c, r);
         r.frac = m.gemm_tflops > 0 ? r.tflops / m.gemm_tflops : 0;
+        if (r.sku.find("[bespoke-cuda") == std::string::npos) {  // default route is not ours: time our kernels too
+          Res b;
+          b.c = c;
+          PlanPreference bespoke;
+          bespoke.backend = Backend::Bespoke;
+          bespoke.require_backend = true;
+          try {
+            run_case(env, *c, b, bespoke);
+            r.bespoke_us = b.us;
+            r.bespoke_tflops = b.tflops;
+            r.bespoke_variant = b.variant;
+          } catch (const std::exception& e) {
+            r.bespoke_error = e.what();
+          }
+        }
       } catch (const std::exception& e) {
         r.error = e.what();
         cudaGetLastError();
@@ -435,7 +462,9 @@ int main(int argc, char** argv) {
       }
     }
     if (r.error.empty())
-      std::printf("%-46s %10.1f %9.1f %5.1f%%  %s\n", c->name, r.us, r.tflops, 100 * r.frac, r.variant.c_str());
+      std::printf("%-46s %10.1f %9.1f %5.1f%%  %s%s\n", c->name, r.us, r.tflops, 100 * r.frac, r.variant.c_str(),
+                  r.bespoke_us > 0 ? ("  | bespoke " + std::to_string(r.bespoke_tflops).substr(0, 6) + " TFLOP/s " + r.bespoke_variant).c_str()
+                                   : "");
     else
       std::printf("%-46s FAILED: %s\n", c->name, r.error.c_str());
     std::fflush(stdout);
