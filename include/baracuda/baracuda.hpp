@@ -9,3 +9,4 @@
 #include "baracuda/core/tensor.hpp"
 #include "baracuda/ops/attention.hpp"
 #include "baracuda/ops/reduce.hpp"
+#include "baracuda/ops/rope.hpp"

@@ -1,0 +1,63 @@
+// Interface between the RoPE plans (plain C++) and the CUDA kernel
+// (src/ops/rope/cuda/*.cu). The launch is only compiled in when
+// BARACUDA_WITH_CUDA; the path choice below is plain C++ (the plans name it
+// in sku().variant).
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include "baracuda/core/status.hpp"
+#include "baracuda/ops/rope.hpp"
+
+namespace baracuda::cuda_rope {
+
+// A logical [B, heads, S, D] view: data + element strides.
+struct View4 {
+  const void* data = nullptr;
+  int64_t sb = 0, sh = 0, ss = 0, sd = 0;
+};
+
+struct Launch {
+  RopeDescriptor desc;  // validated, rotary_dim resolved
+  bool backward = false;
+  View4 x[2];           // inputs: q (dy_q), k (dy_k); x[1] unused when heads[1] == 0
+  View4 y[2];           // outputs: q_out (dq), k_out (dk); y[i].data may equal x[i].data (in place)
+  bool in_place[2] = {false, false};  // y[i] is exactly x[i] (pass-through dims are then not rewritten)
+  int64_t heads[2] = {0, 0};          // H, and Hk or 0 without k
+  const void* positions = nullptr;
+  int64_t pos_sb = 0, pos_ss = 0;     // element strides of positions over b (PerBatch) and s
+  const void* cos = nullptr;
+  const void* sin = nullptr;
+  int64_t cos_sp = 0, cos_si = 0, sin_sp = 0, sin_si = 0;  // element strides over (position, i)
+  void* stream = nullptr;             // cudaStream_t
+  int sm_count = 0;
+};
+
+// Elements per 16-byte vector of the op dtype.
+inline int vec_elems(DType t) { return static_cast<int>(16 / dtype_size(t)); }
+
+// True when the head-dim split allows 16-byte pieces (independent of the views).
+inline bool dims_allow_vec(const RopeDescriptor& d) {
+  const int64_t v = vec_elems(d.dtype);
+  if (d.head_dim % v != 0) return false;
+  return d.pairs == RopePairs::Interleaved ? d.rotary_dim % v == 0 : (d.rotary_dim / 2) % v == 0;
+}
+
+// cos/sin of one token's R/2 pairs fit the kernel's 16 KiB shared-memory
+// table row (R/2 <= 2048 in f32/f16/bf16, 1024 in f64). Otherwise the strided
+// path computes cos/sin per pair ("*.strided.direct").
+inline bool table_fits(const RopeDescriptor& d) {
+  const int64_t entry = d.dtype == DType::F64 ? 16 : 8;  // (cos, sin) in f64 / f32
+  return (d.rotary_dim / 2) * entry <= 16 * 1024;
+}
+
+// "interleaved.vec16", "halfsplit.strided", ...: the path a contiguous,
+// 16-byte aligned problem of this descriptor takes.
+inline std::string variant_for(const RopeDescriptor& d) {
+  if (!table_fits(d)) return std::string(rope_pairs_name(d.pairs)) + ".strided.direct";
+  return std::string(rope_pairs_name(d.pairs)) + (dims_allow_vec(d) ? ".vec16" : ".strided");
+}
+
+Status launch(const Launch& l);
+
+}  // namespace baracuda::cuda_rope
