@@ -166,8 +166,10 @@ if [[ "$BENCH" == 1 ]]; then
           || fail "compare rope: FAILED" ;;
     esac
     note "bench $SET torch + compare: done ($(elapsed))"
+    # packed after every set, so a run stopped by a time limit keeps what finished
+    tar -C "$BENCH_OUT" -czf "$RESULTS/bench.tgz" .
   done
-  tar -C "$BENCH_OUT" -czf "$RESULTS/bench.tgz" . && note "bench results: $RESULTS/bench.tgz"
+  note "bench results: $RESULTS/bench.tgz"
 fi
 
 # ---- summary (last, so it is what the tail of the output shows) -----------------------
