@@ -154,7 +154,7 @@ def main():
     # Files first: the printing below may hit a closed pipe (| head).
     if args.markdown:
         with open(args.markdown, "w") as f:
-            f.write("# baracuda reductions vs PyTorch\n\n" + "\n".join("- " + l for l in header_lines(ours, torch)))
+            f.write("# %s vs PyTorch\n\n" % ours.get("bench", "baracuda") + "\n".join("- " + l for l in header_lines(ours, torch)))
             f.write("\n\n## Summary\n\n" + md_table(SUM_COLS, [sum_cells(s) for s in summary]))
             f.write("\n\n## Cases\n\n" + md_table(CASE_COLS, [case_cells(r) for r in rows]) + "\n")
             if errs:
