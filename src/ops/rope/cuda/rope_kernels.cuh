@@ -46,7 +46,6 @@
 namespace baracuda::cuda_rope::kern {
 
 constexpr int kThreads = 256;
-constexpr int64_t kTargetUnitsPerBlock = 512;  // two units per thread
 constexpr int64_t kMaxTokensPerBlock = 64;
 constexpr int64_t kTableBytes = 16 * 1024;
 constexpr int kParamFreqs = 256;  // inv_freq values passed in the kernel parameters
@@ -109,11 +108,15 @@ struct Tr {
   static constexpr int V = kVec ? static_cast<int>(16 / sizeof(T)) : (kInter ? 2 : 1);
   static constexpr int VP = kVec ? V : 1;  // elements of a pass-through item
   // Heads per unit = items per thread whose loads are in flight together. On
-  // the vector path 128 bytes (Interleaved: 8 x 16 B) / 96 bytes (HalfSplit:
-  // 3 x 2 x 16 B) per thread within 80 registers, so 3 blocks of 256 threads
-  // fit an SM (Hopper: 64K registers): ~72-96 KB of loads in flight per SM.
-  static constexpr int kBatch = kVec ? (kInter ? 8 : 3) : (kInter ? 4 : 2);
+  // the vector path 128 bytes per thread (Interleaved: 8 x 16 B; HalfSplit:
+  // 4 x 2 x 16 B) within 80 registers, so 3 blocks of 256 threads fit an SM
+  // (Hopper: 64K registers): ~96 KB of loads in flight per SM. Blocks hold
+  // ~256 units (one per thread on the vector path: one memory round trip per
+  // block, many short blocks, a small tail; e.g. D = 128 bf16 with 64 heads is
+  // 2 tokens per block); the strided path ~512 (two per thread).
+  static constexpr int kBatch = kVec ? (kInter ? 8 : 4) : (kInter ? 4 : 2);
   static constexpr int kMinBlocks = kVec ? 3 : 1;
+  static constexpr int64_t kUnitsPerBlock = kVec ? 256 : 512;
   static_assert(!kInter || V % 2 == 0, "an interleaved piece holds whole pairs");
 };
 
@@ -285,7 +288,7 @@ __device__ __forceinline__ void load_unit(const Params& p, int64_t b0, int64_t s
 // (rows too long for the table; a separate instantiation, so the table path
 // does not carry pow / sincos).
 template <class T, RopePairs P, bool kVec, bool kTable>
-__device__ __forceinline__ void store_unit(const Params& p, int64_t b0, int64_t s0, int w, const Batch<T, P, kVec>& bt,
+__device__ __forceinline__ void store_unit(const Params& p, int64_t b0, int64_t s0, int w, Batch<T, P, kVec>& bt,
                                            const CS<dev::acc_t<T>>* table) {
   using X = Tr<T, P, kVec>;
   using Acc = dev::acc_t<T>;
@@ -299,39 +302,31 @@ __device__ __forceinline__ void store_unit(const Params& p, int64_t b0, int64_t 
     }
     return;
   }
-  CS<Acc> cs[kPairs];
+  // Rotate in place, pair-major: one cos/sin (one table read) at a time, applied
+  // to every head of the unit; then store.
 #pragma unroll
   for (int j = 0; j < kPairs; ++j) {
+    CS<Acc> cs;
     if constexpr (kTable) {
-      cs[j] = table[U.tl * p.half + U.pair0 + j];
+      cs = table[U.tl * p.half + U.pair0 + j];
     } else {
-      cs[j] = cos_sin<Acc>(p, U.b, U.s, U.pair0 + j);
+      cs = cos_sin<Acc>(p, U.b, U.s, U.pair0 + j);
+    }
+#pragma unroll
+    for (int u = 0; u < X::kBatch; ++u) {
+      T& e0 = X::kInter ? bt.a[u].v[2 * j] : bt.a[u].v[j];
+      T& e1 = X::kInter ? bt.a[u].v[2 * j + 1] : bt.b[u].v[j];
+      const Acc x0 = dev::to_acc<Acc>(e0), x1 = dev::to_acc<Acc>(e1);
+      e0 = dev::from_acc<T>(x0 * cs.c - x1 * cs.s);
+      e1 = dev::from_acc<T>(x0 * cs.s + x1 * cs.c);
     }
   }
 #pragma unroll
   for (int u = 0; u < X::kBatch; ++u) {
     const Item<T> it = item<T>(p, U, u);
     if (it.kind != 1) continue;
-    Piece<T, X::V> oa;
-    if constexpr (X::kInter) {
-#pragma unroll
-      for (int j = 0; j < kPairs; ++j) {
-        const Acc x0 = dev::to_acc<Acc>(bt.a[u].v[2 * j]), x1 = dev::to_acc<Acc>(bt.a[u].v[2 * j + 1]);
-        oa.v[2 * j] = dev::from_acc<T>(x0 * cs[j].c - x1 * cs[j].s);
-        oa.v[2 * j + 1] = dev::from_acc<T>(x0 * cs[j].s + x1 * cs[j].c);
-      }
-      store_piece<kVec, X::V>(it.out, it.osd, oa);
-    } else {
-      Piece<T, X::V> ob;
-#pragma unroll
-      for (int j = 0; j < kPairs; ++j) {
-        const Acc x0 = dev::to_acc<Acc>(bt.a[u].v[j]), x1 = dev::to_acc<Acc>(bt.b[u].v[j]);
-        oa.v[j] = dev::from_acc<T>(x0 * cs[j].c - x1 * cs[j].s);
-        ob.v[j] = dev::from_acc<T>(x0 * cs[j].s + x1 * cs[j].c);
-      }
-      store_piece<kVec, X::V>(it.out, it.osd, oa);
-      store_piece<kVec, X::V>(it.out + p.half * it.osd, it.osd, ob);
-    }
+    store_piece<kVec, X::V>(it.out, it.osd, bt.a[u]);
+    if constexpr (!X::kInter) store_piece<kVec, X::V>(it.out + p.half * it.osd, it.osd, bt.b[u]);
   }
 }
 
@@ -345,7 +340,7 @@ __global__ void __launch_bounds__(kThreads, (Tr<T, P, kVec>::kMinBlocks)) rope_k
     const int tb = static_cast<int>(p.n_tokens - t0 < p.tb ? p.n_tokens - t0 : p.tb);
     const int total = tb * p.units_token;
     const int64_t b0 = t0 / p.S, s0 = t0 - b0 * p.S;
-    Batch<T, P, kVec> bt;
+    Batch<T, P, kVec> bt{};  // items past the last head are rotated (not stored): defined values
     int w = static_cast<int>(threadIdx.x);
     if (w < total) load_unit<T, P, kVec>(p, b0, s0, w, bt);  // in flight while the table is built
     if constexpr (kTable) {
@@ -421,7 +416,7 @@ Status launch_impl(const Launch& l) {
   p.div_hg = make_fastdiv(static_cast<uint32_t>(p.n_hg));
 
   const int64_t row_bytes = static_cast<int64_t>(p.half) * static_cast<int64_t>(sizeof(CS<Acc>));
-  int64_t tb = (kTargetUnitsPerBlock + units_token - 1) / units_token;
+  int64_t tb = (X::kUnitsPerBlock + units_token - 1) / units_token;
   tb = std::min(tb, kMaxTokensPerBlock);
   if (kTable) tb = std::min(tb, kTableBytes / row_bytes);
   const int64_t sms = std::max(l.sm_count, 1);
@@ -452,7 +447,7 @@ Status launch_impl(const Launch& l) {
   for (int i = 0; i < p.n_inv; ++i)
     p.inv_freq[i] = std::pow(d.theta, -(2.0 * static_cast<double>(i)) / static_cast<double>(p.R));
 
-  const int64_t grid = std::min<int64_t>(p.n_groups, sms * 64);
+  const int64_t grid = std::min<int64_t>(p.n_groups, sms * 128);
   const size_t smem = kTable ? static_cast<size_t>(tb * row_bytes) : 0;
   rope_kernel<T, P, kVec, kTable><<<static_cast<unsigned>(grid), kThreads, smem, static_cast<cudaStream_t>(l.stream)>>>(p);
   return detail::cuda_status(static_cast<int>(cudaGetLastError()),
