@@ -75,6 +75,8 @@ const AttnCase kCases[] = {
      DiagonalAlign::TopLeft, 1024, -1},
     {"fwd_bf16_decode_b16_h32_hk8_q1_k8192_d128", false, DType::BF16, 16, 32, 8, 1, 8192, 128, true,
      DiagonalAlign::BottomRight},
+    {"fwd_bf16_decode_b8_h32_hk8_q4_k4096_d128", false, DType::BF16, 8, 32, 8, 4, 4096, 128, true,
+     DiagonalAlign::BottomRight},
     // backward (FlashSdpaBackwardPlan on the forward's y / lse)
     {"bwd_bf16_b4_h16_s4096_d128", true, DType::BF16, 4, 16, 16, 4096, 4096, 128, false},
     {"bwd_bf16_b4_h16_s4096_d128_causal", true, DType::BF16, 4, 16, 16, 4096, 4096, 128, true},

@@ -70,6 +70,19 @@ struct Case {
   MaskKind mask = MaskKind::None;
   bool bshd = false;  // q, k, v, y stored [B,S,H,D] (or [T,H,D] already for varlen)
   std::vector<int64_t> q_lens, kv_lens;  // varlen when non-empty
+  // BARACUDA_FLASH_FWD_SPLITS while the case runs (null: unset); with
+  // env_select_only, only while the plan is selected (its workspace sized).
+  const char* splits_env = nullptr;
+  bool env_select_only = false;
+  const char* want_variant = nullptr;  // substring the plan's variant must hold
+};
+
+struct SplitsEnv {
+  explicit SplitsEnv(const char* v) {
+    if (v) setenv("BARACUDA_FLASH_FWD_SPLITS", v, 1);
+  }
+  ~SplitsEnv() { unsetenv("BARACUDA_FLASH_FWD_SPLITS"); }
+  void clear() { unsetenv("BARACUDA_FLASH_FWD_SPLITS"); }
 };
 
 std::string dtname(DType t) { return t == DType::F16 ? "f16" : "bf16"; }
@@ -174,8 +187,14 @@ std::string run_case(const Case& c) {
   const std::vector<double> y_ref = ref.y.values(), lse_ref = ref.lse.values();
 
   // CUDA plan.
+  SplitsEnv env(c.splits_env);
   auto plan = FlashSdpaPlan::select(kGpu, d, bespoke());
   if (!plan) return "select: " + plan.status().to_string();
+  if (c.env_select_only) env.clear();
+  if (c.want_variant && plan->sku().variant.find(c.want_variant) == std::string::npos)
+    return "variant " + plan->sku().variant + " lacks " + c.want_variant;
+  Buffer dws(Device::cuda(0), std::max<size_t>(plan->workspace_size(), 16));
+  const Workspace ws(dws.data(), plan->workspace_size());
   Buffer dq = to_device(in.q.buf), dk = to_device(in.k.buf), dv = to_device(in.v.buf);
   Buffer dmask, dalibi, dcq, dck;
   FlashSdpaArgs a;
@@ -206,7 +225,8 @@ std::string run_case(const Case& c) {
   for (int pass = 0; pass < 2; ++pass) {
     Status st = dy.fill_bytes(pass == 0 ? 0xff : 0x5a);
     if (st.is_ok()) st = dl.fill_bytes(pass == 0 ? 0xff : 0x5a);
-    if (st.is_ok()) st = plan->run(kGpu, Workspace{}, a);
+    if (st.is_ok()) st = dws.fill_bytes(pass == 0 ? 0xff : 0x5a);  // stale partials must not leak through
+    if (st.is_ok()) st = plan->run(kGpu, ws, a);
     if (st.is_ok()) st = synchronize(kGpu);
     if (!st.is_ok()) return "run " + std::to_string(pass + 1) + ": " + st.to_string();
     bt::HostBuffer yh = to_host(dy, c.dt, yL.storage), lh = to_host(dl, DType::F32, lL.storage);
@@ -500,4 +520,132 @@ TEST(FlashMmaFwd, SkuNamesTensorCorePath) {
   ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
   EXPECT_EQ(plan->sku().backend, Backend::Bespoke);
   EXPECT_NE(plan->sku().variant.find("mma"), std::string::npos) << plan->sku().variant;
+}
+
+// Decode-shaped problems (short queries, long keys): the split-KV path with the
+// query heads of a kv head packed into one CTA (pack = G when Q * G <= 64),
+// partial results per key split and a fixed-order combine.
+TEST(FlashMmaFwd, DecodeSplitKv) {
+  REQUIRE_GPU();
+  std::vector<Case> cs;
+  for (DType t : kTypes) {
+    for (int64_t D : {64, 128, 256}) {
+      Case c = base("dec_gqa4_br", t, 2, 8, 2, 1, 3000, D);
+      c.causal = true;
+      c.align = DiagonalAlign::BottomRight;
+      c.want_variant = "-pack4";
+      cs.push_back(c);
+      c = base("dec_gqa8_q4_br", t, 1, 16, 2, 4, 2100, D);
+      c.causal = true;
+      c.align = DiagonalAlign::BottomRight;
+      c.want_variant = "-pack8";
+      cs.push_back(c);
+      c = base("dec_mqa_q3", t, 2, 8, 1, 3, 1500, D);
+      c.want_variant = "-pack8";
+      cs.push_back(c);
+      c = base("dec_mha_q2_br", t, 3, 2, 2, 2, 1000, D);
+      c.causal = true;
+      c.align = DiagonalAlign::BottomRight;
+      c.want_variant = "-splitkv";
+      cs.push_back(c);
+    }
+    Case c = base("dec_window_br", t, 2, 8, 2, 2, 2500, 64);
+    c.wl = 300;
+    c.wr = 0;
+    c.causal = true;
+    c.align = DiagonalAlign::BottomRight;
+    c.want_variant = "-pack4";
+    cs.push_back(c);
+    c = base("dec_window_both_tl", t, 1, 4, 4, 3, 1800, 128);
+    c.wl = 40;
+    c.wr = 500;
+    cs.push_back(c);
+    c = base("dec_causal_tl", t, 1, 8, 2, 4, 2000, 128);  // rows see keys 0..i only: most splits empty
+    c.causal = true;
+    cs.push_back(c);
+    c = base("dec_softcap", t, 1, 4, 1, 1, 2000, 128);
+    c.scale = 1.0;
+    c.softcap = 2.0;
+    c.want_variant = "-pack4";
+    cs.push_back(c);
+    c = base("dec_alibi_bh_br", t, 2, 8, 2, 3, 1200, 96);
+    c.alibi = AlibiMode::PerBatchHead;
+    c.causal = true;
+    c.align = DiagonalAlign::BottomRight;
+    cs.push_back(c);
+    c = base("dec_alibi_head", t, 1, 6, 3, 2, 800, 40);
+    c.alibi = AlibiMode::PerHead;
+    cs.push_back(c);
+    c = base("dec_mask_full", t, 2, 4, 2, 2, 900, 64);
+    c.mask = MaskKind::Full;
+    cs.push_back(c);
+    c = base("dec_mask_neginf_mqa", t, 1, 8, 1, 4, 700, 128);  // row 3 fully masked
+    c.mask = MaskKind::NegInfRows;
+    c.causal = true;
+    c.align = DiagonalAlign::BottomRight;
+    c.want_variant = "-pack8";
+    cs.push_back(c);
+    c = base("dec_mask_bcast_h", t, 2, 4, 2, 1, 1100, 128);
+    c.mask = MaskKind::BroadcastH;
+    cs.push_back(c);
+    c = base("dec_everything", t, 2, 8, 2, 3, 1300, 72);
+    c.scale = 0.5;
+    c.softcap = 3.0;
+    c.alibi = AlibiMode::PerBatchHead;
+    c.mask = MaskKind::Full;
+    c.wl = 200;
+    c.wr = 20;
+    c.align = DiagonalAlign::BottomRight;
+    cs.push_back(c);
+    c = base("dec_neg_scale", t, 1, 4, 2, 2, 1000, 64);
+    c.scale = -0.3;
+    cs.push_back(c);
+    c = base("dec_bshd", t, 2, 8, 2, 2, 1000, 128);
+    c.bshd = true;
+    cs.push_back(c);
+    c = base("dec_pack_full_rows", t, 1, 8, 2, 16, 1500, 128);  // 16 x 4 = 64 packed rows
+    c.causal = true;
+    c.align = DiagonalAlign::BottomRight;
+    c.want_variant = "-pack4";
+    cs.push_back(c);
+    c = base("dec_unpacked_gqa", t, 1, 8, 2, 20, 1500, 128);  // 20 x 4 > 64: one head per CTA
+    c.causal = true;
+    c.align = DiagonalAlign::BottomRight;
+    c.want_variant = "-pack1";
+    cs.push_back(c);
+    c = base("dec_q64", t, 1, 2, 2, 64, 1000, 64);
+    c.want_variant = "-splitkv";
+    cs.push_back(c);
+    c = base("dec_short_keys", t, 2, 8, 2, 1, 37, 128);  // one split, packed
+    c.want_variant = "-splitkv1-pack4";
+    cs.push_back(c);
+    c = base("dec_varlen_br", t, 0, 8, 2, 0, 0, 128);
+    c.q_lens = {1, 4, 2, 3, 2};
+    c.kv_lens = {3000, 0, 700, 1, 1500};  // a zero-length key set; q > k rows see nothing
+    c.causal = true;
+    c.align = DiagonalAlign::BottomRight;
+    c.want_variant = "-pack4";
+    cs.push_back(c);
+    c = base("dec_varlen_mqa_window", t, 0, 4, 1, 0, 0, 64);
+    c.q_lens = {3, 0, 1};
+    c.kv_lens = {900, 400, 2600};
+    c.wl = 100;
+    c.wr = 0;
+    c.softcap = 1.5;
+    c.align = DiagonalAlign::BottomRight;
+    cs.push_back(c);
+    c = base("dec_forced_64_splits", t, 2, 8, 2, 2, 700, 128);  // most of the 64 splits get no tile
+    c.splits_env = "64";
+    c.causal = true;
+    c.align = DiagonalAlign::BottomRight;
+    c.want_variant = "-splitkv64-pack4";
+    cs.push_back(c);
+    c = base("dec_no_workspace_fallback", t, 2, 8, 2, 1, 3000, 128);  // plan sized without the split path
+    c.splits_env = "0";
+    c.env_select_only = true;
+    c.causal = true;
+    c.align = DiagonalAlign::BottomRight;
+    cs.push_back(c);
+  }
+  run_all(cs);
 }

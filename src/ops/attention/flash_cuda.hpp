@@ -51,6 +51,11 @@ struct FlashFwdParams {
 
   const float* mask = nullptr;   // null = off
   int64_t m_sb = 0, m_sh = 0, m_sq = 0, m_sk = 0;
+
+  // Forward scratch (forward_workspace_bytes_mma() bytes, owned by the caller)
+  // for the split-KV path; too small or null: the kernels run without it.
+  void* fwd_workspace = nullptr;
+  size_t fwd_workspace_bytes = 0;
 };
 
 struct FlashBwdParams : FlashFwdParams {
@@ -81,8 +86,14 @@ Status backward_simt(const FlashBwdParams& p, int arch, int sm_count, void* stre
 
 // ---- tensor-core path: f16 and bf16, mma.sync on sm_80+ (flash_mma_*.cu) -------
 // The variant string names the tile configuration chosen for the shape.
+// Short query lengths (decode) take a split-KV path when the workspace allows:
+// the query heads of one kv head are packed into one CTA, the keys are split
+// over several CTAs writing f32 partials, and a second kernel combines them in
+// a fixed order (deterministic). forward_workspace_bytes_mma() is 0 when the
+// shape does not take that path on a device with sm_count SMs.
 Status forward_mma(const FlashFwdParams& p, int arch, int sm_count, void* stream);
-const char* forward_mma_variant(const FlashShape& s, int arch);
+const char* forward_mma_variant(const FlashShape& s, int arch, int sm_count = 0);
+size_t forward_workspace_bytes_mma(const FlashShape& s, int arch, int sm_count);
 size_t backward_workspace_bytes_mma(const FlashShape& s);
 Status backward_mma(const FlashBwdParams& p, int arch, int sm_count, void* stream);
 const char* backward_mma_variant(const FlashShape& s, int arch);

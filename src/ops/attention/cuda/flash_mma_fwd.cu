@@ -4,10 +4,13 @@
 // parallelism, with the tile configurations listed in kConfigs below.
 //
 // BARACUDA_FLASH_FWD_TILE=<BM>x<BN>w<W>s<stages> (e.g. 128x64w4s1) picks another
-// instantiated configuration for benchmarking; unknown values are ignored.
+// instantiated configuration for benchmarking (and turns the split-KV path
+// off); unknown values are ignored. BARACUDA_FLASH_FWD_SPLITS=<n> forces n
+// key splits on the split-KV path (0: off) where the shape allows that path.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -19,6 +22,8 @@ namespace baracuda::cuda_flash {
 namespace mma_fwd {
 template <class T, int kD, int kBM, int kBN, int kWarps, int kStages>
 Status launch_fwd(const FlashFwdParams& p, int arch, int sm_count, void* stream);
+template <class T, int kD>
+Status launch_fwd_split(const FlashFwdParams& p, int splits, int pack, void* stream);
 }  // namespace mma_fwd
 
 namespace {
@@ -95,6 +100,73 @@ const Config* pick(int64_t head_dim, bool feat, DType dt) {
   return nullptr;
 }
 
+// ---- split-KV path (short query lengths) -------------------------------------------
+using SplitFn = Status (*)(const FlashFwdParams&, int, int, void*);
+struct SplitEntry {
+  int d;
+  SplitFn bf16, f16;
+};
+#define SPL(D) \
+  SplitEntry { D, &mma_fwd::launch_fwd_split<__nv_bfloat16, D>, &mma_fwd::launch_fwd_split<__half, D> }
+const SplitEntry kSplits[] = {SPL(32), SPL(64), SPL(96), SPL(128), SPL(160), SPL(192), SPL(224), SPL(256)};
+#undef SPL
+
+constexpr int64_t kSplitRows = 64;      // rows of a split-path CTA (mma_fwd::SplitCfg::kBM)
+constexpr int64_t kSplitMinKeys = 256;  // fewest keys worth a split of their own
+constexpr int kMaxSplits = 64;
+
+struct SplitChoice {
+  int splits = 0;  // 0: the single-pass kernel
+  int pack = 1;
+};
+
+// Split path when q_len <= 64: pack the group's heads when they fit a CTA, then
+// the smallest split count whose CTAs fill >= 85% of their last wave (two CTAs
+// per SM), capped by the key count; the fullest when none does. One split
+// without packing gains nothing over the single-pass kernel.
+SplitChoice choose_split(int64_t batch, int64_t heads, int64_t kv_heads, int64_t q_len, int64_t kv_len, int64_t head_dim,
+                         int sm_count) {
+  SplitChoice c;
+  if (sm_count <= 0 || batch <= 0 || heads <= 0 || kv_heads <= 0 || heads % kv_heads != 0 || q_len <= 0 ||
+      q_len > kSplitRows || kv_len <= 0 || head_dim < 32 || head_dim > 256 || head_dim % 8 != 0)
+    return c;
+  if (std::getenv("BARACUDA_FLASH_FWD_TILE") != nullptr) return c;
+  const int64_t group = heads / kv_heads;
+  c.pack = group > 1 && q_len * group <= kSplitRows ? static_cast<int>(group) : 1;
+  const int64_t base = batch * (c.pack > 1 ? kv_heads : heads);
+  const int64_t slots = 2 * static_cast<int64_t>(sm_count);
+  int64_t max_s = (kv_len + kSplitMinKeys - 1) / kSplitMinKeys;
+  if (max_s > kMaxSplits) max_s = kMaxSplits;
+  if (max_s < 1) max_s = 1;
+  int best = 1;
+  double best_eff = -1.0;
+  for (int64_t sp = 1; sp <= max_s; ++sp) {
+    const int64_t ctas = base * sp, waves = (ctas + slots - 1) / slots;
+    const double eff = static_cast<double>(ctas) / static_cast<double>(waves * slots);
+    if (eff >= 0.85) {
+      best = static_cast<int>(sp);
+      break;
+    }
+    if (eff > best_eff + 1e-12) {
+      best_eff = eff;
+      best = static_cast<int>(sp);
+    }
+  }
+  if (const char* env = std::getenv("BARACUDA_FLASH_FWD_SPLITS"); env != nullptr && *env != 0) {
+    const int n = std::atoi(env);
+    if (n >= 0) best = n < kMaxSplits ? n : kMaxSplits;
+    if (best == 0) return SplitChoice{};
+  }
+  if (best == 1 && c.pack == 1) return SplitChoice{};
+  c.splits = best;
+  return c;
+}
+
+size_t split_bytes(int64_t batch, int64_t heads, int64_t q_len, int64_t head_dim, int splits) {
+  return static_cast<size_t>(splits) * static_cast<size_t>(batch * heads * q_len) * static_cast<size_t>(head_dim + 2) *
+         sizeof(float);
+}
+
 }  // namespace
 
 Status forward_mma(const FlashFwdParams& p, int arch, int sm_count, void* stream) {
@@ -104,6 +176,15 @@ Status forward_mma(const FlashFwdParams& p, int arch, int sm_count, void* stream
                                                std::to_string(p.head_dim));
   if (p.kv_heads <= 0 || p.heads % p.kv_heads != 0)
     return Status(StatusCode::InvalidProblem, "FlashSdpaPlan: heads must be a multiple of kv_heads");
+  if (p.dtype == DType::BF16 || p.dtype == DType::F16) {
+    const SplitChoice sc = choose_split(p.batch, p.heads, p.kv_heads, p.q_len, p.kv_len, p.head_dim, sm_count);
+    if (sc.splits > 0 && p.fwd_workspace != nullptr && reinterpret_cast<uintptr_t>(p.fwd_workspace) % 16 == 0 &&
+        p.fwd_workspace_bytes >= split_bytes(p.batch, p.heads, p.q_len, p.head_dim, sc.splits)) {
+      const int d = padded_dim(p.head_dim);
+      for (const SplitEntry& e : kSplits)
+        if (e.d == d) return (p.dtype == DType::BF16 ? e.bf16 : e.f16)(p, sc.splits, sc.pack, stream);
+    }
+  }
   const Config* c = pick(p.head_dim, uses_features(p), p.dtype);
   if (c == nullptr) return Status(StatusCode::Unsupported, "FlashSdpaPlan: no tensor-core forward configuration for this head dim");
   if (p.dtype == DType::BF16) return c->bf16(p, arch, sm_count, stream);
@@ -111,12 +192,28 @@ Status forward_mma(const FlashFwdParams& p, int arch, int sm_count, void* stream
   return Status(StatusCode::Unsupported, "FlashSdpaPlan: tensor-core forward takes f16 or bf16");
 }
 
-const char* forward_mma_variant(const FlashShape& s, int arch) {
+const char* forward_mma_variant(const FlashShape& s, int arch, int sm_count) {
   (void)arch;
+  const SplitChoice sc = choose_split(s.batch, s.heads, s.kv_heads, s.q_len, s.kv_len, s.head_dim, sm_count);
+  if (sc.splits > 0) {
+    // Names the split path's configuration (mma_fwd::SplitCfg); the plan copies the string.
+    static thread_local std::string name;
+    const int d = padded_dim(s.head_dim);
+    const int bn = d <= 64 ? 64 : 32, st = d <= 64 ? 3 : (d <= 128 ? 4 : 2);
+    name = "mma16816-d" + std::to_string(d) + "-q64k" + std::to_string(bn) + "w4s" + std::to_string(st) + "-splitkv" +
+           std::to_string(sc.splits) + "-pack" + std::to_string(sc.pack);
+    return name.c_str();
+  }
   // The shape does not say whether mask / ALiBi / softcap are on; name the
   // feature-free configuration (the general one differs only where noted).
   const Config* c = pick(s.head_dim, false, s.dtype);
   return c ? c->name : "mma16816-unsupported";
+}
+
+size_t forward_workspace_bytes_mma(const FlashShape& s, int arch, int sm_count) {
+  if (arch < 80 || (s.dtype != DType::BF16 && s.dtype != DType::F16)) return 0;
+  const SplitChoice sc = choose_split(s.batch, s.heads, s.kv_heads, s.q_len, s.kv_len, s.head_dim, sm_count);
+  return sc.splits > 0 ? split_bytes(s.batch, s.heads, s.q_len, s.head_dim, sc.splits) : 0;
 }
 
 }  // namespace baracuda::cuda_flash

@@ -473,6 +473,417 @@ Status launch_fwd(const FlashFwdParams& p, int arch, int sm_count, void* stream)
   return Status::ok();
 }
 
+
+// ---- split-KV forward for short query lengths (decode) ------------------------------
+// One CTA of kBM = 64 rows (4 warps of 16) owns either the G = heads / kv_heads
+// query heads of one kv head packed together (pack = G, q_len * G <= 64:
+// row r <-> head hk * G + r / q_len, query r % q_len), so K / V are read once
+// for the whole group, or (pack = 1) up to 64 rows of one head. The key tiles
+// its rows may see are divided into `splits` contiguous chunks, one CTA each;
+// every CTA writes, for each of its valid rows, the unnormalised f32 output,
+// the row max (log2 units) and the row sum to the workspace, and
+// flash_fwd_combine_kernel merges the splits of a row in split order. Warps
+// whose 16 rows are all past the end skip the math (they still load tiles).
+// K / V use a kStages-deep cp.async ring (tile n + kStages - 1 requested while
+// tile n is computed): the loop is bandwidth-bound, so the depth matters more
+// than the tile width.
+template <int kD>
+struct SplitCfg {  // flash_mma_fwd.cu names it in the variant string: keep in sync
+  static constexpr int kBM = 64, kWarps = 4;
+  static constexpr int kBN = kD <= 64 ? 64 : 32;
+  static constexpr int kStages = kD <= 64 ? 3 : (kD <= 128 ? 4 : 2);
+};
+
+struct SplitArgs {
+  FwdArgs f;
+  float* ws_o;    // [splits][batch][heads][q_len][head_dim]: unnormalised output
+  float2* ws_ml;  // [splits][batch][heads][q_len]: (row max in log2 units, row sum)
+  int splits;
+  int pack;  // query heads per CTA: group (packed) or 1
+};
+
+// Per-row score transform for the split kernel (one 16-row tile per warp; each
+// thread's two rows hf = 0, 1 carry their own query index, ALiBi slope and
+// mask row).
+template <int kNT, bool kEdge>
+__device__ __forceinline__ void split_feature_scores(float (&sc)[kNT][4], const FwdArgs& a, const SeqInfo& s,
+                                                     const float (&slope_log2)[2], const float* const (&mrow)[2],
+                                                     const int (&ri)[2], int j0, int t4) {
+  const FlashFwdParams& p = a.p;
+  if (a.softcap > 0.f) {
+    const float in = a.softcap_in, out = a.softcap * 1.4426950408889634f;
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) sc[nt][e] = tanh_acc(sc[nt][e] * in) * out;
+  } else {
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+      for (int e = 0; e < 4; ++e) sc[nt][e] *= a.scale_log2;
+  }
+  if (p.alibi != nullptr) {
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const float base = static_cast<float>(ri[hf] + s.off - j0 - 2 * t4);
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+        for (int c = 0; c < 2; ++c) sc[nt][hf * 2 + c] -= slope_log2[hf] * fabsf(base - static_cast<float>(nt * 8 + c));
+    }
+  }
+  if (p.mask != nullptr) {
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf)
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+          const int j = j0 + nt * 8 + 2 * t4 + c;
+          if (!kEdge || j < s.kv_len)
+            sc[nt][hf * 2 + c] = fmaf(__ldg(mrow[hf] + static_cast<int64_t>(j) * p.m_sk), 1.4426950408889634f, sc[nt][hf * 2 + c]);
+        }
+  }
+}
+
+template <int kNT>
+__device__ __forceinline__ void split_edge_mask(float (&sc)[kNT][4], const FlashFwdParams& p, const SeqInfo& s,
+                                                const int (&ri)[2], const bool (&rv)[2], int j0, int t4) {
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    int lo = 0, hi = 0;
+    if (rv[hf]) {
+      const KeyRange k = key_range(p, s, ri[hf]);
+      lo = k.lo - j0 - 2 * t4;
+      hi = k.hi - j0 - 2 * t4;
+    }
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt)
+#pragma unroll
+      for (int c = 0; c < 2; ++c) {
+        const int jj = nt * 8 + c;
+        if (jj < lo || jj >= hi) sc[nt][hf * 2 + c] = -INFINITY;
+      }
+  }
+}
+
+template <class T, int kD, bool kFeat>
+__global__ void __launch_bounds__(SplitCfg<kD>::kWarps * 32, 2) flash_fwd_split_kernel(const __grid_constant__ SplitArgs sa) {
+  using SC = SplitCfg<kD>;
+  constexpr int kBM = SC::kBM, kBN = SC::kBN, kStages = SC::kStages;
+  using Cfg = FwdCfg<kD, kBM, kBN, SC::kWarps>;
+  constexpr int kNT = Cfg::kNT, kDT = Cfg::kDT, kLd = Cfg::kLd, kChunks = Cfg::kChunks, kThreads = Cfg::kThreads;
+  static_assert(Cfg::kMT == 1, "the split kernel has one 16-row tile per warp");
+  static_assert(kStages >= 2, "the split kernel needs at least two stages");
+  static_assert((kBM * kChunks) % kThreads == 0, "Q loads must divide evenly");
+  const FwdArgs& a = sa.f;
+  const FlashFwdParams& p = a.p;
+
+  extern __shared__ uint4 smem_raw[];
+  T* sQ = reinterpret_cast<T*>(smem_raw);
+  T* sK = sQ + kBM * kLd;            // kStages tiles
+  T* sV = sK + kStages * kBN * kLd;  // kStages tiles
+  constexpr uint32_t kTileBytes = kBN * kLd * sizeof(T);
+
+  const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+  const int g = lane >> 2, t4 = lane & 3;
+  const int sp = static_cast<int>(blockIdx.x) % sa.splits, mb = static_cast<int>(blockIdx.x) / sa.splits;
+  const int b = blockIdx.z + a.b_base;
+  const SeqInfo s = seq_info(p, b);
+  const bool packed = sa.pack > 1;
+  const int m0 = packed ? 0 : mb * kBM;
+  if (m0 >= s.q_len) return;
+  // Query indices m0 .. m0 + nq - 1; rows r < nrows; row r <-> head h_base + r / qn, query m0 + r % qn.
+  const int nq = packed ? s.q_len : (s.q_len - m0 < kBM ? s.q_len - m0 : kBM);
+  const int qn = packed ? s.q_len : kBM;
+  const int nrows = packed ? s.q_len * sa.pack : nq;
+  const int h_base = packed ? static_cast<int>(blockIdx.y) * sa.pack : static_cast<int>(blockIdx.y);
+  const int hk = h_base / a.group;
+  const int d = p.head_dim;
+
+  // Key tiles of the union of the rows' ranges (ranges move monotonically with
+  // the query index, so the first and last query suffice), then this split's chunk.
+  const KeyRange kr = tile_key_range(p, s, m0, m0 + nq);
+  const int n_lo = kr.lo / kBN;
+  const int n_hi = kr.lo < kr.hi ? (kr.hi + kBN - 1) / kBN : n_lo;
+  const KeyRange first = key_range(p, s, m0), last = key_range(p, s, m0 + nq - 1);
+  const int f_lo = (last.lo + kBN - 1) / kBN;
+  const int f_hi = first.hi / kBN;
+  const int per = (n_hi - n_lo + sa.splits - 1) / sa.splits;
+  int t_lo = n_lo + sp * per;
+  const int t_hi = t_lo + per < n_hi ? t_lo + per : n_hi;
+  if (t_lo > t_hi) t_lo = t_hi;
+
+  // This thread's two rows.
+  int ri[2], rh[2];
+  bool rv[2];
+  float slope_log2[2] = {0.f, 0.f};
+  const float* mrow[2] = {nullptr, nullptr};
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const int r = warp * 16 + hf * 8 + g;
+    rv[hf] = r < nrows;
+    const int rr = rv[hf] ? r : 0;  // rows past the end borrow row 0's head and query
+    rh[hf] = h_base + rr / qn;
+    ri[hf] = m0 + rr % qn;
+    if constexpr (kFeat) {
+      slope_log2[hf] = alibi_slope(p, b, rh[hf]) * 1.4426950408889634f;
+      mrow[hf] = mask_row(p, b, rh[hf], ri[hf]);
+    }
+  }
+  const float mult = kFeat ? 1.f : a.scale_log2;
+  const bool active = warp * 16 < nrows;
+
+  const T* kg = static_cast<const T*>(p.k) + b * p.k_sb + hk * p.k_sh + s.kv_start * p.k_ss;
+  const T* vg = static_cast<const T*>(p.v) + b * p.v_sb + hk * p.v_sh + s.kv_start * p.v_ss;
+  const uint32_t sQa = smem_u32(sQ), sKa = smem_u32(sK), sVa = smem_u32(sV);
+
+  if (t_lo < t_hi) {
+    // Q rows (gathered over the packed heads), part of the first group.
+    const T* q0 = static_cast<const T*>(p.q);
+    const T* qb = q0 + b * p.q_sb + (s.q_start + m0) * p.q_ss;
+#pragma unroll
+    for (int it = 0; it < kBM * kChunks / kThreads; ++it) {
+      const int c = it * kThreads + tid;
+      const int row = c / kChunks, ch = c % kChunks;
+      const bool ok = row < nrows && ch * 8 < d;
+      const T* src = ok ? qb + static_cast<int64_t>(h_base + row / qn) * p.q_sh + static_cast<int64_t>(row % qn) * p.q_ss + ch * 8 : q0;
+      cp_async_16(smem_u32(sQ + row * kLd + ch * 8), src, ok);
+    }
+#pragma unroll
+    for (int st = 0; st < kStages - 1; ++st) {
+      const int n = t_lo + st;
+      if (n < t_hi) {
+        const int j = n * kBN;
+        load_tile<T, kBN, Cfg>(sK + st * kBN * kLd, kg + static_cast<int64_t>(j) * p.k_ss, p.k_ss, s.kv_len - j, d, tid);
+        load_tile<T, kBN, Cfg>(sV + st * kBN * kLd, vg + static_cast<int64_t>(j) * p.v_ss, p.v_ss, s.kv_len - j, d, tid);
+      }
+      cp_async_commit();  // possibly empty: keeps one group per tile
+    }
+  }
+
+  float o[kDT][4];
+  float m_run[2] = {-INFINITY, -INFINITY}, l_run[2] = {0.f, 0.f};
+#pragma unroll
+  for (int dt = 0; dt < kDT; ++dt) o[dt][0] = o[dt][1] = o[dt][2] = o[dt][3] = 0.f;
+
+  for (int n = t_lo; n < t_hi; ++n) {
+    const int idx = n - t_lo;
+    const int stage = idx % kStages;
+    cp_async_wait<kStages - 2>();
+    __syncthreads();  // tile n landed; every warp is done with tile n - 1 (whose buffer is refilled next)
+    {
+      const int nn = n + kStages - 1;
+      if (nn < t_hi) {
+        const int st = (idx + kStages - 1) % kStages;
+        const int j = nn * kBN;
+        load_tile<T, kBN, Cfg>(sK + st * kBN * kLd, kg + static_cast<int64_t>(j) * p.k_ss, p.k_ss, s.kv_len - j, d, tid);
+        load_tile<T, kBN, Cfg>(sV + st * kBN * kLd, vg + static_cast<int64_t>(j) * p.v_ss, p.v_ss, s.kv_len - j, d, tid);
+      }
+      cp_async_commit();
+    }
+    if (!active) continue;  // warp-uniform; the barrier above is reached by every warp
+    const int j0 = n * kBN;
+    const uint32_t kA = sKa + stage * kTileBytes, vA = sVa + stage * kTileBytes;
+
+    float sc[kNT][4];
+#pragma unroll
+    for (int nt = 0; nt < kNT; ++nt) sc[nt][0] = sc[nt][1] = sc[nt][2] = sc[nt][3] = 0.f;
+#pragma unroll
+    for (int kk = 0; kk < kD / 16; ++kk) {
+      uint32_t qa[4];
+      ldmatrix_x4(qa, sQa + 2u * ldsm_a_off(lane, warp * 16, kk * 16, kLd));
+#pragma unroll
+      for (int np = 0; np < kNT / 2; ++np) {
+        uint32_t kb[4];
+        ldmatrix_x4(kb, kA + 2u * ldsm_b_nk_off(lane, np * 16, kk * 16, kLd));
+        mma_16816<T>(sc[2 * np], qa, kb[0], kb[1]);
+        mma_16816<T>(sc[2 * np + 1], qa, kb[2], kb[3]);
+      }
+    }
+
+    const bool edge = n < f_lo || n >= f_hi;
+    if constexpr (kFeat) {
+      if (edge) {
+        split_feature_scores<kNT, true>(sc, a, s, slope_log2, mrow, ri, j0, t4);
+        split_edge_mask<kNT>(sc, p, s, ri, rv, j0, t4);
+      } else {
+        split_feature_scores<kNT, false>(sc, a, s, slope_log2, mrow, ri, j0, t4);
+      }
+    } else {
+      if (edge) split_edge_mask<kNT>(sc, p, s, ri, rv, j0, t4);
+    }
+
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      float mx = -INFINITY;
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) mx = fmaxf(mx, fmaxf(sc[nt][hf * 2], sc[nt][hf * 2 + 1]));
+      mx = fmaxf(m_run[hf], quad_max(mx) * mult);
+      const float mu = mx == -INFINITY ? 0.f : mx;
+      const float alpha = fast_exp2(m_run[hf] - mu);
+      m_run[hf] = mx;
+      float sum = 0.f;
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+        const float p0 = fast_exp2(fmaf(sc[nt][hf * 2], mult, -mu));
+        const float p1 = fast_exp2(fmaf(sc[nt][hf * 2 + 1], mult, -mu));
+        sc[nt][hf * 2] = p0;
+        sc[nt][hf * 2 + 1] = p1;
+        sum += p0 + p1;
+      }
+      l_run[hf] = l_run[hf] * alpha + sum;
+#pragma unroll
+      for (int dt = 0; dt < kDT; ++dt) {
+        o[dt][hf * 2] *= alpha;
+        o[dt][hf * 2 + 1] *= alpha;
+      }
+    }
+
+#pragma unroll
+    for (int kk = 0; kk < kBN / 16; ++kk) {
+      uint32_t pa[4];
+      acc_to_a_frag<T>(pa, sc[2 * kk], sc[2 * kk + 1]);
+#pragma unroll
+      for (int dp = 0; dp < kD / 16; ++dp) {
+        uint32_t vb[4];
+        ldmatrix_x4_trans(vb, vA + 2u * ldsm_b_kn_off(lane, kk * 16, dp * 16, kLd));
+        mma_16816<T>(o[2 * dp], pa, vb[0], vb[1]);
+        mma_16816<T>(o[2 * dp + 1], pa, vb[2], vb[3]);
+      }
+    }
+  }
+  cp_async_wait<0>();
+
+  // ---- partials: every valid row, also of empty splits (m = -inf, l = 0, o = 0) ----
+#pragma unroll
+  for (int hf = 0; hf < 2; ++hf) {
+    const float l = quad_sum(l_run[hf]);  // all lanes: shuffles
+    if (rv[hf]) {
+      const int64_t slot =
+          ((static_cast<int64_t>(sp) * p.batch + b) * p.heads + rh[hf]) * p.q_len + ri[hf];
+      float* wo = sa.ws_o + slot * d;
+#pragma unroll
+      for (int dt = 0; dt < kDT; ++dt) {
+        const int col = dt * 8 + 2 * t4;
+        if (col < d) *reinterpret_cast<float2*>(wo + col) = make_float2(o[dt][hf * 2], o[dt][hf * 2 + 1]);
+      }
+      if (t4 == 0) sa.ws_ml[slot] = make_float2(m_run[hf], l);
+    }
+  }
+}
+
+// One warp per output row (b, h, i): merges the splits in order 0, 1, ... and
+// writes y (normalised, dtype) and lse. A row no split saw (max -inf) gets
+// y = 0 and lse = -inf, like the single-pass kernel.
+template <class T>
+__global__ void __launch_bounds__(128) flash_fwd_combine_kernel(const __grid_constant__ SplitArgs sa) {
+  const FlashFwdParams& p = sa.f.p;
+  const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+  const int64_t total = static_cast<int64_t>(p.batch) * p.heads * p.q_len;  // slots per split
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * 4 + warp;
+  if (row >= total) return;
+  const int i = static_cast<int>(row % p.q_len);
+  const int64_t bh = row / p.q_len;
+  const int h = static_cast<int>(bh % p.heads), b = static_cast<int>(bh / p.heads);
+  const SeqInfo s = seq_info(p, b);
+  if (i >= s.q_len) return;
+  const int d = p.head_dim;
+
+  float M = -INFINITY;
+  for (int k = 0; k < sa.splits; ++k) M = fmaxf(M, sa.ws_ml[k * total + row].x);
+  float L = 0.f;
+  if (M != -INFINITY)
+    for (int k = 0; k < sa.splits; ++k) {
+      const float2 ml = sa.ws_ml[k * total + row];
+      if (ml.x != -INFINITY) L += exp2f(ml.x - M) * ml.y;
+    }
+  const float inv = L > 0.f ? 1.f / L : 0.f;
+
+  T* yr = static_cast<T*>(p.y) + b * p.y_sb + h * p.y_sh + (s.q_start + i) * p.y_ss;
+  for (int c = lane * 4; c < d; c += 128) {
+    float4 acc = make_float4(0.f, 0.f, 0.f, 0.f);
+    if (L > 0.f)
+      for (int k = 0; k < sa.splits; ++k) {
+        const float2 ml = sa.ws_ml[k * total + row];
+        if (ml.x == -INFINITY) continue;
+        const float w = exp2f(ml.x - M);
+        const float4 v = *reinterpret_cast<const float4*>(sa.ws_o + (k * total + row) * d + c);
+        acc.x = fmaf(w, v.x, acc.x);
+        acc.y = fmaf(w, v.y, acc.y);
+        acc.z = fmaf(w, v.z, acc.z);
+        acc.w = fmaf(w, v.w, acc.w);
+      }
+    uint2 out;
+    out.x = pack2<T>(acc.x * inv, acc.y * inv);
+    out.y = pack2<T>(acc.z * inv, acc.w * inv);
+    *reinterpret_cast<uint2*>(yr + c) = out;
+  }
+  if (lane == 0) {
+    float* lse = p.lse + b * p.lse_sb + h * p.lse_sh + (s.q_start + i) * p.lse_ss;
+    *lse = L > 0.f ? M * 0.6931471805599453f + logf(L) : -INFINITY;
+  }
+}
+
+// Launches the split-KV forward (padded head dim kD) and the combine kernel.
+// The caller (forward_mma) has checked p.q_len <= 64 (and q_len * group <= 64
+// when pack > 1) and that p.fwd_workspace holds splits * batch * heads * q_len *
+// (head_dim + 2) floats, 16-byte aligned (flash_mma_fwd.cu's split_bytes).
+template <class T, int kD>
+Status launch_fwd_split(const FlashFwdParams& p, int splits, int pack, void* stream) {
+  using SC = SplitCfg<kD>;
+  using Cfg = FwdCfg<kD, SC::kBM, SC::kBN, SC::kWarps>;
+  if (p.q_len <= 0 || p.batch <= 0 || p.heads <= 0) return Status::ok();
+  SplitArgs sa;
+  FwdArgs& a = sa.f;
+  a.p = p;
+  a.scale = static_cast<float>(p.scale);
+  a.scale_log2 = static_cast<float>(p.scale * 1.4426950408889634);
+  a.softcap = static_cast<float>(p.softcap);
+  a.softcap_in = p.softcap > 0.0 ? static_cast<float>(p.scale / p.softcap) : 0.f;
+  a.group = p.heads / p.kv_heads;
+  a.b_base = 0;
+  sa.splits = splits;
+  sa.pack = pack;
+  sa.ws_o = static_cast<float*>(p.fwd_workspace);
+  sa.ws_ml = reinterpret_cast<float2*>(sa.ws_o + static_cast<size_t>(splits) * p.batch * p.heads * p.q_len * p.head_dim);
+  const bool feat = p.mask != nullptr || p.alibi != nullptr || p.softcap > 0.0 || !(a.scale_log2 >= 1.17549435e-38f);
+  const size_t smem = static_cast<size_t>(SC::kBM + 2 * SC::kStages * SC::kBN) * Cfg::kLd * sizeof(T);
+  auto kern = feat ? flash_fwd_split_kernel<T, kD, true> : flash_fwd_split_kernel<T, kD, false>;
+  static std::atomic<uint64_t> attr_done[2];
+  int dev = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) dev = 0;
+  const uint64_t bit = uint64_t{1} << (dev & 63);
+  if ((attr_done[feat].load(std::memory_order_relaxed) & bit) == 0) {
+    cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
+    if (e == cudaSuccess)
+      e = cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
+    if (e != cudaSuccess) {
+      (void)cudaGetLastError();
+      return detail::cuda_status(static_cast<int>(e), "FlashSdpaPlan: flash_fwd_split smem attribute");
+    }
+    attr_done[feat].fetch_or(bit, std::memory_order_relaxed);
+  }
+  const cudaStream_t st = static_cast<cudaStream_t>(stream);
+  const int mblocks = pack > 1 ? 1 : (p.q_len + SC::kBM - 1) / SC::kBM;
+  const int ny = pack > 1 ? p.kv_heads : p.heads;
+  constexpr int kMaxZ = 65535;
+  for (int b0 = 0; b0 < p.batch; b0 += kMaxZ) {
+    sa.f.b_base = b0;
+    const int nb = p.batch - b0 < kMaxZ ? p.batch - b0 : kMaxZ;
+    const dim3 grid(mblocks * splits, ny, nb);
+    kern<<<grid, Cfg::kThreads, smem, st>>>(sa);
+    const cudaError_t e = cudaGetLastError();
+    if (e != cudaSuccess) return detail::cuda_status(static_cast<int>(e), "FlashSdpaPlan: flash_fwd_split launch");
+  }
+  sa.f.b_base = 0;
+  const int64_t rows = static_cast<int64_t>(p.batch) * p.heads * p.q_len;
+  flash_fwd_combine_kernel<T><<<static_cast<unsigned>((rows + 3) / 4), 128, 0, st>>>(sa);
+  const cudaError_t e = cudaGetLastError();
+  if (e != cudaSuccess) return detail::cuda_status(static_cast<int>(e), "FlashSdpaPlan: flash_fwd_combine launch");
+  return Status::ok();
+}
+
 }  // namespace baracuda::cuda_flash::mma_fwd
 
 // Explicit instantiations live in flash_mma_fwd_<dtype>_d<D>.cu, one file per
@@ -480,4 +891,8 @@ Status launch_fwd(const FlashFwdParams& p, int arch, int sm_count, void* stream)
 // dispatcher (flash_mma_fwd.cu) may pick for it.
 #define BARACUDA_FLASH_MMA_FWD_INSTANTIATE(T, D, BM, BN, W, S)                                           \
   template baracuda::Status baracuda::cuda_flash::mma_fwd::launch_fwd<T, D, BM, BN, W, S>(               \
+      const baracuda::cuda_flash::FlashFwdParams&, int, int, void*);
+// The split-KV path, one per (dtype, padded head dim).
+#define BARACUDA_FLASH_MMA_SPLIT_INSTANTIATE(T, D)                                              \
+  template baracuda::Status baracuda::cuda_flash::mma_fwd::launch_fwd_split<T, D>(              \
       const baracuda::cuda_flash::FlashFwdParams&, int, int, void*);
