@@ -92,7 +92,12 @@ const AttnCase kCases[] = {
 
 double flops_of(const AttnCase& c) {
   double f = 4.0 * c.B * c.H * static_cast<double>(c.Q) * static_cast<double>(c.K) * c.D;
-  if (c.causal) f *= 0.5;
+  if (c.causal) {  // the (query, key) pairs a causal mask leaves, with its alignment (Q == K: about half)
+    const int64_t off = c.align == DiagonalAlign::BottomRight ? c.K - c.Q : 0;
+    double pairs = 0;
+    for (int64_t i = 0; i < c.Q; ++i) pairs += static_cast<double>(std::clamp<int64_t>(i + off + 1, 0, c.K));
+    f = 4.0 * c.B * c.H * pairs * c.D;
+  }
   if (c.window_left >= 0 && c.window_left < c.K) f = 4.0 * c.B * c.H * static_cast<double>(c.Q) * (c.window_left + 1) * c.D;
   if (c.bwd) f *= 2.5;
   return f;
