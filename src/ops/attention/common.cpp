@@ -17,32 +17,9 @@ namespace attention_detail {
 
 Result<BackendChoice> choose_backend(const char* plan, const Stream& stream, const PlanPreference& pref,
                                      bool cudnn_route) {
-  const std::string p = std::string(plan) + ": ";
-  BackendChoice c;
-  if (pref.backend && pref.require_backend &&
-      (*pref.backend == Backend::CuBlasLt || (*pref.backend == Backend::CuDnn && !cudnn_route)))
-    return Status(StatusCode::Unsupported, p + "backend " + std::string(backend_name(*pref.backend)) +
-                                               " has no implementation of this plan in this build");
-  if (stream.is_cpu()) {
-    if (pref.backend && *pref.backend != Backend::CpuReference && pref.require_backend)
-      return Status(StatusCode::Unsupported, p + "backend " + std::string(backend_name(*pref.backend)) +
-                                                 " required but the stream is on the CPU (only cpu-reference runs there)");
-    return c;
-  }
-  if (pref.backend && *pref.backend == Backend::CpuReference && pref.require_backend)
-    return Status(StatusCode::Unsupported, p + "backend cpu-reference required but the stream is on " +
-                                               stream.device().to_string() + " (use Stream::cpu() and host memory)");
-#ifdef BARACUDA_WITH_CUDA
-  auto info = detail::cuda_device_info(stream.device().ordinal);
-  if (!info) return Status(info.status().code(), p + info.status().message());
-  c.backend = Backend::Bespoke;
-  c.sm_count = info->sm_count;
-  c.arch = info->arch;
-  return c;
-#else
-  return Status(StatusCode::Unsupported, p + "stream is on " + stream.device().to_string() +
-                                             " but this baracuda build has no CUDA support (BARACUDA_CUDA=OFF)");
-#endif
+  detail::LibraryRoutes routes;
+  routes.cudnn = cudnn_route;
+  return detail::choose_backend(plan, "attention", stream, pref, routes);
 }
 
 PrecisionGuarantee precision_for(DType dtype, Backend backend) {

@@ -6,18 +6,13 @@
 #include <utility>
 
 #include "baracuda/ops/attention.hpp"
+#include "core/dispatch.hpp"
 
 namespace baracuda::attention_detail {
 
-struct BackendChoice {
-  Backend backend = Backend::CpuReference;
-  int sm_count = 0;
-  int arch = 0;
-};
-// CPU stream -> cpu-reference; CUDA stream -> bespoke (the plan may then move
-// to cuDNN when `cudnn_route`). A required backend that the plan cannot run
-// (cuBLASLt; cuDNN without a route; cpu-reference on a CUDA stream, ...) is an
-// Unsupported error naming the plan.
+using detail::BackendChoice;
+// core/dispatch.hpp's choice; `cudnn_route`: the plan has a cuDNN route, so
+// requiring cuDNN is not an error here.
 Result<BackendChoice> choose_backend(const char* plan, const Stream& stream, const PlanPreference& pref,
                                      bool cudnn_route = false);
 

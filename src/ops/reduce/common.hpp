@@ -4,6 +4,7 @@
 #include <string>
 
 #include "baracuda/ops/reduce.hpp"
+#include "core/dispatch.hpp"
 
 namespace baracuda::reduce_detail {
 
@@ -16,12 +17,8 @@ struct Validated {
 // Checks the descriptor for `plan` ("ReducePlan", ...) and fills `v`.
 Status validate(const char* plan, const ReduceDescriptor& d, Validated* v);
 
-// Picks the backend for the stream and the preference. Fills device info.
-struct BackendChoice {
-  Backend backend = Backend::CpuReference;
-  int sm_count = 0;
-  int arch = 0;
-};
+// Picks the backend for the stream and the preference (core/dispatch.hpp).
+using detail::BackendChoice;
 Result<BackendChoice> choose_backend(const char* plan, const Stream& stream, const PlanPreference& pref);
 
 // View of an output-shaped tensor (y, dy) in the input's rank: extent 1 and

@@ -73,31 +73,7 @@ Status validate(const char* plan, const ReduceDescriptor& d, Validated* v) {
 }
 
 Result<BackendChoice> choose_backend(const char* plan, const Stream& stream, const PlanPreference& pref) {
-  const std::string p = std::string(plan) + ": ";
-  BackendChoice c;
-  if (pref.backend && (*pref.backend == Backend::CuBlasLt || *pref.backend == Backend::CuDnn) && pref.require_backend)
-    return Status(StatusCode::Unsupported, p + "backend " + backend_name(*pref.backend) + " has no reduction implementation");
-  if (stream.is_cpu()) {
-    if (pref.backend && *pref.backend != Backend::CpuReference && pref.require_backend)
-      return Status(StatusCode::Unsupported, p + "backend " + std::string(backend_name(*pref.backend)) +
-                                                 " required but the stream is on the CPU (only cpu-reference runs there)");
-    c.backend = Backend::CpuReference;
-    return c;
-  }
-  if (pref.backend && *pref.backend == Backend::CpuReference && pref.require_backend)
-    return Status(StatusCode::Unsupported, p + "backend cpu-reference required but the stream is on " +
-                                               stream.device().to_string() + " (use Stream::cpu() and host memory)");
-#ifdef BARACUDA_WITH_CUDA
-  auto info = detail::cuda_device_info(stream.device().ordinal);
-  if (!info) return Status(info.status().code(), p + info.status().message());
-  c.backend = Backend::Bespoke;
-  c.sm_count = info->sm_count;
-  c.arch = info->arch;
-  return c;
-#else
-  return Status(StatusCode::Unsupported, p + "stream is on " + stream.device().to_string() +
-                                             " but this baracuda build has no CUDA support (BARACUDA_CUDA=OFF)");
-#endif
+  return detail::choose_backend(plan, "reduction", stream, pref);
 }
 
 PrecisionGuarantee precision_for(DType dtype, Backend backend) {

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/checks.hpp"
+#include "core/dispatch.hpp"
 #include "core/cuda_device.hpp"
 #include "ops/rope/cpu.hpp"
 #include "ops/rope/rope_cuda.hpp"
@@ -78,36 +79,9 @@ Status validate(const char* plan, const RopeDescriptor& in, RopeDescriptor* out)
 }
 
 // ---- backend -------------------------------------------------------------------
-struct BackendChoice {
-  Backend backend = Backend::CpuReference;
-  int sm_count = 0;
-  int arch = 0;
-};
-
+using detail::BackendChoice;
 Result<BackendChoice> choose_backend(const char* plan, const Stream& stream, const PlanPreference& pref) {
-  BackendChoice c;
-  if (pref.backend && (*pref.backend == Backend::CuBlasLt || *pref.backend == Backend::CuDnn) && pref.require_backend)
-    return Status(StatusCode::Unsupported, pfx(plan) + "backend " + backend_name(*pref.backend) + " has no RoPE implementation");
-  if (stream.is_cpu()) {
-    if (pref.backend && *pref.backend != Backend::CpuReference && pref.require_backend)
-      return Status(StatusCode::Unsupported, pfx(plan) + "backend " + std::string(backend_name(*pref.backend)) +
-                                                 " required but the stream is on the CPU (only cpu-reference runs there)");
-    return c;
-  }
-  if (pref.backend && *pref.backend == Backend::CpuReference && pref.require_backend)
-    return Status(StatusCode::Unsupported, pfx(plan) + "backend cpu-reference required but the stream is on " +
-                                               stream.device().to_string() + " (use Stream::cpu() and host memory)");
-#ifdef BARACUDA_WITH_CUDA
-  auto info = detail::cuda_device_info(stream.device().ordinal);
-  if (!info) return Status(info.status().code(), pfx(plan) + info.status().message());
-  c.backend = Backend::Bespoke;
-  c.sm_count = info->sm_count;
-  c.arch = info->arch;
-  return c;
-#else
-  return Status(StatusCode::Unsupported, pfx(plan) + "stream is on " + stream.device().to_string() +
-                                             " but this baracuda build has no CUDA support (BARACUDA_CUDA=OFF)");
-#endif
+  return detail::choose_backend(plan, "RoPE", stream, pref);
 }
 
 KernelSku make_sku(const BackendChoice& be, const RopeDescriptor& d, bool backward) {
