@@ -1,5 +1,7 @@
 #include "ops/attention/common.hpp"
 
+#include <cmath>
+
 #include "core/checks.hpp"
 #include "core/cuda_device.hpp"
 
@@ -20,6 +22,23 @@ Result<BackendChoice> choose_backend(const char* plan, const Stream& stream, con
   detail::LibraryRoutes routes;
   routes.cudnn = cudnn_route;
   return detail::choose_backend(plan, "attention", stream, pref, routes);
+}
+
+Status validate_problem(const char* plan, DType dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t q_len,
+                        int64_t kv_len, const std::optional<double>& scale) {
+  const std::string p = std::string(plan) + ": ";
+  auto bad = [&](const std::string& m) { return Status(StatusCode::InvalidProblem, p + m); };
+  if (!(dtype == DType::F32 || dtype == DType::F64 || dtype == DType::F16 || dtype == DType::BF16))
+    return Status(StatusCode::Unsupported, p + "dtype " + std::string(dtype_name(dtype)) + " is not supported (f16, bf16, f32, f64)");
+  if (batch < 0) return bad("batch " + std::to_string(batch) + " must be >= 0");
+  if (heads < 1 || kv_heads < 1)
+    return bad("heads (" + std::to_string(heads) + ") and kv_heads (" + std::to_string(kv_heads) + ") must be >= 1");
+  if (heads % kv_heads != 0)
+    return bad("heads " + std::to_string(heads) + " must be a multiple of kv_heads " + std::to_string(kv_heads));
+  if (q_len < 0 || kv_len < 0)
+    return bad("q_len (" + std::to_string(q_len) + ") and kv_len (" + std::to_string(kv_len) + ") must be >= 0");
+  if (scale && !std::isfinite(*scale)) return bad("scale must be finite");
+  return Status::ok();
 }
 
 PrecisionGuarantee precision_for(DType dtype, Backend backend) {

@@ -2,6 +2,7 @@
 // the CUDA layout rules (head dimension contiguous, vector alignment).
 #pragma once
 #include <initializer_list>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -15,6 +16,12 @@ using detail::BackendChoice;
 // requiring cuDNN is not an error here.
 Result<BackendChoice> choose_backend(const char* plan, const Stream& stream, const PlanPreference& pref,
                                      bool cudnn_route = false);
+
+// The checks every attention descriptor shares: f16/bf16/f32/f64, batch >= 0,
+// heads and kv_heads >= 1 with heads % kv_heads == 0, lengths >= 0, a finite
+// scale when given. Errors name the plan.
+Status validate_problem(const char* plan, DType dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t q_len,
+                        int64_t kv_len, const std::optional<double>& scale);
 
 PrecisionGuarantee precision_for(DType dtype, Backend backend);
 KernelSku make_sku(const BackendChoice& be, DType dtype, std::string op, std::string variant);

@@ -27,20 +27,11 @@ constexpr const char* kBwd = "FlashSdpaBackwardPlan";
 Status validate(const char* plan, const FlashSdpaDescriptor& d, FlashSdpaDescriptor* out) {
   const std::string p = std::string(plan) + ": ";
   auto bad = [&](const std::string& m) { return Status(StatusCode::InvalidProblem, p + m); };
-  if (!(d.dtype == DType::F32 || d.dtype == DType::F64 || d.dtype == DType::F16 || d.dtype == DType::BF16))
-    return Status(StatusCode::Unsupported, p + "dtype " + std::string(dtype_name(d.dtype)) + " is not supported (f16, bf16, f32, f64)");
-  if (d.batch < 0) return bad("batch " + std::to_string(d.batch) + " must be >= 0");
-  if (d.heads < 1 || d.kv_heads < 1)
-    return bad("heads (" + std::to_string(d.heads) + ") and kv_heads (" + std::to_string(d.kv_heads) + ") must be >= 1");
-  if (d.heads % d.kv_heads != 0)
-    return bad("heads " + std::to_string(d.heads) + " must be a multiple of kv_heads " + std::to_string(d.kv_heads));
-  if (d.q_len < 0 || d.kv_len < 0)
-    return bad("q_len (" + std::to_string(d.q_len) + ") and kv_len (" + std::to_string(d.kv_len) + ") must be >= 0");
+  BARACUDA_RETURN_IF_ERROR(validate_problem(plan, d.dtype, d.batch, d.heads, d.kv_heads, d.q_len, d.kv_len, d.scale));
   if (d.q_len > INT32_MAX || d.kv_len > INT32_MAX || d.batch > INT32_MAX || d.heads > 65535)
     return Status(StatusCode::Unsupported, p + "q_len, kv_len and batch must fit in int32 and heads <= 65535");
   if (d.head_dim < 32 || d.head_dim > 256 || d.head_dim % 8 != 0)
     return Status(StatusCode::Unsupported, p + "head_dim " + std::to_string(d.head_dim) + " must be in [32, 256] and a multiple of 8");
-  if (d.scale && !std::isfinite(*d.scale)) return bad("scale must be finite");
   if (d.window_left < -1 || d.window_right < -1)
     return bad("window_left (" + std::to_string(d.window_left) + ") and window_right (" + std::to_string(d.window_right) +
                ") must be >= 0, or -1 for unbounded");

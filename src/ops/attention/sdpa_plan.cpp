@@ -22,21 +22,12 @@ constexpr const char* kBwd = "SdpaBackwardPlan";
 Status validate(const char* plan, const SdpaDescriptor& d, SdpaDescriptor* out) {
   const std::string p = std::string(plan) + ": ";
   auto bad = [&](const std::string& m) { return Status(StatusCode::InvalidProblem, p + m); };
-  if (!(d.dtype == DType::F32 || d.dtype == DType::F64 || d.dtype == DType::F16 || d.dtype == DType::BF16))
-    return Status(StatusCode::Unsupported, p + "dtype " + std::string(dtype_name(d.dtype)) + " is not supported (f16, bf16, f32, f64)");
-  if (d.batch < 0) return bad("batch " + std::to_string(d.batch) + " must be >= 0");
-  if (d.heads < 1 || d.kv_heads < 1)
-    return bad("heads (" + std::to_string(d.heads) + ") and kv_heads (" + std::to_string(d.kv_heads) + ") must be >= 1");
-  if (d.heads % d.kv_heads != 0)
-    return bad("heads " + std::to_string(d.heads) + " must be a multiple of kv_heads " + std::to_string(d.kv_heads));
-  if (d.q_len < 0 || d.kv_len < 0)
-    return bad("q_len (" + std::to_string(d.q_len) + ") and kv_len (" + std::to_string(d.kv_len) + ") must be >= 0");
+  BARACUDA_RETURN_IF_ERROR(validate_problem(plan, d.dtype, d.batch, d.heads, d.kv_heads, d.q_len, d.kv_len, d.scale));
   const int64_t dv = d.head_dim_v < 0 ? d.head_dim : d.head_dim_v;
   if (d.head_dim < 1 || dv < 1)
     return bad("head_dim (" + std::to_string(d.head_dim) + ") and head_dim_v (" + std::to_string(dv) + ") must be >= 1");
   if (d.batch > INT32_MAX || d.heads > INT32_MAX)
     return Status(StatusCode::Unsupported, p + "batch and heads must fit in int32");
-  if (d.scale && !std::isfinite(*d.scale)) return bad("scale must be finite");
   if (static_cast<int>(d.align) > static_cast<int>(DiagonalAlign::BottomRight))
     return bad("unknown DiagonalAlign " + std::to_string(static_cast<int>(d.align)));
   *out = d;
