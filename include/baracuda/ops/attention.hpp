@@ -27,6 +27,20 @@
 //
 // Precision: f16/bf16 multiply on tensor cores with f32 accumulation and an f32
 // softmax; f32 runs in f32, f64 in f64; the CPU reference accumulates in double.
+//
+// Backends. Stream::cpu(): the CPU reference. CUDA: materialized plans run
+// bespoke tiled kernels; flash plans run bespoke SIMT kernels for f32/f64 and,
+// for f16/bf16, either cuDNN's fused attention (cuDNN 9 backend graph API) or
+// our mma.sync kernels. The default f16/bf16 route is cuDNN wherever it
+// supports the problem (dense, no mask / ALiBi / softcap / window, bottom-right
+// causal only with Q <= K, backward K % 128 == 0 on cuDNN <= 9.15.0), except
+// decode-shaped forwards (q_len <= 64), which take our split-KV kernel; both
+// choices are measured (docs/BENCHMARKS.md). PlanPreference{backend} overrides
+// (require_backend: an error when it cannot run). sku() names the route chosen at
+// select(); a cuDNN plan whose actual strides cuDNN refuses at run() falls back
+// to the bespoke kernels (unless cuDNN was required). cuDNN plans are built at
+// select(), never while the stream is capturing a CUDA graph (the plan stays
+// bespoke then); running a built one is capture-safe.
 // Every default plan is deterministic: no floating-point atomics, grouped-query
 // gradients of K/V are summed over the query heads of a group in a fixed order.
 #pragma once
