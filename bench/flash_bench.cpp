@@ -16,15 +16,11 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <chrono>
-#include <cstdio>
 #include <cmath>
-#include <cstdlib>
-#include <ctime>
+#include <cstdio>
 #include <fstream>
 #include <optional>
 #include <sstream>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -33,9 +29,11 @@
 #endif
 
 #include "baracuda/baracuda.hpp"
+#include "bench_common.hpp"
 #include "bench_kernels.hpp"
 
 using namespace baracuda;
+using namespace baracuda::bench;
 
 namespace {
 
@@ -103,84 +101,8 @@ double flops_of(const AttnCase& c) {
   return f;
 }
 
-// ---- helpers (same method as reduce_bench.cpp) -------------------------------------------
-void cuda_check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
-void status_check(const Status& s, const char* what) {
-  if (!s.is_ok()) throw std::runtime_error(std::string(what) + ": " + s.to_string());
-}
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-std::string version_string(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-std::string json_str(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += c;
-    } else if (static_cast<unsigned char>(c) >= 0x20) {
-      o += c;
-    }
-  }
-  return o + "\"";
-}
-std::string json_num(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.6g", v);
-  return b;
-}
-
-template <class F>
-double time_median_ms(cudaStream_t s, int warmup, int iters, F&& launch) {
-  cuda_check(cudaStreamSynchronize(s), "sync");
-  const auto h0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < warmup; ++i) launch(i);
-  const double host_us =
-      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0).count() / std::max(warmup, 1);
-  cuda_check(cudaStreamSynchronize(s), "warm-up");
-  std::vector<cudaEvent_t> ev(2 * static_cast<size_t>(iters));
-  for (auto& e : ev) cuda_check(cudaEventCreate(&e), "cudaEventCreate");
-  const double spin_us = std::min(2e5, iters * std::max(2.0 * host_us, 20.0) + 100.0);
-  cuda_check(bench_spin(static_cast<uint64_t>(spin_us * 1e3), s), "spin");
-  for (int i = 0; i < iters; ++i) {
-    cuda_check(cudaEventRecord(ev[2 * i], s), "cudaEventRecord");
-    launch(warmup + i);
-    cuda_check(cudaEventRecord(ev[2 * i + 1], s), "cudaEventRecord");
-  }
-  cuda_check(cudaStreamSynchronize(s), "timed runs");
-  std::vector<double> ms(static_cast<size_t>(iters));
-  for (int i = 0; i < iters; ++i) {
-    float t = 0;
-    cuda_check(cudaEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]), "cudaEventElapsedTime");
-    ms[i] = t;
-  }
-  for (auto& e : ev) cudaEventDestroy(e);
-  return median(ms);
-}
-
-struct Options {
-  std::string json, filter;
-  int iters = 20, warmup = 3;
-  bool list = false;
-};
-
-struct Env {
-  cudaStream_t cs = nullptr;
-  Stream stream = Stream::cuda(0);
-  const Options* opt = nullptr;
-};
+// Strings in this bench's JSON drop control characters (bench_common's json_str escapes them).
+std::string json_s(const std::string& s) { return json_str(s, ControlChars::Drop); }
 
 struct Res {
   const AttnCase* c = nullptr;
@@ -193,11 +115,8 @@ struct Res {
   std::string bespoke_variant, bespoke_error;
 };
 
-Buffer device_buffer(size_t bytes) { return Buffer(Device::cuda(0), std::max<size_t>(bytes, 16)); }
-uint64_t g_seed = 1;
-void fill(const Env& env, Buffer& b, DType dt, size_t n) {
-  cuda_check(bench_fill_uniform(b.data(), dt, n, -1.f, 1.f, g_seed++, env.cs), "fill");
-}
+// At least 16 bytes, even for an empty workspace.
+Buffer attn_buffer(size_t bytes) { return device_buffer(bytes, 16); }
 
 FlashSdpaDescriptor descriptor_of(const AttnCase& c) {
   FlashSdpaDescriptor d;
@@ -235,7 +154,7 @@ void run_case(const Env& env, const AttnCase& c, Res& r, const PlanPreference& p
   const FlashSdpaDescriptor d = descriptor_of(c);
   Result<FlashSdpaPlan> fplan = FlashSdpaPlan::select(env.stream, d, pref);
   status_check(fplan.status(), "FlashSdpaPlan::select");
-  Buffer fws = device_buffer(fplan->workspace_size());
+  Buffer fws = attn_buffer(fplan->workspace_size());
   const Workspace fw(fws.data(), fplan->workspace_size());
   std::optional<FlashSdpaBackwardPlan> bplan;
   if (c.bwd) {
@@ -257,11 +176,11 @@ void run_case(const Env& env, const AttnCase& c, Res& r, const PlanPreference& p
   const Dims qshape{c.B, c.H, c.Q, c.D}, kshape{c.B, c.Hk, c.K, c.D}, lshape{c.B, c.H, c.Q};
   std::vector<Set> sets(static_cast<size_t>(r.sets));
   for (Set& s : sets) {
-    s.q = device_buffer(qn * es);
-    s.k = device_buffer(kn * es);
-    s.v = device_buffer(kn * es);
-    s.y = device_buffer(qn * es);
-    s.lse = device_buffer(ln * 4);
+    s.q = attn_buffer(qn * es);
+    s.k = attn_buffer(kn * es);
+    s.v = attn_buffer(kn * es);
+    s.y = attn_buffer(qn * es);
+    s.lse = attn_buffer(ln * 4);
     fill(env, s.q, c.dtype, qn);
     fill(env, s.k, c.dtype, kn);
     fill(env, s.v, c.dtype, kn);
@@ -272,7 +191,7 @@ void run_case(const Env& env, const AttnCase& c, Res& r, const PlanPreference& p
     s.fa.lse = s.lse.view_mut(DType::F32, lshape);
     if (c.alibi != AlibiMode::None) {
       const int64_t n = c.alibi == AlibiMode::PerHead ? c.H : c.B * c.H;
-      s.alibi = device_buffer(static_cast<size_t>(n) * 4);
+      s.alibi = attn_buffer(static_cast<size_t>(n) * 4);
       std::vector<float> sl(static_cast<size_t>(n));
       for (int64_t i = 0; i < n; ++i) sl[static_cast<size_t>(i)] = std::exp2(-8.0f * static_cast<float>(i % c.H + 1) / c.H);
       status_check(s.alibi.copy_from_host(sl.data(), sl.size() * 4), "alibi upload");
@@ -280,10 +199,10 @@ void run_case(const Env& env, const AttnCase& c, Res& r, const PlanPreference& p
     }
     if (c.bwd) {
       status_check(fplan->run(env.stream, fw, s.fa), "forward run (for y, lse)");
-      s.dy = device_buffer(qn * es);
-      s.dq = device_buffer(qn * es);
-      s.dk = device_buffer(kn * es);
-      s.dv = device_buffer(kn * es);
+      s.dy = attn_buffer(qn * es);
+      s.dq = attn_buffer(qn * es);
+      s.dk = attn_buffer(kn * es);
+      s.dv = attn_buffer(kn * es);
       fill(env, s.dy, c.dtype, qn);
       s.ba.dy = s.dy.view(c.dtype, qshape, seq_strides(c, c.H, c.Q));
       s.ba.q = s.fa.q;
@@ -300,7 +219,7 @@ void run_case(const Env& env, const AttnCase& c, Res& r, const PlanPreference& p
   double ms = 0;
   if (c.bwd) {
     status_check(bplan->can_implement(sets[0].ba), "can_implement");
-    Buffer ws = device_buffer(bplan->workspace_size());
+    Buffer ws = attn_buffer(bplan->workspace_size());
     const Workspace w(ws.data(), bplan->workspace_size());
     ms = time_median_ms(env.cs, env.opt->warmup, env.opt->iters, [&](int i) {
       status_check(bplan->run(env.stream, w, sets[static_cast<size_t>(i % r.sets)].ba), "run");
@@ -319,7 +238,7 @@ void run_case(const Env& env, const AttnCase& c, Res& r, const PlanPreference& p
 double gemm_ceiling_tflops(const Env& env) {
 #ifdef BARACUDA_BENCH_CUBLAS
   const int n = 8192;
-  Buffer a = device_buffer(size_t{2} * n * n), b = device_buffer(size_t{2} * n * n), c = device_buffer(size_t{2} * n * n);
+  Buffer a = attn_buffer(size_t{2} * n * n), b = attn_buffer(size_t{2} * n * n), c = attn_buffer(size_t{2} * n * n);
   fill(env, a, DType::BF16, size_t{1} * n * n);
   fill(env, b, DType::BF16, size_t{1} * n * n);
   cublasHandle_t h = nullptr;
@@ -339,35 +258,33 @@ double gemm_ceiling_tflops(const Env& env) {
 #endif
 }
 
-struct Meta {
-  std::string device, date, runtime, driver;
-  int cc_major = 0, cc_minor = 0, sms = 0;
+struct Meta : DeviceMeta {
   double gemm_tflops = 0;
 };
 
 void write_json(const std::string& path, const Meta& m, const std::vector<Res>& rs) {
   std::ostringstream j;
-  j << "{\n  \"bench\": \"baracuda_attn_bench\",\n  \"date\": " << json_str(m.date) << ",\n  \"device\": " << json_str(m.device)
-    << ",\n  \"sm\": " << m.cc_major << m.cc_minor << ",\n  \"sms\": " << m.sms << ",\n  \"cuda_runtime\": " << json_str(m.runtime)
-    << ",\n  \"cuda_driver\": " << json_str(m.driver) << ",\n  \"gemm_bf16_tflops\": " << json_num(m.gemm_tflops)
+  j << "{\n  \"bench\": \"baracuda_attn_bench\",\n  \"date\": " << json_s(m.date) << ",\n  \"device\": " << json_s(m.device)
+    << ",\n  \"sm\": " << m.cc_major << m.cc_minor << ",\n  \"sms\": " << m.sms << ",\n  \"cuda_runtime\": " << json_s(m.runtime)
+    << ",\n  \"cuda_driver\": " << json_s(m.driver) << ",\n  \"gemm_bf16_tflops\": " << json_num(m.gemm_tflops)
     << ",\n  \"cases\": [";
   for (size_t i = 0; i < rs.size(); ++i) {
     const Res& r = rs[i];
     const AttnCase& c = *r.c;
-    j << (i ? ",\n" : "\n") << "    {\"name\": " << json_str(c.name) << ", \"op\": \"flash_sdpa\", \"dir\": \"" << (c.bwd ? "bwd" : "fwd")
-      << "\", \"dtype\": " << json_str(std::string(dtype_name(c.dtype))) << ", \"B\": " << c.B << ", \"H\": " << c.H << ", \"Hk\": " << c.Hk
+    j << (i ? ",\n" : "\n") << "    {\"name\": " << json_s(c.name) << ", \"op\": \"flash_sdpa\", \"dir\": \"" << (c.bwd ? "bwd" : "fwd")
+      << "\", \"dtype\": " << json_s(std::string(dtype_name(c.dtype))) << ", \"B\": " << c.B << ", \"H\": " << c.H << ", \"Hk\": " << c.Hk
       << ", \"Q\": " << c.Q << ", \"K\": " << c.K << ", \"D\": " << c.D << ", \"causal\": " << (c.causal ? "true" : "false")
       << ", \"layout\": \"" << (c.bshd ? "bshd" : "bhsd") << "\"";
     if (r.error.empty())
       j << ", \"time_us\": " << json_num(r.us) << ", \"tflops\": " << json_num(r.tflops) << ", \"frac_gemm\": " << json_num(r.frac)
         << ", \"sets\": " << r.sets;
     else
-      j << ", \"error\": " << json_str(r.error);
-    j << ", \"variant\": " << json_str(r.variant) << ", \"sku\": " << json_str(r.sku);
+      j << ", \"error\": " << json_s(r.error);
+    j << ", \"variant\": " << json_s(r.variant) << ", \"sku\": " << json_s(r.sku);
     if (r.bespoke_us > 0)
       j << ", \"bespoke_us\": " << json_num(r.bespoke_us) << ", \"bespoke_tflops\": " << json_num(r.bespoke_tflops)
-        << ", \"bespoke_variant\": " << json_str(r.bespoke_variant);
-    if (!r.bespoke_error.empty()) j << ", \"bespoke_error\": " << json_str(r.bespoke_error);
+        << ", \"bespoke_variant\": " << json_s(r.bespoke_variant);
+    if (!r.bespoke_error.empty()) j << ", \"bespoke_error\": " << json_s(r.bespoke_error);
     j << "}";
   }
   j << "\n  ]\n}\n";
@@ -375,53 +292,23 @@ void write_json(const std::string& path, const Meta& m, const std::vector<Res>& 
   f << j.str();
 }
 
-int usage(const char* argv0) {
-  std::fprintf(stderr, "usage: %s [--json PATH] [--filter SUBSTR] [--iters N] [--warmup N] [--list]\n", argv0);
-  return 2;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
   Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
-    const char* v = nullptr;
-    if (a == "--list") o.list = true;
-    else if (a == "--json" && (v = next())) o.json = v;
-    else if (a == "--filter" && (v = next())) o.filter = v;
-    else if (a == "--iters" && (v = next())) o.iters = std::max(1, std::atoi(v));
-    else if (a == "--warmup" && (v = next())) o.warmup = std::max(0, std::atoi(v));
-    else return usage(argv[0]);
-  }
-  std::vector<const AttnCase*> cases;
-  for (const AttnCase& c : kCases)
-    if (std::string(c.name).find(o.filter) != std::string::npos) cases.push_back(&c);
-  if (o.list) {
-    for (const AttnCase* c : cases) std::printf("%s\n", c->name);
-    return 0;
-  }
+  o.iters = 20;  // attention cases run longer: fewer runs than bench_common's defaults
+  o.warmup = 3;
+  std::vector<const AttnCase*> all, cases;
+  for (const AttnCase& c : kCases) all.push_back(&c);
+  if (const int rc = select_cases(argc, argv, o, all, [](const AttnCase* c) { return c->name; }, cases); rc >= 0)
+    return rc;
 
   Meta m;
   Env env;
   env.opt = &o;
   try {
-    cuda_check(cudaSetDevice(0), "cudaSetDevice(0)");
-    cudaDeviceProp p{};
-    cuda_check(cudaGetDeviceProperties(&p, 0), "cudaGetDeviceProperties");
-    int rt = 0, drv = 0;
-    cudaRuntimeGetVersion(&rt);
-    cudaDriverGetVersion(&drv);
-    m.device = p.name;
-    m.cc_major = p.major;
-    m.cc_minor = p.minor;
-    m.sms = p.multiProcessorCount;
-    m.runtime = version_string(rt);
-    m.driver = version_string(drv);
-    m.date = utc_now();
-    cuda_check(cudaStreamCreateWithFlags(&env.cs, cudaStreamNonBlocking), "cudaStreamCreate");
-    env.stream = Stream::cuda(0, env.cs);
+    static_cast<DeviceMeta&>(m) = query_device();
+    open_stream(env);
     m.gemm_tflops = gemm_ceiling_tflops(env);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "baracuda_attn_bench: setup failed: %s\n", e.what());
@@ -461,8 +348,7 @@ int main(int argc, char** argv) {
         }
       } catch (const std::exception& e) {
         r.error = e.what();
-        cudaGetLastError();
-        if (cudaStreamSynchronize(env.cs) != cudaSuccess && cudaDeviceSynchronize() != cudaSuccess) {
+        if (context_lost_after_error(env.cs)) {
           context_lost = true;
           r.error += " [CUDA context lost]";
         }

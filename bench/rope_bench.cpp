@@ -25,22 +25,19 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
-#include <cstdlib>
-#include <ctime>
-#include <fstream>
 #include <optional>
 #include <sstream>
-#include <stdexcept>
 #include <string>
 #include <vector>
 
 #include "baracuda/baracuda.hpp"
+#include "bench_common.hpp"
 #include "bench_kernels.hpp"
 
 using namespace baracuda;
+using namespace baracuda::bench;
 
 namespace {
 
@@ -70,97 +67,12 @@ std::vector<Case> all_cases() {
   return out;
 }
 
-// ---- utilities (the same method as reduce_bench.cpp) ---------------------------------
-void cuda_check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
-void status_check(const Status& s, const char* what) {
-  if (!s.is_ok()) throw std::runtime_error(std::string(what) + ": " + s.to_string());
-}
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-std::string version_string(int v) { return std::to_string(v / 1000) + "." + std::to_string((v % 1000) / 10); }
-std::string utc_now() {
-  std::time_t t = std::time(nullptr);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
-std::string json_str(const std::string& s) {
-  std::string o = "\"";
-  for (char c : s) {
-    if (c == '"' || c == '\\') {
-      o += '\\';
-      o += c;
-    } else if (static_cast<unsigned char>(c) < 0x20) {
-      char b[8];
-      std::snprintf(b, sizeof b, "\\u%04x", c);
-      o += b;
-    } else {
-      o += c;
-    }
-  }
-  return o + "\"";
-}
-std::string json_num(double v) {
-  char b[32];
-  std::snprintf(b, sizeof b, "%.6g", v);
-  return b;
-}
-
-template <class F>
-double time_median_ms(cudaStream_t s, int warmup, int iters, F&& launch) {
-  cuda_check(cudaStreamSynchronize(s), "sync");
-  const auto h0 = std::chrono::steady_clock::now();
-  for (int i = 0; i < warmup; ++i) launch(i);
-  const double host_us =
-      std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - h0).count() / std::max(warmup, 1);
-  cuda_check(cudaStreamSynchronize(s), "warm-up");
-  std::vector<cudaEvent_t> ev(2 * static_cast<size_t>(iters));
-  for (auto& e : ev) cuda_check(cudaEventCreate(&e), "cudaEventCreate");
-  const double spin_us = std::min(2e5, iters * std::max(2.0 * host_us, 20.0) + 100.0);
-  cuda_check(bench_spin(static_cast<uint64_t>(spin_us * 1e3), s), "spin");
-  for (int i = 0; i < iters; ++i) {
-    cuda_check(cudaEventRecord(ev[2 * i], s), "cudaEventRecord");
-    launch(warmup + i);
-    cuda_check(cudaEventRecord(ev[2 * i + 1], s), "cudaEventRecord");
-  }
-  cuda_check(cudaStreamSynchronize(s), "timed runs");
-  std::vector<double> ms(static_cast<size_t>(iters));
-  for (int i = 0; i < iters; ++i) {
-    float t = 0;
-    cuda_check(cudaEventElapsedTime(&t, ev[2 * i], ev[2 * i + 1]), "cudaEventElapsedTime");
-    ms[i] = t;
-  }
-  for (auto& e : ev) cudaEventDestroy(e);
-  return median(ms);
-}
-
-struct Options {
-  std::string json, filter;
-  int iters = 30, warmup = 5;
-  bool list = false;
-};
-struct Env {
-  cudaStream_t cs = nullptr;
-  Stream stream = Stream::cuda(0);
-  size_t rotate_bytes = 0;
-  double copy_gbps = 0;
-  const Options* opt = nullptr;
-};
 struct Res {
   const Case* c = nullptr;
   std::string error, variant, backend, sku;
   double us = 0, gbps = 0, frac = 0, bytes = 0;
   int sets = 0;
 };
-
-Buffer device_buffer(size_t bytes) { return Buffer(Device::cuda(0), std::max<size_t>(bytes, 1)); }
 
 void run_case(const Env& env, const Case& c, Res& r) {
   RopeDescriptor d;
@@ -252,133 +164,33 @@ void run_case(const Env& env, const Case& c, Res& r) {
   r.frac = env.copy_gbps > 0 ? r.gbps / env.copy_gbps : 0;
 }
 
-struct Meta {
-  std::string device, date, runtime, driver;
-  int cc_major = 0, cc_minor = 0, sms = 0;
-  size_t l2 = 0, mem = 0;
-  double copy_gbps = 0;
-};
-
-void write_json(const std::string& path, const Meta& m, const Options& o, const std::vector<Res>& rs) {
+void write_json(const std::string& path, const BandwidthMeta& m, const Options& o, const std::vector<Res>& rs) {
   std::ostringstream j;
-  j << "{\n  \"tool\": \"baracuda_rope_bench\",\n"
-    << "  \"date\": " << json_str(m.date) << ",\n"
-    << "  \"device\": " << json_str(m.device) << ",\n"
-    << "  \"compute_capability\": \"" << m.cc_major << "." << m.cc_minor << "\",\n"
-    << "  \"sm_count\": " << m.sms << ",\n  \"l2_bytes\": " << m.l2 << ",\n  \"memory_bytes\": " << m.mem << ",\n"
-    << "  \"cuda_runtime\": " << json_str(m.runtime) << ",\n  \"cuda_driver\": " << json_str(m.driver) << ",\n"
-    << "  \"copy_bandwidth_gbps\": " << json_num(m.copy_gbps) << ",\n"
-    << "  \"iters\": " << o.iters << ",\n  \"warmup\": " << o.warmup << ",\n"
-    << "  \"filter\": " << json_str(o.filter) << ",\n  \"cases\": [";
+  json_bandwidth_header(j, "baracuda_rope_bench", m, o);
   for (size_t i = 0; i < rs.size(); ++i) {
     const Res& r = rs[i];
     const Case& c = *r.c;
-    j << (i ? ",\n" : "\n") << "    {\"name\": " << json_str(c.name) << ", \"op\": " << json_str(c.op)
-      << ", \"dir\": \"" << (c.bwd ? "bwd" : "fwd") << "\", \"dtype\": " << json_str(std::string(dtype_name(c.dtype)))
-      << ", \"shape\": [" << c.B << ", " << c.H << ", " << c.S << ", " << c.D << "], \"axes\": []"
-      << ", \"ok\": " << (r.error.empty() ? "true" : "false");
-    if (r.error.empty())
-      j << ", \"time_us\": " << json_num(r.us) << ", \"gbps\": " << json_num(r.gbps) << ", \"frac_copy\": " << json_num(r.frac)
-        << ", \"bytes\": " << json_num(r.bytes) << ", \"sets\": " << r.sets;
-    else
-      j << ", \"error\": " << json_str(r.error);
-    j << ", \"variant\": " << json_str(r.variant) << ", \"backend\": " << json_str(r.backend) << ", \"sku\": " << json_str(r.sku)
-      << "}";
+    json_bandwidth_case(j, i == 0, c.name, c.op, c.bwd, c.dtype, Dims{c.B, c.H, c.S, c.D}, Dims{}, r);
   }
-  j << "\n  ]\n}\n";
-  const std::string tmp = path + ".tmp";
-  std::ofstream(tmp) << j.str();
-  if (std::rename(tmp.c_str(), path.c_str()) != 0) std::fprintf(stderr, "cannot write %s\n", path.c_str());
-}
-
-int usage(const char* argv0) {
-  std::fprintf(stderr, "usage: %s [--json PATH] [--filter SUBSTR] [--iters N] [--warmup N] [--list]\n", argv0);
-  return 2;
+  json_cases_end(j);
+  write_file_atomic(path, j.str());
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  Options o;
-  for (int i = 1; i < argc; ++i) {
-    const std::string a = argv[i];
-    auto next = [&]() -> const char* { return i + 1 < argc ? argv[++i] : nullptr; };
-    const char* v = nullptr;
-    if (a == "--list") o.list = true;
-    else if (a == "--json" && (v = next())) o.json = v;
-    else if (a == "--filter" && (v = next())) o.filter = v;
-    else if (a == "--iters" && (v = next())) o.iters = std::max(1, std::atoi(v));
-    else if (a == "--warmup" && (v = next())) o.warmup = std::max(0, std::atoi(v));
-    else return usage(argv[0]);
-  }
-  std::vector<Case> cases;
-  for (const Case& c : all_cases())
-    if (c.name.find(o.filter) != std::string::npos) cases.push_back(c);
-  if (o.list) {
-    for (const Case& c : cases) std::printf("%s\n", c.name.c_str());
-    return 0;
-  }
-
-  Meta m;
-  Env env;
-  env.opt = &o;
-  try {
-    cuda_check(cudaSetDevice(0), "cudaSetDevice(0)");
-    cudaDeviceProp p{};
-    cuda_check(cudaGetDeviceProperties(&p, 0), "cudaGetDeviceProperties");
-    int rt = 0, drv = 0;
-    cudaRuntimeGetVersion(&rt);
-    cudaDriverGetVersion(&drv);
-    m.device = p.name;
-    m.cc_major = p.major;
-    m.cc_minor = p.minor;
-    m.sms = p.multiProcessorCount;
-    m.l2 = static_cast<size_t>(p.l2CacheSize);
-    m.mem = p.totalGlobalMem;
-    m.runtime = version_string(rt);
-    m.driver = version_string(drv);
-    m.date = utc_now();
-    cuda_check(cudaStreamCreateWithFlags(&env.cs, cudaStreamNonBlocking), "cudaStreamCreate");
-    env.stream = Stream::cuda(0, env.cs);
-    env.rotate_bytes = std::max<size_t>(4 * m.l2, size_t{256} << 20);
-    const size_t bytes = size_t{1} << 30;
-    Buffer src = device_buffer(bytes), dst = device_buffer(bytes);
-    cuda_check(bench_fill_uniform(src.data(), DType::F32, bytes / 4, -1.f, 1.f, 12345, env.cs), "fill");
-    const double ms = time_median_ms(env.cs, 3, 20, [&](int) {
-      cuda_check(cudaMemcpyAsync(dst.data(), src.data(), bytes, cudaMemcpyDeviceToDevice, env.cs), "memcpy");
-    });
-    m.copy_gbps = 2.0 * bytes / (ms * 1e-3) / 1e9;
-    env.copy_gbps = m.copy_gbps;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "baracuda_rope_bench: setup failed: %s\n", e.what());
-    return 1;
-  }
-  std::printf("device: %s (sm_%d%d, %d SMs, L2 %.0f MB), CUDA runtime %s, driver %s\n", m.device.c_str(), m.cc_major,
-              m.cc_minor, m.sms, m.l2 / 1e6, m.runtime.c_str(), m.driver.c_str());
-  std::printf("copy bandwidth (D2D memcpy, read+write): %.1f GB/s; %d iters, median\n\n", m.copy_gbps, o.iters);
-  std::printf("%-42s %10s %8s %7s  %s\n", "case", "time_us", "GB/s", "%copy", "variant");
-
-  std::vector<Res> results;
-  int failed = 0;
-  for (const Case& c : cases) {
-    Res r;
-    r.c = &c;
-    try {
-      run_case(env, c, r);
-    } catch (const std::exception& e) {
-      r.error = e.what();
-      cudaGetLastError();
-    }
-    failed += !r.error.empty();
-    if (r.error.empty())
-      std::printf("%-42s %10.1f %8.1f %6.1f%%  %s\n", c.name.c_str(), r.us, r.gbps, 100 * r.frac, r.variant.c_str());
-    else
-      std::printf("%-42s  ERROR %s\n", c.name.c_str(), r.error.c_str());
-    std::fflush(stdout);
-    results.push_back(std::move(r));
-    if (!o.json.empty()) write_json(o.json, m, o, results);
-  }
-  std::printf("\n%zu cases, %d failed\n", results.size(), failed);
-  if (env.cs) cudaStreamDestroy(env.cs);
-  return failed ? 3 : 0;
+  return bandwidth_main<Res>(
+      argc, argv, "baracuda_rope_bench", all_cases(),
+      [](Env& env, const Case& c) {
+        Res r;
+        r.c = &c;
+        try {
+          run_case(env, c, r);
+        } catch (const std::exception& e) {
+          r.error = e.what();
+          cudaGetLastError();
+        }
+        return r;
+      },
+      write_json);
 }
