@@ -19,6 +19,7 @@
 
 #include "baracuda/baracuda.hpp"
 #include "baracuda/ops/attention.hpp"
+#include "support/cuda_test_utils.hpp"
 #include "support/tensor_utils.hpp"
 
 #ifdef BARACUDA_WITH_CUDA
@@ -210,7 +211,7 @@ void expect_close(const char* what, const std::vector<double>& got, const std::v
 // Skips the test unless a GPU and a usable cuDNN are here.
 #define REQUIRE_CUDNN()                                                                                   \
   do {                                                                                                    \
-    if (!cuda_available()) GTEST_SKIP() << "no CUDA device";                                              \
+    BT_SKIP_WITHOUT_GPU();                                                                                \
     if (!cudnn_sdpa::available())                                                                         \
       GTEST_SKIP() << "cuDNN route unavailable (cuDNN version " << cudnn_sdpa::version() << ")";          \
   } while (0)
@@ -245,7 +246,7 @@ TEST_P(Route, ForwardAndBackwardMatchReference) {
   auto canon = cudnn_sdpa::prepare_forward(cudnn_sdpa::canonical_forward(pb.desc));
   ASSERT_TRUE(canon.is_ok()) << canon.status().to_string();
   std::cout << "  canonical forward workspace " << canon->workspace_bytes << " B\n";
-  Buffer ws(Device::cuda(0), std::max<size_t>(info->workspace_bytes, 16));
+  Buffer ws = bt::device_workspace(info->workspace_bytes);
   pb.y.poison();
   pb.lse.poison();
   Status st = cudnn_sdpa::forward(fp, nullptr, ws.data(), info->workspace_bytes);
@@ -275,7 +276,7 @@ TEST_P(Route, ForwardAndBackwardMatchReference) {
     }
     std::cout << "  backward (deterministic=" << deterministic << ") engine " << binfo->engine << ", workspace "
               << binfo->workspace_bytes << " B, deterministic " << binfo->deterministic << "\n";
-    Buffer bws(Device::cuda(0), std::max<size_t>(binfo->workspace_bytes, 16));
+    Buffer bws = bt::device_workspace(binfo->workspace_bytes);
     auto bp = pb.bwd_params(bws.data(), binfo->workspace_bytes);
     std::vector<std::vector<double>> first;
     for (int rep = 0; rep < 2; ++rep) {
@@ -306,7 +307,7 @@ INSTANTIATE_TEST_SUITE_P(Cudnn, Route, ::testing::ValuesIn(kCases), case_name);
 class Plan : public ::testing::TestWithParam<Case> {};
 
 TEST_P(Plan, CudnnBackendMatchesReference) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
+  BT_SKIP_WITHOUT_GPU();
   const Case& c = GetParam();
   PlanPreference pref;
   pref.backend = Backend::CuDnn;
@@ -320,7 +321,7 @@ TEST_P(Plan, CudnnBackendMatchesReference) {
   ASSERT_NO_FATAL_FAILURE(pb.setup());
   const double tol = bt::tolerance(c.dtype);
 
-  Buffer ws(Device::cuda(0), std::max<size_t>(fwd->workspace_size(), 16));
+  Buffer ws = bt::device_workspace(fwd->workspace_size());
   pb.y.poison();
   pb.lse.poison();
   FlashSdpaArgs a;
@@ -343,7 +344,7 @@ TEST_P(Plan, CudnnBackendMatchesReference) {
   pb.y.upload();
   pb.lse.upload();
   for (Pair* p : {&pb.dq, &pb.dk, &pb.dv}) p->poison();
-  Buffer bws(Device::cuda(0), std::max<size_t>(bwd->workspace_size(), 16));
+  Buffer bws = bt::device_workspace(bwd->workspace_size());
   FlashSdpaBackwardArgs b;
   b.dy = pb.dy.dev_ref();
   b.q = pb.q.dev_ref();
@@ -428,17 +429,6 @@ TEST(CudnnSupport, RejectsWhatTheGraphCannotExpress) {
 }
 
 // ---------------------------------------------------------------------------
-struct StreamGraph {
-  cudaStream_t stream = nullptr;
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  ~StreamGraph() {
-    if (exec) cudaGraphExecDestroy(exec);
-    if (graph) cudaGraphDestroy(graph);
-    if (stream) cudaStreamDestroy(stream);
-  }
-};
-
 TEST(Capture, BuiltPlanReplaysBitIdentically) {
   REQUIRE_CUDNN();
   const Case c = kCases[kCaptureCase];
@@ -446,7 +436,7 @@ TEST(Capture, BuiltPlanReplaysBitIdentically) {
   if (!cudnn_sdpa::supports(descriptor_of(c), device_arch(), true, &why)) GTEST_SKIP() << why;
   Problem pb(c);
   ASSERT_NO_FATAL_FAILURE(pb.setup());
-  StreamGraph g;
+  bt::CapturedGraph g;
   ASSERT_EQ(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking), cudaSuccess);
   auto fp = pb.fwd_params();
   auto info = cudnn_sdpa::prepare_forward(fp);
@@ -455,8 +445,8 @@ TEST(Capture, BuiltPlanReplaysBitIdentically) {
   auto bp0 = pb.bwd_params(nullptr, 0);
   auto binfo = cudnn_sdpa::prepare_backward(bp0, true);
   ASSERT_TRUE(binfo.is_ok()) << binfo.status().to_string();
-  Buffer ws(Device::cuda(0), std::max<size_t>(info->workspace_bytes, 16));
-  Buffer bws(Device::cuda(0), std::max<size_t>(binfo->workspace_bytes, 16));
+  Buffer ws = bt::device_workspace(info->workspace_bytes);
+  Buffer bws = bt::device_workspace(binfo->workspace_bytes);
   auto bp = pb.bwd_params(bws.data(), binfo->workspace_bytes);
   bp.y = pb.y.d.data();
   auto launch = [&]() -> Status {
@@ -502,7 +492,7 @@ TEST(Capture, UnbuiltPlanIsRefusedWhileCapturing) {
   c.Q = 48;  // a shape no other test built
   c.K = 80;
   Problem pb(c);
-  StreamGraph g;
+  bt::CapturedGraph g;
   ASSERT_EQ(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking), cudaSuccess);
   auto fp = pb.fwd_params();
   ASSERT_EQ(cudaStreamBeginCapture(g.stream, cudaStreamCaptureModeGlobal), cudaSuccess);

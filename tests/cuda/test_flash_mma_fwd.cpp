@@ -23,53 +23,20 @@
 
 #include "baracuda/baracuda.hpp"
 #include "support/attention_helpers.hpp"
+#include "support/cuda_test_utils.hpp"
+#include "support/flash_test_utils.hpp"
 #include "support/tensor_utils.hpp"
 
 using namespace baracuda;
 
 namespace {
 
-const Stream kGpu = Stream::cuda(0);
-
-PlanPreference bespoke() {
-  PlanPreference p;
-  p.backend = Backend::Bespoke;
-  p.require_backend = true;
-  return p;
-}
-
-Buffer to_device(const bt::HostBuffer& h) {
-  Buffer b(Device::cuda(0), std::max<size_t>(h.bytes(), 16));
-  if (h.bytes()) {
-    const Status st = b.copy_from_host(h.data(), h.bytes());
-    EXPECT_TRUE(st.is_ok()) << st.to_string();
-  }
-  return b;
-}
-bt::HostBuffer to_host(const Buffer& b, DType t, int64_t n) {
-  bt::HostBuffer h(t, n);
-  if (h.bytes()) {
-    const Status st = b.copy_to_host(h.data(), h.bytes());
-    EXPECT_TRUE(st.is_ok()) << st.to_string();
-  }
-  return h;
-}
+using bt::bespoke, bt::kGpu, bt::to_host;
 
 enum class MaskKind { None, Full, BroadcastB, BroadcastH, BroadcastK, NegInfRows };
 
-struct Case {
-  std::string name;
+struct Case : bt::FlashProblem<MaskKind> {
   DType dt = DType::BF16;
-  int64_t B = 1, H = 1, Hk = 1, Q = 0, K = 0, D = 64;
-  bool causal = false;
-  DiagonalAlign align = DiagonalAlign::TopLeft;
-  int64_t wl = -1, wr = -1;
-  double softcap = 0;
-  std::optional<double> scale;
-  AlibiMode alibi = AlibiMode::None;
-  MaskKind mask = MaskKind::None;
-  bool bshd = false;  // q, k, v, y stored [B,S,H,D] (or [T,H,D] already for varlen)
-  std::vector<int64_t> q_lens, kv_lens;  // varlen when non-empty
   // BARACUDA_FLASH_FWD_SPLITS while the case runs (null: unset); with
   // env_select_only, only while the plan is selected (its workspace sized).
   const char* splits_env = nullptr;
@@ -87,18 +54,6 @@ struct SplitsEnv {
 
 std::string dtname(DType t) { return t == DType::F16 ? "f16" : "bf16"; }
 
-// Layout of a q-like tensor: dense [B,H,S,D] (optionally stored [B,S,H,D]) or varlen [T,H,D].
-bt::Layout seq_layout(const Case& c, const Dims& shape) {
-  if (c.bshd && shape.rank == 4) return bt::permuted(shape, {0, 2, 1, 3});
-  return bt::contiguous(shape);
-}
-
-bt::HostTensor random_in(DType t, const bt::Layout& L, bt::Rng& rng, double lo = -1, double hi = 1) {
-  bt::HostTensor x(t, L);
-  x.set_values(bt::random_values(t, L.numel(), rng, lo, hi));
-  return x;
-}
-
 // Mask storage per kind (stride-0 views for the broadcast kinds).
 bt::Layout mask_layout(MaskKind k, const Dims& shape) {
   Dims inner = shape;
@@ -115,6 +70,22 @@ bt::Layout mask_layout(MaskKind k, const Dims& shape) {
   return L;
 }
 
+// Random mask values in the kind's storage; NegInfRows adds -inf entries.
+bt::HostTensor make_mask(const Case& c, const FlashSdpaDescriptor& d, bt::Rng& rng) {
+  const Dims ms{d.batch, d.heads, d.q_len, d.kv_len};
+  bt::HostTensor m(DType::F32, mask_layout(c.mask, ms));
+  std::vector<double> mv = bt::random_values(DType::F32, bt::numel(ms), rng, -2.0, 2.0);
+  if (c.mask == MaskKind::NegInfRows) {
+    // Every 7th row fully masked, and scattered -inf entries elsewhere.
+    for (int64_t i = 0; i < bt::numel(ms); ++i) {
+      const int64_t row = (i / d.kv_len) % d.q_len;
+      if (row % 7 == 3 || (i * 2654435761u) % 11 == 0) mv[static_cast<size_t>(i)] = -bt::kInf;
+    }
+  }
+  m.set_values(mv);
+  return m;
+}
+
 // Runs the CUDA plan twice into fresh poison; returns the first run's y and
 // lse storages, or an error message.
 struct GpuOut {
@@ -122,65 +93,10 @@ struct GpuOut {
 };
 
 std::string run_case(const Case& c) {
-  const bool varlen = !c.q_lens.empty();
-  FlashSdpaDescriptor d;
-  d.dtype = c.dt;
-  d.batch = varlen ? static_cast<int64_t>(c.q_lens.size()) : c.B;
-  d.heads = c.H;
-  d.kv_heads = c.Hk;
-  d.head_dim = c.D;
-  d.scale = c.scale;
-  d.causal = c.causal;
-  d.align = c.align;
-  d.window_left = c.wl;
-  d.window_right = c.wr;
-  d.softcap = c.softcap;
-  d.alibi = c.alibi;
-  d.has_mask = c.mask != MaskKind::None;
-  if (varlen) {
-    d.varlen = true;
-    d.q_len = d.kv_len = 0;
-    for (size_t b = 0; b < c.q_lens.size(); ++b) {
-      d.q_len = std::max(d.q_len, c.q_lens[b]);
-      d.kv_len = std::max(d.kv_len, c.kv_lens[b]);
-      d.total_q += c.q_lens[b];
-      d.total_kv += c.kv_lens[b];
-    }
-  } else {
-    d.q_len = c.Q;
-    d.kv_len = c.K;
-  }
-
+  const FlashSdpaDescriptor d = bt::flash_desc(c, c.dt);
   bt::Rng rng = bt::make_rng(bt::fresh_seed(c.name));
-  bt::FlashInputs in;
-  const Dims qs = bt::flash_q_shape(d), kvs = bt::flash_kv_shape(d), ls = bt::flash_lse_shape(d);
-  in.q = random_in(c.dt, seq_layout(c, qs), rng);
-  in.k = random_in(c.dt, seq_layout(c, kvs), rng);
-  in.v = random_in(c.dt, seq_layout(c, kvs), rng);
-  if (d.has_mask) {
-    const Dims ms{d.batch, d.heads, d.q_len, d.kv_len};
-    in.mask = bt::HostTensor(DType::F32, mask_layout(c.mask, ms));
-    std::vector<double> mv = bt::random_values(DType::F32, bt::numel(ms), rng, -2.0, 2.0);
-    if (c.mask == MaskKind::NegInfRows) {
-      // Every 7th row fully masked, and scattered -inf entries elsewhere.
-      for (int64_t i = 0; i < bt::numel(ms); ++i) {
-        const int64_t row = (i / d.kv_len) % d.q_len;
-        if (row % 7 == 3 || (i * 2654435761u) % 11 == 0) mv[static_cast<size_t>(i)] = -bt::kInf;
-      }
-    }
-    in.mask.set_values(mv);
-  }
-  if (d.alibi == AlibiMode::PerHead) in.alibi = bt::random_tensor(DType::F32, Dims{d.heads}, rng, 0.05, 1.0);
-  if (d.alibi == AlibiMode::PerBatchHead) in.alibi = bt::random_tensor(DType::F32, Dims{d.batch, d.heads}, rng, 0.05, 1.0);
-  if (varlen) {
-    std::vector<int64_t> cq{0}, ck{0};
-    for (size_t b = 0; b < c.q_lens.size(); ++b) {
-      cq.push_back(cq.back() + c.q_lens[b]);
-      ck.push_back(ck.back() + c.kv_lens[b]);
-    }
-    in.cu_q = bt::i32_tensor(cq);
-    in.cu_kv = bt::i32_tensor(ck);
-  }
+  const Dims qs = bt::flash_q_shape(d), ls = bt::flash_lse_shape(d);
+  const bt::FlashInputs in = bt::random_case_inputs(c, d, rng, 1.0, [&](bt::Rng& r) { return make_mask(c, d, r); });
 
   // Reference (double on the CPU), y contiguous.
   const bt::FlashOutputs ref = bt::cpu_flash_forward(d, in);
@@ -193,31 +109,13 @@ std::string run_case(const Case& c) {
   if (c.env_select_only) env.clear();
   if (c.want_variant && plan->sku().variant.find(c.want_variant) == std::string::npos)
     return "variant " + plan->sku().variant + " lacks " + c.want_variant;
-  Buffer dws(Device::cuda(0), std::max<size_t>(plan->workspace_size(), 16));
+  Buffer dws = bt::device_workspace(plan->workspace_size());
   const Workspace ws(dws.data(), plan->workspace_size());
-  Buffer dq = to_device(in.q.buf), dk = to_device(in.k.buf), dv = to_device(in.v.buf);
-  Buffer dmask, dalibi, dcq, dck;
+  const bt::DeviceFlashInputs dev(d, in);
   FlashSdpaArgs a;
-  a.q = bt::view(dq, c.dt, in.q.L);
-  a.k = bt::view(dk, c.dt, in.k.L);
-  a.v = bt::view(dv, c.dt, in.v.L);
-  if (d.has_mask) {
-    dmask = to_device(in.mask.buf);
-    a.mask = bt::view(dmask, DType::F32, in.mask.L);
-  }
-  if (d.alibi != AlibiMode::None) {
-    dalibi = to_device(in.alibi.buf);
-    a.alibi_slopes = bt::view(dalibi, DType::F32, in.alibi.L);
-  }
-  if (varlen) {
-    dcq = to_device(in.cu_q.buf);
-    dck = to_device(in.cu_kv.buf);
-    a.cu_seqlens_q = bt::view(dcq, DType::I32, in.cu_q.L);
-    a.cu_seqlens_kv = bt::view(dck, DType::I32, in.cu_kv.L);
-  }
-  const bt::Layout yL = seq_layout(c, qs), lL = bt::contiguous(ls);
-  Buffer dy(Device::cuda(0), std::max<size_t>(static_cast<size_t>(yL.storage) * dtype_size(c.dt), 16));
-  Buffer dl(Device::cuda(0), std::max<size_t>(static_cast<size_t>(lL.storage) * 4, 16));
+  dev.bind(a);
+  const bt::Layout yL = bt::seq_layout(c, qs), lL = bt::contiguous(ls);
+  Buffer dy = bt::device_storage(c.dt, yL), dl = bt::device_storage(DType::F32, lL);
   a.y = bt::view_mut(dy, c.dt, yL);
   a.lse = bt::view_mut(dl, DType::F32, lL);
 
@@ -280,13 +178,10 @@ Case base(const std::string& name, DType t, int64_t B, int64_t H, int64_t Hk, in
 
 const DType kTypes[] = {DType::BF16, DType::F16};
 
-#define REQUIRE_GPU() \
-  if (!baracuda::cuda_available()) GTEST_SKIP() << "no CUDA device"
-
 }  // namespace
 
 TEST(FlashMmaFwd, HeadDims) {
-  REQUIRE_GPU();
+  BT_SKIP_WITHOUT_GPU();
   std::vector<Case> cs;
   for (DType t : kTypes)
     for (int64_t D : {32, 40, 64, 72, 96, 104, 128, 136, 160, 192, 200, 224, 256}) cs.push_back(base("dims", t, 2, 3, 3, 150, 141, D));
@@ -294,7 +189,7 @@ TEST(FlashMmaFwd, HeadDims) {
 }
 
 TEST(FlashMmaFwd, CausalAlignments) {
-  REQUIRE_GPU();
+  BT_SKIP_WITHOUT_GPU();
   std::vector<Case> cs;
   for (DType t : kTypes)
     for (auto al : {DiagonalAlign::TopLeft, DiagonalAlign::BottomRight})
@@ -309,7 +204,7 @@ TEST(FlashMmaFwd, CausalAlignments) {
 }
 
 TEST(FlashMmaFwd, SlidingWindow) {
-  REQUIRE_GPU();
+  BT_SKIP_WITHOUT_GPU();
   std::vector<Case> cs;
   for (DType t : kTypes) {
     struct W {
@@ -332,7 +227,7 @@ TEST(FlashMmaFwd, SlidingWindow) {
 }
 
 TEST(FlashMmaFwd, SoftcapAlibiScale) {
-  REQUIRE_GPU();
+  BT_SKIP_WITHOUT_GPU();
   std::vector<Case> cs;
   for (DType t : kTypes) {
     Case c = base("softcap", t, 2, 2, 2, 130, 170, 64);
@@ -368,7 +263,7 @@ TEST(FlashMmaFwd, SoftcapAlibiScale) {
 }
 
 TEST(FlashMmaFwd, Masks) {
-  REQUIRE_GPU();
+  BT_SKIP_WITHOUT_GPU();
   std::vector<Case> cs;
   for (DType t : kTypes)
     for (MaskKind k : {MaskKind::Full, MaskKind::BroadcastB, MaskKind::BroadcastH, MaskKind::BroadcastK, MaskKind::NegInfRows}) {
@@ -384,7 +279,7 @@ TEST(FlashMmaFwd, Masks) {
 }
 
 TEST(FlashMmaFwd, GroupedQueryAndLayouts) {
-  REQUIRE_GPU();
+  BT_SKIP_WITHOUT_GPU();
   std::vector<Case> cs;
   for (DType t : kTypes) {
     cs.push_back(base("gqa", t, 2, 8, 2, 150, 150, 128));
@@ -401,7 +296,7 @@ TEST(FlashMmaFwd, GroupedQueryAndLayouts) {
 }
 
 TEST(FlashMmaFwd, EmptyKeysAndRows) {
-  REQUIRE_GPU();
+  BT_SKIP_WITHOUT_GPU();
   std::vector<Case> cs;
   for (DType t : kTypes) {
     cs.push_back(base("no_keys", t, 2, 2, 2, 70, 0, 64));
@@ -419,7 +314,7 @@ TEST(FlashMmaFwd, EmptyKeysAndRows) {
 }
 
 TEST(FlashMmaFwd, Varlen) {
-  REQUIRE_GPU();
+  BT_SKIP_WITHOUT_GPU();
   std::vector<Case> cs;
   for (DType t : kTypes) {
     Case c = base("varlen", t, 0, 4, 2, 0, 0, 64);
@@ -445,7 +340,7 @@ TEST(FlashMmaFwd, Varlen) {
 }
 
 TEST(FlashMmaFwd, LargerTiles) {
-  REQUIRE_GPU();
+  BT_SKIP_WITHOUT_GPU();
   std::vector<Case> cs;
   Case c = base("large_causal", DType::BF16, 1, 2, 1, 1000, 1000, 128);
   c.causal = true;
@@ -461,7 +356,7 @@ TEST(FlashMmaFwd, LargerTiles) {
 // The alternative tile configurations (bf16, chosen with BARACUDA_FLASH_FWD_TILE
 // for benchmarking) must be exactly as correct as the defaults.
 TEST(FlashMmaFwd, AlternativeTiles) {
-  REQUIRE_GPU();
+  BT_SKIP_WITHOUT_GPU();
   struct Alt {
     const char* tile;  // <BM>x<BN>w<W>s<S>
     int64_t D;
@@ -507,7 +402,7 @@ TEST(FlashMmaFwd, AlternativeTiles) {
 }
 
 TEST(FlashMmaFwd, SkuNamesTensorCorePath) {
-  REQUIRE_GPU();
+  BT_SKIP_WITHOUT_GPU();
   FlashSdpaDescriptor d;
   d.dtype = DType::BF16;
   d.batch = 1;
@@ -526,7 +421,7 @@ TEST(FlashMmaFwd, SkuNamesTensorCorePath) {
 // query heads of a kv head packed into one CTA (pack = G when Q * G <= 64),
 // partial results per key split and a fixed-order combine.
 TEST(FlashMmaFwd, DecodeSplitKv) {
-  REQUIRE_GPU();
+  BT_SKIP_WITHOUT_GPU();
   std::vector<Case> cs;
   for (DType t : kTypes) {
     for (int64_t D : {64, 128, 256}) {

@@ -29,59 +29,20 @@
 
 #include "baracuda/baracuda.hpp"
 #include "support/attention_helpers.hpp"
+#include "support/cuda_test_utils.hpp"
+#include "support/flash_test_utils.hpp"
 #include "support/tensor_utils.hpp"
 
 using namespace baracuda;
 
 namespace {
 
-const Stream kGpu = Stream::cuda(0);
+using bt::bespoke, bt::check_close, bt::device_storage, bt::kGpu, bt::random_in, bt::run_twice;
+using OutBuf = bt::DeviceOut;
+using Case = bt::FlashCase;
+using MaskKind = bt::FlashMask;
+
 constexpr double kLseTol = 1e-6;
-
-PlanPreference bespoke() {
-  PlanPreference p;
-  p.backend = Backend::Bespoke;
-  p.require_backend = true;
-  return p;
-}
-
-Buffer to_device(const bt::HostBuffer& h) {
-  Buffer b(Device::cuda(0), std::max<size_t>(h.bytes(), 16));
-  if (h.bytes()) {
-    const Status st = b.copy_from_host(h.data(), h.bytes());
-    EXPECT_TRUE(st.is_ok()) << st.to_string();
-  }
-  return b;
-}
-Buffer device_storage(DType t, const bt::Layout& L) {
-  return Buffer(Device::cuda(0), std::max<size_t>(static_cast<size_t>(std::max<int64_t>(L.storage, 1)) * dtype_size(t), 16));
-}
-bt::HostBuffer to_host(const Buffer& b, DType t, int64_t n) {
-  bt::HostBuffer h(t, n);
-  if (h.bytes()) {
-    const Status st = b.copy_to_host(h.data(), h.bytes());
-    EXPECT_TRUE(st.is_ok()) << st.to_string();
-  }
-  return h;
-}
-
-enum class MaskKind { None, Full, KeyPad, QK, NegInf };
-
-struct Case {
-  std::string name;
-  int64_t B = 1, H = 1, Hk = 1, Q = 0, K = 0, D = 64;
-  bool causal = false;
-  DiagonalAlign align = DiagonalAlign::TopLeft;
-  int64_t wl = -1, wr = -1;
-  double softcap = 0;
-  std::optional<double> scale;
-  AlibiMode alibi = AlibiMode::None;
-  MaskKind mask = MaskKind::None;
-  bool bshd = false;        // q, k, v, dy (and y, dq, dk, dv) stored [B,S,H,D]
-  bool padded_out = false;  // outputs are slices of bigger buffers (gaps must survive)
-  std::vector<int64_t> q_lens, kv_lens;  // varlen when non-empty
-  double qrange = 1.0;      // q ~ U(-qrange, qrange): larger = peakier softmax
-};
 
 // Worst errors seen, per dtype (0 = f32, 1 = f64) and output.
 struct Worst {
@@ -90,151 +51,9 @@ struct Worst {
 Worst g_worst[2];
 int g_cases[2] = {0, 0};
 
-bt::Layout seq_layout(const Case& c, const Dims& shape) {
-  if (c.bshd && shape.rank == 4) return bt::permuted(shape, {0, 2, 1, 3});
-  return bt::contiguous(shape);
-}
 bt::Layout out_layout(const Case& c, const Dims& shape) {
   if (c.padded_out) return bt::padded(shape, 1);  // the last axis keeps stride 1
-  return seq_layout(c, shape);
-}
-
-bt::HostTensor random_in(DType t, const bt::Layout& L, bt::Rng& rng, double lo = -1, double hi = 1) {
-  bt::HostTensor x(t, L);
-  x.set_values(bt::random_values(t, L.numel(), rng, lo, hi));
-  return x;
-}
-
-// Mask storage and values per kind. The -inf patterns only depend on the
-// axes a broadcast kind keeps, so every logical element agrees with its storage.
-bt::HostTensor make_mask(MaskKind kind, const Dims& ms, bt::Rng& rng) {
-  bt::Layout L = bt::contiguous(ms);
-  if (kind == MaskKind::KeyPad || kind == MaskKind::QK) {
-    Dims inner = ms;
-    std::vector<int> zero_axes = kind == MaskKind::KeyPad ? std::vector<int>{1, 2} : std::vector<int>{0, 1};
-    for (int a : zero_axes) inner[a] = 1;
-    L = bt::contiguous(inner);
-    L.shape = ms;
-    for (int a : zero_axes) L.strides[a] = 0;
-    L.name = "broadcast";
-  }
-  bt::HostTensor m(DType::F32, L);
-  const std::vector<double> sv = bt::random_values(DType::F32, std::max<int64_t>(L.storage, 1), rng, -2.0, 2.0);
-  for (int64_t s = 0; s < L.storage; ++s) m.buf.set(s, sv[static_cast<size_t>(s)]);
-  const int64_t B = ms[0], Q = ms[2], K = ms[3];
-  for (int64_t idx = 0; idx < L.numel(); ++idx) {
-    const int64_t j = idx % K, i = (idx / K) % Q, b = idx / (K * Q * ms[1]);
-    bool neg = false;
-    if (kind == MaskKind::KeyPad) {
-      // Sequence b keeps its first K - pad_b keys; the last batch entry (when
-      // B >= 3) has none: all its rows are fully masked.
-      const int64_t pad = (b * 5) % std::max<int64_t>(K / 2, 1);
-      neg = j >= K - pad || (B >= 3 && b == B - 1);
-    } else if (kind == MaskKind::QK) {
-      neg = (i * 3 + j * 5) % 13 == 0 || i == Q / 2;  // row Q/2 fully masked in every (b, h)
-    } else if (kind == MaskKind::NegInf) {
-      neg = i % 7 == 3 || (idx * 2654435761ull) % 11 == 0;
-    }
-    if (neg) m.buf.set(L.offset_of(idx), -bt::kInf);
-  }
-  (void)B;
-  return m;
-}
-
-struct OutBuf {
-  const char* name;
-  Buffer* buf;
-  DType t;
-  bt::Layout L;
-};
-
-// Runs `run` twice (NaN / 0x7f.. poison, then the finite 0x5a.. poison); both
-// runs must succeed, keep the gaps and agree bit for bit on every covered
-// element. `first` receives each output's storage after run 1.
-std::string run_twice(const std::function<Status()>& run, std::vector<OutBuf>& outs, std::vector<bt::HostBuffer>* first) {
-  first->clear();
-  for (int pass = 0; pass < 2; ++pass) {
-    for (auto& o : outs) {
-      const Status st = o.buf->fill_bytes(pass == 0 ? bt::poison_byte(o.t) : bt::alt_poison_byte(o.t));
-      if (!st.is_ok()) return "fill: " + st.to_string();
-    }
-    Status st = run();
-    if (st.is_ok()) st = synchronize(kGpu);
-    if (!st.is_ok()) return "run " + std::to_string(pass + 1) + ": " + st.to_string();
-    for (size_t n = 0; n < outs.size(); ++n) {
-      const OutBuf& o = outs[n];
-      const int64_t elems = static_cast<int64_t>(o.buf->bytes() / dtype_size(o.t));
-      bt::HostBuffer h = to_host(*o.buf, o.t, elems);
-      const uint8_t pb = pass == 0 ? bt::poison_byte(o.t) : bt::alt_poison_byte(o.t);
-      bt::Layout Lst = o.L;
-      Lst.storage = elems;  // the buffer may be larger than the layout's storage
-      const std::string gaps = bt::check_gaps(h, Lst, pb);
-      if (!gaps.empty()) return std::string(o.name) + " run " + std::to_string(pass + 1) + ": " + gaps;
-      if (pass == 0) {
-        first->push_back(std::move(h));
-      } else {
-        const auto cov = bt::covered(o.L);
-        const size_t esz = dtype_size(o.t);
-        int64_t bad = 0, first_bad = -1;
-        for (int64_t s = 0; s < o.L.storage; ++s) {
-          if (!cov[static_cast<size_t>(s)]) continue;
-          if (std::memcmp(static_cast<const uint8_t*>(h.data()) + s * esz,
-                          static_cast<const uint8_t*>((*first)[n].data()) + s * esz, esz) != 0) {
-            if (bad++ == 0) first_bad = s;
-          }
-        }
-        if (bad)
-          return std::string(o.name) + ": " + std::to_string(bad) +
-                 " element(s) differ between two runs (unwritten or non-deterministic), first at storage " +
-                 std::to_string(first_bad) + ": " + std::to_string((*first)[n].get(first_bad)) + " vs " +
-                 std::to_string(h.get(first_bad));
-      }
-    }
-  }
-  return "";
-}
-
-std::string check_close(const char* what, const std::vector<double>& got, const std::vector<double>& ref, double tol,
-                        double* worst) {
-  const double e = bt::rel_error(got, ref);
-  *worst = std::max(*worst, e);
-  if (!(e <= tol)) {
-    char buf[128];
-    std::snprintf(buf, sizeof buf, "%s: rel error %.3e > %.1e; ", what, e, tol);
-    return buf + bt::describe_mismatch(got, ref);
-  }
-  return "";
-}
-
-FlashSdpaDescriptor make_desc(const Case& c, DType dt) {
-  FlashSdpaDescriptor d;
-  const bool varlen = !c.q_lens.empty();
-  d.dtype = dt;
-  d.batch = varlen ? static_cast<int64_t>(c.q_lens.size()) : c.B;
-  d.heads = c.H;
-  d.kv_heads = c.Hk;
-  d.head_dim = c.D;
-  d.scale = c.scale;
-  d.causal = c.causal;
-  d.align = c.align;
-  d.window_left = c.wl;
-  d.window_right = c.wr;
-  d.softcap = c.softcap;
-  d.alibi = c.alibi;
-  d.has_mask = c.mask != MaskKind::None;
-  if (varlen) {
-    d.varlen = true;
-    for (size_t b = 0; b < c.q_lens.size(); ++b) {
-      d.q_len = std::max(d.q_len, c.q_lens[b]);
-      d.kv_len = std::max(d.kv_len, c.kv_lens[b]);
-      d.total_q += c.q_lens[b];
-      d.total_kv += c.kv_lens[b];
-    }
-  } else {
-    d.q_len = c.Q;
-    d.kv_len = c.K;
-  }
-  return d;
+  return bt::seq_layout(c, shape);
 }
 
 // One case, one dtype: forward and backward against the reference. Returns
@@ -244,27 +63,13 @@ std::string run_case(const Case& c, DType dt) {
   Worst& w = g_worst[wi];
   ++g_cases[wi];
   const double tol = bt::tolerance(dt);
-  const FlashSdpaDescriptor d = make_desc(c, dt);
+  const FlashSdpaDescriptor d = bt::flash_desc(c, dt);
 
   bt::Rng rng = bt::make_rng(bt::fresh_seed(c.name));
   const Dims qs = bt::flash_q_shape(d), kvs = bt::flash_kv_shape(d), ls = bt::flash_lse_shape(d);
-  bt::FlashInputs in;
-  in.q = random_in(dt, seq_layout(c, qs), rng, -c.qrange, c.qrange);
-  in.k = random_in(dt, seq_layout(c, kvs), rng);
-  in.v = random_in(dt, seq_layout(c, kvs), rng);
-  if (d.has_mask) in.mask = make_mask(c.mask, Dims{d.batch, d.heads, d.q_len, d.kv_len}, rng);
-  if (d.alibi == AlibiMode::PerHead) in.alibi = bt::random_tensor(DType::F32, Dims{d.heads}, rng, 0.05, 1.0);
-  if (d.alibi == AlibiMode::PerBatchHead) in.alibi = bt::random_tensor(DType::F32, Dims{d.batch, d.heads}, rng, 0.05, 1.0);
-  if (d.varlen) {
-    std::vector<int64_t> cq{0}, ck{0};
-    for (size_t b = 0; b < c.q_lens.size(); ++b) {
-      cq.push_back(cq.back() + c.q_lens[b]);
-      ck.push_back(ck.back() + c.kv_lens[b]);
-    }
-    in.cu_q = bt::i32_tensor(cq);
-    in.cu_kv = bt::i32_tensor(ck);
-  }
-  const bt::HostTensor dyh = random_in(dt, seq_layout(c, qs), rng);
+  const bt::FlashInputs in = bt::random_case_inputs(
+      c, d, rng, c.qrange, [&](bt::Rng& r) { return bt::make_flash_mask(c.mask, Dims{d.batch, d.heads, d.q_len, d.kv_len}, r); });
+  const bt::HostTensor dyh = random_in(dt, bt::seq_layout(c, qs), rng);
 
   // Reference.
   const bt::FlashOutputs ref = bt::cpu_flash_forward(d, in);
@@ -274,26 +79,9 @@ std::string run_case(const Case& c, DType dt) {
   auto plan = FlashSdpaPlan::select(kGpu, d, bespoke());
   if (!plan) return "forward select: " + plan.status().to_string();
   if (plan->sku().backend != Backend::Bespoke) return "forward: not the bespoke backend";
-  Buffer bq = to_device(in.q.buf), bk = to_device(in.k.buf), bv = to_device(in.v.buf);
-  Buffer bmask, balibi, bcq, bck;
+  const bt::DeviceFlashInputs dev(d, in);
   FlashSdpaArgs a;
-  a.q = bt::view(bq, dt, in.q.L);
-  a.k = bt::view(bk, dt, in.k.L);
-  a.v = bt::view(bv, dt, in.v.L);
-  if (d.has_mask) {
-    bmask = to_device(in.mask.buf);
-    a.mask = bt::view(bmask, DType::F32, in.mask.L);
-  }
-  if (d.alibi != AlibiMode::None) {
-    balibi = to_device(in.alibi.buf);
-    a.alibi_slopes = bt::view(balibi, DType::F32, in.alibi.L);
-  }
-  if (d.varlen) {
-    bcq = to_device(in.cu_q.buf);
-    bck = to_device(in.cu_kv.buf);
-    a.cu_seqlens_q = bt::view(bcq, DType::I32, in.cu_q.L);
-    a.cu_seqlens_kv = bt::view(bck, DType::I32, in.cu_kv.L);
-  }
+  dev.bind(a);
   const bt::Layout yL = out_layout(c, qs);
   const bt::Layout lL = c.padded_out ? bt::padded(ls, 1) : bt::contiguous(ls);
   Buffer by = device_storage(dt, yL), bl = device_storage(DType::F32, lL);
@@ -313,21 +101,15 @@ std::string run_case(const Case& c, DType dt) {
   // bit-identical to run 1).
   auto bplan = FlashSdpaBackwardPlan::select(kGpu, d, bespoke());
   if (!bplan) return "backward select: " + bplan.status().to_string();
-  Buffer bdy = to_device(dyh.buf);
+  Buffer bdy = bt::to_device(dyh.buf, bt::kFlashMinBytes);
   const bt::Layout dqL = out_layout(c, qs), dkvL = out_layout(c, kvs);
   Buffer bdq = device_storage(dt, dqL), bdk = device_storage(dt, dkvL), bdv = device_storage(dt, dkvL);
-  Buffer ws(Device::cuda(0), std::max<size_t>(bplan->workspace_size(), 16));
+  Buffer ws = bt::device_workspace(bplan->workspace_size());
   FlashSdpaBackwardArgs g;
   g.dy = bt::view(bdy, dt, dyh.L);
-  g.q = a.q;
-  g.k = a.k;
-  g.v = a.v;
+  dev.bind(g);
   g.y = bt::view(by, dt, yL);
   g.lse = bt::view(bl, DType::F32, lL);
-  g.mask = a.mask;
-  g.alibi_slopes = a.alibi_slopes;
-  g.cu_seqlens_q = a.cu_seqlens_q;
-  g.cu_seqlens_kv = a.cu_seqlens_kv;
   g.dq = bt::view_mut(bdq, dt, dqL);
   g.dk = bt::view_mut(bdk, dt, dkvL);
   g.dv = bt::view_mut(bdv, dt, dkvL);
@@ -361,17 +143,14 @@ void run_all(const std::vector<Case>& cases) {
                 g_worst[i].dv);
 }
 
-#define SKIP_WITHOUT_GPU() \
-  if (!baracuda::cuda_available()) GTEST_SKIP() << "no CUDA device"
-
 }  // namespace
 
 TEST(FlashSimt, SkuAndWorkspace) {
-  SKIP_WITHOUT_GPU();
+  BT_SKIP_WITHOUT_GPU();
   for (DType dt : {DType::F32, DType::F64}) {
     Case c;
     c.B = 2, c.H = 4, c.Hk = 2, c.Q = 10, c.K = 12, c.D = 64;
-    const FlashSdpaDescriptor d = make_desc(c, dt);
+    const FlashSdpaDescriptor d = bt::flash_desc(c, dt);
     auto f = FlashSdpaPlan::select(kGpu, d, bespoke());
     ASSERT_TRUE(f.is_ok()) << f.status().to_string();
     EXPECT_EQ(f->sku().backend, Backend::Bespoke);
@@ -382,7 +161,7 @@ TEST(FlashSimt, SkuAndWorkspace) {
 }
 
 TEST(FlashSimt, HeadDims) {
-  SKIP_WITHOUT_GPU();
+  BT_SKIP_WITHOUT_GPU();
   std::vector<Case> cs;
   for (int64_t D : {32, 40, 64, 72, 128, 136, 200, 256}) {
     Case c;
@@ -394,7 +173,7 @@ TEST(FlashSimt, HeadDims) {
 }
 
 TEST(FlashSimt, CausalAlignments) {
-  SKIP_WITHOUT_GPU();
+  BT_SKIP_WITHOUT_GPU();
   std::vector<Case> cs;
   for (auto [Q, K] : {std::pair<int64_t, int64_t>{50, 77}, {77, 50}, {64, 64}, {1, 70}, {70, 1}})
     for (DiagonalAlign al : {DiagonalAlign::TopLeft, DiagonalAlign::BottomRight}) {
@@ -409,7 +188,7 @@ TEST(FlashSimt, CausalAlignments) {
 }
 
 TEST(FlashSimt, GroupedQueryHeads) {
-  SKIP_WITHOUT_GPU();
+  BT_SKIP_WITHOUT_GPU();
   std::vector<Case> cs;
   for (auto [H, Hk] : {std::pair<int64_t, int64_t>{4, 4}, {4, 2}, {8, 2}, {6, 1}}) {
     Case c;
@@ -423,7 +202,7 @@ TEST(FlashSimt, GroupedQueryHeads) {
 }
 
 TEST(FlashSimt, SlidingWindows) {
-  SKIP_WITHOUT_GPU();
+  BT_SKIP_WITHOUT_GPU();
   std::vector<Case> cs;
   struct W {
     int64_t wl, wr;
@@ -446,7 +225,7 @@ TEST(FlashSimt, SlidingWindows) {
 }
 
 TEST(FlashSimt, SoftcapAndAlibi) {
-  SKIP_WITHOUT_GPU();
+  BT_SKIP_WITHOUT_GPU();
   std::vector<Case> cs;
   {
     Case c;
@@ -479,7 +258,7 @@ TEST(FlashSimt, SoftcapAndAlibi) {
 }
 
 TEST(FlashSimt, Masks) {
-  SKIP_WITHOUT_GPU();
+  BT_SKIP_WITHOUT_GPU();
   std::vector<Case> cs;
   for (MaskKind k : {MaskKind::Full, MaskKind::KeyPad, MaskKind::QK, MaskKind::NegInf}) {
     Case c;
@@ -501,7 +280,7 @@ TEST(FlashSimt, Masks) {
 }
 
 TEST(FlashSimt, Varlen) {
-  SKIP_WITHOUT_GPU();
+  BT_SKIP_WITHOUT_GPU();
   std::vector<Case> cs;
   {
     Case c;
@@ -524,7 +303,7 @@ TEST(FlashSimt, Varlen) {
 }
 
 TEST(FlashSimt, StridedStorage) {
-  SKIP_WITHOUT_GPU();
+  BT_SKIP_WITHOUT_GPU();
   std::vector<Case> cs;
   Case c;
   c.name = "[B,S,H,D]";
@@ -537,7 +316,7 @@ TEST(FlashSimt, StridedStorage) {
 }
 
 TEST(FlashSimt, ZeroSize) {
-  SKIP_WITHOUT_GPU();
+  BT_SKIP_WITHOUT_GPU();
   std::vector<Case> cs;
   Case c;
   c.name = "B0";
@@ -557,7 +336,7 @@ TEST(FlashSimt, ZeroSize) {
 }
 
 TEST(FlashSimt, LongRowsAndManyTiles) {
-  SKIP_WITHOUT_GPU();
+  BT_SKIP_WITHOUT_GPU();
   std::vector<Case> cs;
   Case c;
   c.name = "long rows K2048 D128";

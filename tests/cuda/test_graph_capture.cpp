@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "baracuda/baracuda.hpp"
+#include "support/cuda_test_utils.hpp"
 
 #ifdef BARACUDA_WITH_CUDA
 #include <cuda_runtime.h>
@@ -16,17 +17,6 @@
 using namespace baracuda;
 
 namespace {
-
-struct Captured {
-  cudaStream_t stream = nullptr;
-  cudaGraph_t graph = nullptr;
-  cudaGraphExec_t exec = nullptr;
-  ~Captured() {
-    if (exec) cudaGraphExecDestroy(exec);
-    if (graph) cudaGraphDestroy(graph);
-    if (stream) cudaStreamDestroy(stream);
-  }
-};
 
 std::vector<float> random_floats(size_t n, unsigned seed) {
   std::mt19937 rng(seed);
@@ -40,7 +30,7 @@ std::vector<float> random_floats(size_t n, unsigned seed) {
 // the bytes of `out` after each.
 template <class Launch>
 void expect_capture_matches(Buffer& out, Launch launch) {
-  Captured c;
+  bt::CapturedGraph c;
   ASSERT_EQ(cudaStreamCreateWithFlags(&c.stream, cudaStreamNonBlocking), cudaSuccess);
   const Stream s = Stream::cuda(0, c.stream);
   ASSERT_TRUE(out.fill_bytes(0xff).is_ok());
@@ -85,7 +75,7 @@ const CaptureCase kCases[] = {
 }  // namespace
 
 TEST(CudaGraphCapture, ForwardAndBackwardReplayMatchDirectRuns) {
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device";
+  BT_SKIP_WITHOUT_GPU();
   for (const CaptureCase& cc : kCases) {
     SCOPED_TRACE(std::string(reduce_kind_name(cc.kind)) + " " + cc.shape.to_string() + " axes " + cc.axes.to_string());
     ReduceDescriptor d;

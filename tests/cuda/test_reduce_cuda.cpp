@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "baracuda/baracuda.hpp"
+#include "support/cuda_test_utils.hpp"
 #include "support/reduce_helpers.hpp"
 #include "support/tensor_utils.hpp"
 
@@ -35,32 +36,8 @@ using bt::make_desc;
 
 namespace {
 
-const Stream kGpu = Stream::cuda(0);
+using bt::bespoke, bt::kGpu, bt::to_device, bt::to_host;
 constexpr int kMaxFailingCases = 6;  // per test: stop a sweep after this many failing cases
-
-PlanPreference bespoke() {
-  PlanPreference p;
-  p.backend = Backend::Bespoke;
-  p.require_backend = true;
-  return p;
-}
-
-Buffer to_device(const bt::HostBuffer& h) {
-  Buffer b(Device::cuda(0), h.bytes());
-  if (h.bytes()) {
-    const Status st = b.copy_from_host(h.data(), h.bytes());
-    EXPECT_TRUE(st.is_ok()) << st.to_string();
-  }
-  return b;
-}
-bt::HostBuffer to_host(const Buffer& b, DType t, int64_t n) {
-  bt::HostBuffer h(t, n);
-  if (h.bytes()) {
-    const Status st = b.copy_to_host(h.data(), h.bytes());
-    EXPECT_TRUE(st.is_ok()) << st.to_string();
-  }
-  return h;
-}
 
 // Runs `run` twice into `out` (layout L, dtype t): first with the NaN /
 // 0x7f.. poison, then with a finite 0x5a.. poison. Checks both runs succeed,
@@ -349,7 +326,7 @@ const InLayout kLayouts[] = {InLayout::Contiguous, InLayout::Transposed, InLayou
 // Odd / all-ones / medium rank-3 shapes x six axis patterns x five layouts,
 // rank-4 interleaved axes, zero-size shapes.
 TEST_P(CudaForward, MatchesCpuReference) {
-  if (!baracuda::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  BT_SKIP_WITHOUT_GPU();
   const ReduceKind k = GetParam().kind;
   const DType t = GetParam().dtype;
   int failing = 0;
@@ -419,7 +396,7 @@ INSTANTIATE_TEST_SUITE_P(Subset, CudaForwardLarge, ::testing::ValuesIn(big_kind_
 }  // namespace
 
 TEST_P(CudaForwardLarge, SplitPathsMatchCpuReference) {
-  if (!baracuda::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  BT_SKIP_WITHOUT_GPU();
   const ReduceKind k = GetParam().kind;
   const DType t = GetParam().dtype;
   const FwdCase cases[] = {
@@ -447,7 +424,7 @@ INSTANTIATE_TEST_SUITE_P(All, CudaFpTypes, ::testing::ValuesIn(bt::kFpTypes),
 }  // namespace
 
 TEST_P(CudaFpTypes, NaNAndInfSemantics) {
-  if (!baracuda::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  BT_SKIP_WITHOUT_GPU();
   const DType t = GetParam();
   // (shape, reduced axis): rows, columns, one long row split across blocks.
   struct S { Dims shape; Dims axes; };
@@ -678,7 +655,7 @@ INSTANTIATE_TEST_SUITE_P(AllGradKinds, CudaBackward, ::testing::ValuesIn(grad_ki
 }  // namespace
 
 TEST_P(CudaBackward, MatchesCpuReference) {
-  if (!baracuda::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  BT_SKIP_WITHOUT_GPU();
   const ReduceKind k = GetParam().kind;
   const DType t = GetParam().dtype;
   int failing = 0;
@@ -722,7 +699,7 @@ TEST_P(CudaBackward, MatchesCpuReference) {
 
 // Hand cases on the device: ties split evenly, Prod exact with zeros, Norm2 0 at y == 0.
 TEST(CudaBackwardHand, TiesZerosAndNormAtZero) {
-  if (!baracuda::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  BT_SKIP_WITHOUT_GPU();
   struct Hand {
     ReduceKind k;
     Dims shape;
@@ -763,7 +740,7 @@ TEST(CudaBackwardHand, TiesZerosAndNormAtZero) {
 // ReduceToPlan
 // ---------------------------------------------------------------------------
 TEST_P(CudaFpTypes, ReduceToMatchesCpuReference) {
-  if (!baracuda::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  BT_SKIP_WITHOUT_GPU();
   const DType t = GetParam();
   struct To { Dims shape, target; };
   const To cases[] = {{{4, 3, 5}, {3, 1}}, {{4, 3, 5}, {1}},     {{4, 3, 5}, {4, 3, 5}}, {{4, 3, 5}, {}},
@@ -821,7 +798,7 @@ TEST_P(CudaFpTypes, ReduceToMatchesCpuReference) {
 // Plans, SKUs, workspace and device checks on CUDA
 // ---------------------------------------------------------------------------
 TEST(CudaPlans, SkuAndDefaults) {
-  if (!baracuda::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  BT_SKIP_WITHOUT_GPU();
   for (ReduceKind k : bt::kAllKinds) {
     for (DType t : {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64}) {
       if (!bt::is_fp(t) && !bt::int_capable(k)) continue;
@@ -866,7 +843,7 @@ TEST(CudaPlans, SkuAndDefaults) {
 }
 
 TEST(CudaPlans, DeviceMismatchesAreRejected) {
-  if (!baracuda::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  BT_SKIP_WITHOUT_GPU();
   const ReduceDescriptor d = make_desc(ReduceKind::Sum, DType::F32, {2, 3}, {1});
   auto p = ReducePlan::select(kGpu, d, bespoke()).value();
   Buffer xd(Device::cuda(0), 6 * sizeof(float)), yd(Device::cuda(0), 2 * sizeof(float));
@@ -897,7 +874,7 @@ TEST(CudaPlans, DeviceMismatchesAreRejected) {
 }
 
 TEST(CudaPlans, WorkspaceTooSmall) {
-  if (!baracuda::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  BT_SKIP_WITHOUT_GPU();
   // Shapes that need a cross-block combine on any GPU: few outputs, many inputs.
   const ReduceDescriptor candidates[] = {
       make_desc(ReduceKind::Sum, DType::F32, {1 << 22}, {}),

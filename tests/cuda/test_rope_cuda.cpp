@@ -22,37 +22,14 @@
 #include <vector>
 
 #include "baracuda/baracuda.hpp"
+#include "support/cuda_test_utils.hpp"
 #include "support/tensor_utils.hpp"
 
 using namespace baracuda;
 
 namespace {
 
-const Stream kGpu = Stream::cuda(0);
-
-PlanPreference bespoke() {
-  PlanPreference p;
-  p.backend = Backend::Bespoke;
-  p.require_backend = true;
-  return p;
-}
-
-Buffer to_device(const bt::HostBuffer& h) {
-  Buffer b(Device::cuda(0), h.bytes());
-  if (h.bytes()) {
-    const Status st = b.copy_from_host(h.data(), h.bytes());
-    EXPECT_TRUE(st.is_ok()) << st.to_string();
-  }
-  return b;
-}
-bt::HostBuffer to_host(const Buffer& b, DType t, int64_t n) {
-  bt::HostBuffer h(t, n);
-  if (h.bytes()) {
-    const Status st = b.copy_to_host(h.data(), h.bytes());
-    EXPECT_TRUE(st.is_ok()) << st.to_string();
-  }
-  return h;
-}
+using bt::bespoke, bt::kGpu, bt::to_device, bt::to_host;
 
 enum Lay { kContig, kBshd, kPadded, kEveryOther, kTransposed, kNumLay };
 const char* lay_name(int l) {
@@ -231,9 +208,6 @@ Status run_plan(const Stream& st, const RopeDescriptor& d, bool backward, const 
   return ::testing::AssertionSuccess();
 }
 
-#define ROPE_SKIP_WITHOUT_GPU() \
-  if (!cuda_available()) GTEST_SKIP() << "no CUDA device"
-
 constexpr DType kTypes[] = {DType::F32, DType::F64, DType::F16, DType::BF16};
 
 }  // namespace
@@ -241,7 +215,7 @@ constexpr DType kTypes[] = {DType::F32, DType::F64, DType::F16, DType::BF16};
 // The main sweep: dtype x pairs x rotary x position source x direction, with
 // the layouts rotating through the cases so each combination meets several.
 TEST(RopeCuda, SweepMatchesCpuReference) {
-  ROPE_SKIP_WITHOUT_GPU();
+  BT_SKIP_WITHOUT_GPU();
   int idx = 0, failures = 0;
   for (DType t : kTypes)
     for (RopePairs pairs : {RopePairs::Interleaved, RopePairs::HalfSplit})
@@ -282,7 +256,7 @@ TEST(RopeCuda, SweepMatchesCpuReference) {
 // Realistic shapes on the vector path (and the same problem as a [B,S,H,D]
 // view), long sequences with large positions.
 TEST(RopeCuda, RealisticShapes) {
-  ROPE_SKIP_WITHOUT_GPU();
+  BT_SKIP_WITHOUT_GPU();
   for (DType t : {DType::BF16, DType::F16, DType::F32})
     for (RopePairs pairs : {RopePairs::Interleaved, RopePairs::HalfSplit})
       for (bool bwd : {false, true}) {
@@ -307,7 +281,7 @@ TEST(RopeCuda, RealisticShapes) {
 // Decoding shapes: one (or a few) tokens per sequence, many sequences, so a
 // block's group of tokens spans several sequences.
 TEST(RopeCuda, DecodeShapes) {
-  ROPE_SKIP_WITHOUT_GPU();
+  BT_SKIP_WITHOUT_GPU();
   for (DType t : {DType::BF16, DType::F32})
     for (int64_t S : {int64_t{1}, int64_t{3}})
       for (RopePairs pairs : {RopePairs::Interleaved, RopePairs::HalfSplit}) {
@@ -334,7 +308,7 @@ TEST(RopeCuda, DecodeShapes) {
 // Odd head dims and rotary dims that do not split into 16-byte pieces: the
 // strided path; head_dim 2 (one pair); no k.
 TEST(RopeCuda, OddSizesTakeTheStridedPath) {
-  ROPE_SKIP_WITHOUT_GPU();
+  BT_SKIP_WITHOUT_GPU();
   const int64_t dims[][2] = {{10, 6}, {7, 4}, {2, 2}, {34, 34}, {96, 20}};
   int i = 0;
   for (DType t : kTypes)
@@ -361,7 +335,7 @@ TEST(RopeCuda, OddSizesTakeTheStridedPath) {
 // Rotary dims whose cos/sin row exceeds the 16 KiB shared-memory table: cos/sin
 // computed per pair ("*.strided.direct").
 TEST(RopeCuda, LongRotaryDimsComputeCosSinPerPair) {
-  ROPE_SKIP_WITHOUT_GPU();
+  BT_SKIP_WITHOUT_GPU();
   for (DType t : {DType::F32, DType::F64, DType::BF16})
     for (RopePairs pairs : {RopePairs::Interleaved, RopePairs::HalfSplit}) {
       Spec s;
@@ -389,7 +363,7 @@ TEST(RopeCuda, LongRotaryDimsComputeCosSinPerPair) {
 
 // f32 keeps 1e-5 at large positions: the angle is reduced in double.
 TEST(RopeCuda, LargePositionsKeepF32Accuracy) {
-  ROPE_SKIP_WITHOUT_GPU();
+  BT_SKIP_WITHOUT_GPU();
   for (RopePairs pairs : {RopePairs::Interleaved, RopePairs::HalfSplit}) {
     Spec s;
     s.t = DType::F32;
@@ -408,7 +382,7 @@ TEST(RopeCuda, LargePositionsKeepF32Accuracy) {
 }
 
 TEST(RopeCuda, ZeroSizeProblems) {
-  ROPE_SKIP_WITHOUT_GPU();
+  BT_SKIP_WITHOUT_GPU();
   for (int which = 0; which < 4; ++which) {
     Spec s;
     s.B = which == 0 ? 0 : 2;
@@ -423,7 +397,7 @@ TEST(RopeCuda, ZeroSizeProblems) {
 // q and k rotated in place inside one fused [B, S, 3, H, D] qkv buffer (the
 // exact overlap check accepts the interleaved views); v stays untouched.
 TEST(RopeCuda, FusedQkvInPlace) {
-  ROPE_SKIP_WITHOUT_GPU();
+  BT_SKIP_WITHOUT_GPU();
   for (DType t : {DType::BF16, DType::F32}) {
     const int64_t B = 2, S = 33, H = 4, D = 64, n = B * S * 3 * H * D;
     RopeDescriptor d;
@@ -464,7 +438,7 @@ TEST(RopeCuda, FusedQkvInPlace) {
 }
 
 TEST(RopeCuda, SkuAndVariants) {
-  ROPE_SKIP_WITHOUT_GPU();
+  BT_SKIP_WITHOUT_GPU();
   Spec s;
   s.t = DType::BF16;
   s.D = 128;

@@ -25,41 +25,18 @@
 #include <vector>
 
 #include "baracuda/baracuda.hpp"
+#include "support/cuda_test_utils.hpp"
 #include "support/tensor_utils.hpp"
 
 using namespace baracuda;
 
 namespace {
 
-const Stream kGpu = Stream::cuda(0);
-
-PlanPreference bespoke() {
-  PlanPreference p;
-  p.backend = Backend::Bespoke;
-  p.require_backend = true;
-  return p;
-}
+using bt::bespoke, bt::kGpu, bt::to_device, bt::to_host;
 
 DType acc_dtype(DType t) { return t == DType::F64 ? DType::F64 : DType::F32; }
 
 std::string tname(DType t) { return std::string(dtype_name(t)); }
-
-Buffer to_device(const bt::HostBuffer& h) {
-  Buffer b(Device::cuda(0), h.bytes());
-  if (h.bytes()) {
-    const Status st = b.copy_from_host(h.data(), h.bytes());
-    EXPECT_TRUE(st.is_ok()) << st.to_string();
-  }
-  return b;
-}
-bt::HostBuffer to_host(const Buffer& b, DType t, int64_t n) {
-  bt::HostBuffer h(t, n);
-  if (h.bytes()) {
-    const Status st = b.copy_to_host(h.data(), h.bytes());
-    EXPECT_TRUE(st.is_ok()) << st.to_string();
-  }
-  return h;
-}
 
 // ---------------------------------------------------------------------------
 // Layouts
@@ -368,7 +345,7 @@ void run_case(const Case& c, DType t) {
 class SdpaCuda : public ::testing::TestWithParam<DType> {
  protected:
   void SetUp() override {
-    if (!baracuda::cuda_available()) GTEST_SKIP() << "no CUDA device";
+    BT_SKIP_WITHOUT_GPU();
   }
 };
 
@@ -464,7 +441,7 @@ INSTANTIATE_TEST_SUITE_P(AllDtypes, SdpaCuda, ::testing::Values(DType::F32, DTyp
 // A row whose keys are all masked gives exactly y = 0, p = 0 and zero gradients
 // (checked directly, not only through the reference).
 TEST(SdpaCudaSemantics, FullyMaskedRowIsZero) {
-  if (!baracuda::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  BT_SKIP_WITHOUT_GPU();
   const int64_t Q = 3, K = 5, D = 4;
   SdpaDescriptor d;
   d.dtype = DType::F32;
@@ -526,7 +503,7 @@ TEST(SdpaCudaSemantics, FullyMaskedRowIsZero) {
 
 // The backward's ds workspace: too small is an error before any launch.
 TEST(SdpaCudaSemantics, BackwardWorkspaceTooSmall) {
-  if (!baracuda::cuda_available()) GTEST_SKIP() << "no CUDA device";
+  BT_SKIP_WITHOUT_GPU();
   SdpaDescriptor d;
   d.dtype = DType::BF16;
   d.q_len = 8;

@@ -126,6 +126,23 @@ inline FlashGrads cpu_flash_backward(const FlashSdpaDescriptor& d, const FlashIn
   return g;
 }
 
+// Random ALiBi slopes in (0.05, 1) for d.alibi ([H] or [B,H]); left empty
+// (no draw from rng) when d.alibi == None.
+inline void set_random_alibi(const FlashSdpaDescriptor& d, Rng& rng, FlashInputs* in) {
+  if (d.alibi == AlibiMode::PerHead) in->alibi = random_tensor(DType::F32, Dims{d.heads}, rng, 0.05, 1.0);
+  if (d.alibi == AlibiMode::PerBatchHead) in->alibi = random_tensor(DType::F32, Dims{d.batch, d.heads}, rng, 0.05, 1.0);
+}
+// Varlen offsets (i32 [B+1], starting at 0) from the sequence lengths.
+inline void set_cu_seqlens(const std::vector<int64_t>& q_lens, const std::vector<int64_t>& kv_lens, FlashInputs* in) {
+  std::vector<int64_t> cq{0}, ck{0};
+  for (size_t b = 0; b < q_lens.size(); ++b) {
+    cq.push_back(cq.back() + q_lens[b]);
+    ck.push_back(ck.back() + kv_lens[b]);
+  }
+  in->cu_q = i32_tensor(cq);
+  in->cu_kv = i32_tensor(ck);
+}
+
 // Random inputs for `d` (mask [B or 1, H or 1, Q, K] broadcast when
 // mask_broadcast, ALiBi slopes in (0, 1), varlen offsets from the lengths).
 inline FlashInputs random_flash_inputs(const FlashSdpaDescriptor& d, Rng& rng, const std::vector<int64_t>& q_lens = {},
@@ -135,17 +152,8 @@ inline FlashInputs random_flash_inputs(const FlashSdpaDescriptor& d, Rng& rng, c
   in.k = random_tensor(d.dtype, flash_kv_shape(d), rng);
   in.v = random_tensor(d.dtype, flash_kv_shape(d), rng);
   if (d.has_mask) in.mask = random_tensor(DType::F32, Dims{d.batch, d.heads, d.q_len, d.kv_len}, rng, -2.0, 2.0);
-  if (d.alibi == AlibiMode::PerHead) in.alibi = random_tensor(DType::F32, Dims{d.heads}, rng, 0.05, 1.0);
-  if (d.alibi == AlibiMode::PerBatchHead) in.alibi = random_tensor(DType::F32, Dims{d.batch, d.heads}, rng, 0.05, 1.0);
-  if (d.varlen) {
-    std::vector<int64_t> cq{0}, ck{0};
-    for (size_t b = 0; b < q_lens.size(); ++b) {
-      cq.push_back(cq.back() + q_lens[b]);
-      ck.push_back(ck.back() + kv_lens[b]);
-    }
-    in.cu_q = i32_tensor(cq);
-    in.cu_kv = i32_tensor(ck);
-  }
+  set_random_alibi(d, rng, &in);
+  if (d.varlen) set_cu_seqlens(q_lens, kv_lens, &in);
   return in;
 }
 
