@@ -158,8 +158,10 @@ struct FlashSdpaDescriptor {
   // Variable-length packed batch (FlashAttention's varlen API): q [total_q, H, D],
   // k/v [total_kv, Hk, D], y like q, lse [H, total_q]; sequence b owns rows
   // cu_seqlens_q[b] .. cu_seqlens_q[b+1] (int32 [B+1], non-decreasing, starting
-  // at 0, each length <= q_len / kv_len). CUDA kernels clamp the offsets to the
-  // tensors, so a bad array cannot make them read or write out of bounds.
+  // at 0, ending at total_q / total_kv, each length <= q_len / kv_len). The CPU
+  // reference checks this (InvalidProblem); CUDA kernels cannot read the array
+  // before launching, so they clamp the offsets to the tensors instead: a bad
+  // array gives wrong numbers, never out-of-bounds reads or writes.
   bool varlen = false;
   int64_t total_q = 0;
   int64_t total_kv = 0;
