@@ -36,4 +36,16 @@ Result<BackendChoice> choose_backend(const char* plan, const char* family, const
 #endif
 }
 
+PrecisionGuarantee default_precision(DType dtype, Backend backend) {
+  PrecisionGuarantee g;
+  if (backend == Backend::CpuReference) g.math = is_integral(dtype) ? DType::I64 : DType::F64;
+  else if (dtype == DType::F64) g.math = DType::F64;
+  else if (is_integral(dtype)) g.math = DType::I64;
+  else g.math = DType::F32;
+  g.accumulator = g.math;
+  g.deterministic = true;
+  g.bit_stable_on_same_hardware = true;
+  return g;
+}
+
 }  // namespace baracuda::detail

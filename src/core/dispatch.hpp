@@ -24,4 +24,10 @@ struct LibraryRoutes {
 Result<BackendChoice> choose_backend(const char* plan, const char* family, const Stream& stream,
                                      const PlanPreference& pref, LibraryRoutes routes = {});
 
+// The precision every family reports for a backend: the CPU reference computes
+// in double (int64 for integers); CUDA kernels keep f64 in f64, integers in
+// int64 and everything else (f32, and f16/bf16, whose products are exact in
+// f32) in f32. Deterministic and bit-stable by default.
+PrecisionGuarantee default_precision(DType dtype, Backend backend);
+
 }  // namespace baracuda::detail

@@ -41,17 +41,6 @@ Status validate_problem(const char* plan, DType dtype, int64_t batch, int64_t he
   return Status::ok();
 }
 
-PrecisionGuarantee precision_for(DType dtype, Backend backend) {
-  PrecisionGuarantee g;
-  if (backend == Backend::CpuReference || dtype == DType::F64) {
-    g.math = g.accumulator = DType::F64;
-  } else {
-    g.math = g.accumulator = DType::F32;  // f16/bf16 products are exact in f32 on tensor cores
-  }
-  g.deterministic = true;
-  g.bit_stable_on_same_hardware = true;
-  return g;
-}
 
 KernelSku make_sku(const BackendChoice& be, DType dtype, std::string op, std::string variant) {
   KernelSku sku;
@@ -60,7 +49,7 @@ KernelSku make_sku(const BackendChoice& be, DType dtype, std::string op, std::st
   sku.dtype = dtype;
   sku.op = std::move(op);
   sku.variant = std::move(variant);
-  sku.precision = precision_for(dtype, be.backend);
+  sku.precision = detail::default_precision(dtype, be.backend);
   return sku;
 }
 

@@ -23,7 +23,6 @@ Result<BackendChoice> choose_backend(const char* plan, const Stream& stream, con
 Status validate_problem(const char* plan, DType dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t q_len,
                         int64_t kv_len, const std::optional<double>& scale);
 
-PrecisionGuarantee precision_for(DType dtype, Backend backend);
 KernelSku make_sku(const BackendChoice& be, DType dtype, std::string op, std::string variant);
 
 // Accumulator dtype of the materialized path (probs, ds): f64 for f64, else f32.

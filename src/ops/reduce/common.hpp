@@ -43,7 +43,6 @@ View to_input_rank(const View& v, const Dims& in_shape, uint32_t mask, bool keep
   return r;
 }
 
-PrecisionGuarantee precision_for(DType dtype, Backend backend);
 // The SKU every reduction plan starts from (variant filled in by the plan).
 KernelSku make_sku(const BackendChoice& be, DType dtype, std::string op);
 

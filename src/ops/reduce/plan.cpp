@@ -76,22 +76,6 @@ Result<BackendChoice> choose_backend(const char* plan, const Stream& stream, con
   return detail::choose_backend(plan, "reduction", stream, pref);
 }
 
-PrecisionGuarantee precision_for(DType dtype, Backend backend) {
-  PrecisionGuarantee g;
-  if (backend == Backend::CpuReference) {
-    g.math = is_integral(dtype) ? DType::I64 : DType::F64;
-    g.accumulator = g.math;
-  } else if (dtype == DType::F64) {
-    g.math = g.accumulator = DType::F64;
-  } else if (is_integral(dtype)) {
-    g.math = g.accumulator = DType::I64;
-  } else {
-    g.math = g.accumulator = DType::F32;
-  }
-  g.deterministic = true;
-  g.bit_stable_on_same_hardware = true;
-  return g;
-}
 
 KernelSku make_sku(const BackendChoice& be, DType dtype, std::string op) {
   KernelSku sku;
@@ -99,7 +83,7 @@ KernelSku make_sku(const BackendChoice& be, DType dtype, std::string op) {
   sku.arch = be.arch;
   sku.dtype = dtype;
   sku.op = std::move(op);
-  sku.precision = precision_for(dtype, be.backend);
+  sku.precision = detail::default_precision(dtype, be.backend);
   sku.variant = "reference";
   return sku;
 }

@@ -90,15 +90,8 @@ KernelSku make_sku(const BackendChoice& be, const RopeDescriptor& d, bool backwa
   sku.arch = be.arch;
   sku.dtype = d.dtype;
   sku.op = backward ? "rope.backward" : "rope.forward";
-  if (be.backend == Backend::CpuReference) {
-    sku.precision.math = sku.precision.accumulator = DType::F64;
-    sku.variant = "reference";
-  } else {
-    sku.precision.math = sku.precision.accumulator = d.dtype == DType::F64 ? DType::F64 : DType::F32;
-    sku.variant = cuda_rope::variant_for(d);
-  }
-  sku.precision.deterministic = true;
-  sku.precision.bit_stable_on_same_hardware = true;
+  sku.precision = detail::default_precision(d.dtype, be.backend);
+  sku.variant = be.backend == Backend::CpuReference ? "reference" : cuda_rope::variant_for(d);
   return sku;
 }
 
