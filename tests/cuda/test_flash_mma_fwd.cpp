@@ -544,3 +544,77 @@ TEST(FlashMmaFwd, DecodeSplitKv) {
   }
   run_all(cs);
 }
+
+// ---- Hopper path (wgmma + TMA, sm_90 with the sm_90a target built) ------------------
+namespace {
+bool device_is_sm90() {
+  int dev = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return false;
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  return major == 9 && minor == 0;
+}
+
+// Cases the Hopper kernel takes (head dims 64 / 128 / 256, dense, no mask,
+// ALiBi or softcap; q_len > 64 so the split-KV decode path stays out).
+std::vector<Case> hopper_cases(const char* want) {
+  std::vector<Case> cs;
+  for (DType t : kTypes)
+    for (int64_t D : {64, 128, 256}) {
+      auto add = [&](Case c) {
+        c.want_variant = want;
+        cs.push_back(c);
+      };
+      add(base("hop_plain", t, 2, 3, 3, 150, 141, D));
+      add(base("hop_tile_multiple", t, 1, 2, 2, 256, 256, D));
+      add(base("hop_gqa_long", t, 1, 8, 2, 300, 700, D));
+      for (auto al : {DiagonalAlign::TopLeft, DiagonalAlign::BottomRight})
+        for (auto [Q, K] : {std::pair<int64_t, int64_t>{200, 200}, {100, 300}, {300, 100}, {129, 64}, {1000, 1000}}) {
+          Case c = base(std::string("hop_causal_") + (al == DiagonalAlign::TopLeft ? "tl" : "br"), t, 1, 2, 1, Q, K, D);
+          c.causal = true;
+          c.align = al;
+          add(c);
+        }
+      Case c = base("hop_window", t, 1, 3, 1, 257, 400, D);
+      c.wl = 37;
+      c.wr = 5;
+      add(c);
+      c = base("hop_window_causal_br", t, 1, 2, 2, 300, 500, D);
+      c.wl = 100;
+      c.causal = true;
+      c.align = DiagonalAlign::BottomRight;
+      add(c);
+      c = base("hop_bshd", t, 2, 4, 2, 150, 170, D);
+      c.bshd = true;
+      add(c);
+      c = base("hop_no_keys", t, 2, 2, 2, 70 + 64, 0, D);
+      add(c);
+      c = base("hop_br_q_gt_k", t, 1, 2, 2, 300, 40, D);  // the first 260 rows see no key
+      c.causal = true;
+      c.align = DiagonalAlign::BottomRight;
+      add(c);
+      c = base("hop_window_past_keys", t, 1, 1, 1, 300, 64, D);  // rows >= 64 see no key
+      c.wl = 0;
+      c.wr = 0;
+      add(c);
+    }
+  return cs;
+}
+}  // namespace
+
+TEST(FlashMmaFwd, HopperWgmmaPath) {
+  BT_SKIP_WITHOUT_GPU();
+  if (!device_is_sm90()) GTEST_SKIP() << "the wgmma path needs an sm_90 device";
+  run_all(hopper_cases("wgmma-tma"));
+}
+
+// The same problems with the Hopper path switched off keep the mma.sync kernels
+// (still the path on sm_80 / sm_89 / sm_120) covered on a Hopper machine.
+TEST(FlashMmaFwd, MmaPathWithWgmmaOff) {
+  BT_SKIP_WITHOUT_GPU();
+  struct EnvGuard {
+    EnvGuard() { setenv("BARACUDA_FLASH_FWD_WGMMA", "0", 1); }
+    ~EnvGuard() { unsetenv("BARACUDA_FLASH_FWD_WGMMA"); }
+  } guard;
+  run_all(hopper_cases("mma16816"));
+}

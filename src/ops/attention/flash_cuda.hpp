@@ -98,4 +98,14 @@ size_t backward_workspace_bytes_mma(const FlashShape& s);
 Status backward_mma(const FlashBwdParams& p, int arch, int sm_count, void* stream);
 const char* backward_mma_variant(const FlashShape& s, int arch);
 
+// ---- Hopper path: wgmma + TMA on sm_90, in builds with the sm_90a target -------
+// (flash_wgmma_fwd.cu). forward_mma() tries it first. Eligible shapes: f16 /
+// bf16, head dim 64, 128 or 256, dense (not varlen), no mask / ALiBi / softcap
+// (`features`). forward_wgmma sets *ran = false without launching when the
+// problem does not qualify, including strides the tensor maps cannot describe
+// (16-byte multiples, non-zero); the caller then takes the mma.sync kernel.
+bool forward_wgmma_eligible(const FlashShape& s, bool features, int arch);
+const char* forward_wgmma_variant(const FlashShape& s);
+Status forward_wgmma(const FlashFwdParams& p, int arch, bool* ran, void* stream);
+
 }  // namespace baracuda::cuda_flash

@@ -55,7 +55,6 @@ constexpr float kLog2e = 1.4426950408889634f;
 constexpr int kWarps = 8;
 constexpr int kThreads = kWarps * 32;
 constexpr int kMaxGridZ = 65535;  // batches beyond this are launched in chunks (BwdArgs::b_off)
-constexpr int kMaxDevices = 64;
 
 // Tile configuration for a padded head dimension.
 template <int kD>

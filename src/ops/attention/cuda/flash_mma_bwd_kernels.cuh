@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "core/cuda_device.hpp"
+#include "cuda/smem_optin.cuh"
 #include "ops/attention/cuda/flash_mma_bwd.cuh"
 #include "ops/attention/cuda/mma_utils.cuh"
 
@@ -463,21 +464,6 @@ __global__ void __launch_bounds__(kThreads, 1) bwd_dq_kernel(const __grid_consta
 // Launch of the dK/dV and dQ kernels for padded head dim kD (after the
 // preprocess kernel has filled a.lse2 / a.dsum).
 // ---------------------------------------------------------------------------
-template <class K>
-Status bwd_set_smem(K kern, size_t smem, bool (&done)[kMaxDevices], const char* what) {
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) dev = -1;
-  if (dev >= 0 && dev < kMaxDevices && done[dev]) return Status::ok();
-  cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-  if (e == cudaSuccess)
-    e = cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
-  if (e != cudaSuccess) {
-    (void)cudaGetLastError();
-    return detail::cuda_status(static_cast<int>(e), what);
-  }
-  if (dev >= 0 && dev < kMaxDevices) done[dev] = true;  // idempotent: a race only repeats the call
-  return Status::ok();
-}
 
 template <class T, int kD, bool kLocal, bool kMods>
 Status launch_bwd_variant(const BwdArgs& a, cudaStream_t stream) {
@@ -487,8 +473,8 @@ Status launch_bwd_variant(const BwdArgs& a, cudaStream_t stream) {
   if (p.kv_len > 0) {
     auto kern = bwd_dkdv_kernel<T, kD, kLocal, kMods>;
     const size_t smem = Tile::dkdv_smem(sizeof(T));
-    static bool done[kMaxDevices] = {};
-    BARACUDA_RETURN_IF_ERROR(bwd_set_smem(kern, smem, done, "FlashSdpaBackwardPlan: flash_bwd_dkdv smem attribute"));
+    static cuda_util::SmemOptIn optin;
+    BARACUDA_RETURN_IF_ERROR(cuda_util::ensure_smem(optin, kern, smem, "FlashSdpaBackwardPlan: flash_bwd_dkdv smem attribute"));
     for (int b0 = 0; b0 < p.batch; b0 += kMaxGridZ) {
       BwdArgs c = a;
       c.b_off = b0;
@@ -502,8 +488,8 @@ Status launch_bwd_variant(const BwdArgs& a, cudaStream_t stream) {
   if (p.q_len > 0) {
     auto kern = bwd_dq_kernel<T, kD, kLocal, kMods>;
     const size_t smem = Tile::dq_smem(sizeof(T));
-    static bool done[kMaxDevices] = {};
-    BARACUDA_RETURN_IF_ERROR(bwd_set_smem(kern, smem, done, "FlashSdpaBackwardPlan: flash_bwd_dq smem attribute"));
+    static cuda_util::SmemOptIn optin;
+    BARACUDA_RETURN_IF_ERROR(cuda_util::ensure_smem(optin, kern, smem, "FlashSdpaBackwardPlan: flash_bwd_dq smem attribute"));
     for (int b0 = 0; b0 < p.batch; b0 += kMaxGridZ) {
       BwdArgs c = a;
       c.b_off = b0;

@@ -5,7 +5,7 @@
 //
 // BARACUDA_FLASH_FWD_TILE=<BM>x<BN>w<W>s<stages> (e.g. 128x64w4s1) picks another
 // instantiated configuration for benchmarking (and turns the split-KV path
-// off); unknown values are ignored. BARACUDA_FLASH_FWD_SPLITS=<n> forces n
+// off, and the Hopper wgmma path); unknown values are ignored. BARACUDA_FLASH_FWD_SPLITS=<n> forces n
 // key splits on the split-KV path (0: off) where the shape allows that path.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -185,6 +185,11 @@ Status forward_mma(const FlashFwdParams& p, int arch, int sm_count, void* stream
         if (e.d == d) return (p.dtype == DType::BF16 ? e.bf16 : e.f16)(p, sc.splits, sc.pack, stream);
     }
   }
+  if (arch == 90 && (p.dtype == DType::BF16 || p.dtype == DType::F16)) {
+    bool ran = false;
+    const Status st = forward_wgmma(p, arch, &ran, stream);
+    if (ran) return st;
+  }
   const Config* c = pick(p.head_dim, uses_features(p), p.dtype);
   if (c == nullptr) return Status(StatusCode::Unsupported, "FlashSdpaPlan: no tensor-core forward configuration for this head dim");
   if (p.dtype == DType::BF16) return c->bf16(p, arch, sm_count, stream);
@@ -193,7 +198,6 @@ Status forward_mma(const FlashFwdParams& p, int arch, int sm_count, void* stream
 }
 
 const char* forward_mma_variant(const FlashShape& s, int arch, int sm_count) {
-  (void)arch;
   const SplitChoice sc = choose_split(s.batch, s.heads, s.kv_heads, s.q_len, s.kv_len, s.head_dim, sm_count);
   if (sc.splits > 0) {
     // Names the split path's configuration (mma_fwd::SplitCfg); the plan copies the string.
@@ -206,6 +210,7 @@ const char* forward_mma_variant(const FlashShape& s, int arch, int sm_count) {
   }
   // The shape does not say whether mask / ALiBi / softcap are on; name the
   // feature-free configuration (the general one differs only where noted).
+  if (forward_wgmma_eligible(s, false, arch)) return forward_wgmma_variant(s);
   const Config* c = pick(s.head_dim, false, s.dtype);
   return c ? c->name : "mma16816-unsupported";
 }

@@ -28,6 +28,7 @@
 #include <cstdint>
 
 #include "core/cuda_device.hpp"
+#include "cuda/smem_optin.cuh"
 #include "ops/attention/cuda/flash_common.cuh"
 #include "ops/attention/cuda/mma_utils.cuh"
 
@@ -196,6 +197,47 @@ __device__ __forceinline__ void edge_mask(float (&sc)[kMT][kNT][4], const FlashF
     }
 }
 
+// Online-softmax update for one S tile (kMT 16-row tiles x kNT 8-key tiles in
+// the mma C layout; the wgmma kernels use the same layout with kMT = 1):
+// scores * mult are in log2 units; m_run / l_run are this thread's running row
+// max and (quad-partial) row sum, o the output accumulator rescaled by
+// exp2(m_old - m_new). sc receives the unnormalised probabilities.
+template <int kMT, int kNT, int kDT>
+__device__ __forceinline__ void online_softmax(float (&sc)[kMT][kNT][4], float (&o)[kMT][kDT][4], float (&m_run)[kMT * 2],
+                                               float (&l_run)[kMT * 2], float mult) {
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt) {
+#pragma unroll
+    for (int hf = 0; hf < 2; ++hf) {
+      const int r = mt * 2 + hf;
+      float mx = -INFINITY;
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) mx = fmaxf(mx, fmaxf(sc[mt][nt][hf * 2], sc[mt][nt][hf * 2 + 1]));
+      mx = fmaxf(m_run[r], quad_max(mx) * mult);
+      // A row with no finite score yet keeps m = -inf; subtracting 0 then
+      // gives exp2(-inf) = 0 instead of NaN.
+      const float mu = mx == -INFINITY ? 0.f : mx;
+      const float alpha = fast_exp2(m_run[r] - mu);
+      m_run[r] = mx;
+      float sum = 0.f;
+#pragma unroll
+      for (int nt = 0; nt < kNT; ++nt) {
+        const float p0 = fast_exp2(fmaf(sc[mt][nt][hf * 2], mult, -mu));
+        const float p1 = fast_exp2(fmaf(sc[mt][nt][hf * 2 + 1], mult, -mu));
+        sc[mt][nt][hf * 2] = p0;
+        sc[mt][nt][hf * 2 + 1] = p1;
+        sum += p0 + p1;
+      }
+      l_run[r] = l_run[r] * alpha + sum;
+#pragma unroll
+      for (int dt = 0; dt < kDT; ++dt) {
+        o[mt][dt][hf * 2] *= alpha;
+        o[mt][dt][hf * 2 + 1] *= alpha;
+      }
+    }
+  }
+}
+
 // kStages = 1: one K and one V buffer (V(n) lands during S = Q K(n)^T, K(n+1)
 // during the softmax and P V(n)); kStages = 2: two of each, tile n+1 is
 // requested a whole iteration ahead and one barrier per tile suffices.
@@ -335,38 +377,7 @@ __global__ void __launch_bounds__(kWarps * 32, kWarps >= 8 ? 1 : 2) flash_fwd_mm
       if (edge) edge_mask<kMT, kNT>(sc, p, s, i0, j0, g, t4);
     }
 
-    // ---- online softmax (log2 units: score * mult) --------------------------------------
-#pragma unroll
-    for (int mt = 0; mt < kMT; ++mt) {
-#pragma unroll
-      for (int hf = 0; hf < 2; ++hf) {
-        const int r = mt * 2 + hf;
-        float mx = -INFINITY;
-#pragma unroll
-        for (int nt = 0; nt < kNT; ++nt) mx = fmaxf(mx, fmaxf(sc[mt][nt][hf * 2], sc[mt][nt][hf * 2 + 1]));
-        mx = fmaxf(m_run[r], quad_max(mx) * mult);
-        // A row with no finite score yet keeps m = -inf; subtracting 0 then
-        // gives exp2(-inf) = 0 instead of NaN.
-        const float mu = mx == -INFINITY ? 0.f : mx;
-        const float alpha = fast_exp2(m_run[r] - mu);
-        m_run[r] = mx;
-        float sum = 0.f;
-#pragma unroll
-        for (int nt = 0; nt < kNT; ++nt) {
-          const float p0 = fast_exp2(fmaf(sc[mt][nt][hf * 2], mult, -mu));
-          const float p1 = fast_exp2(fmaf(sc[mt][nt][hf * 2 + 1], mult, -mu));
-          sc[mt][nt][hf * 2] = p0;
-          sc[mt][nt][hf * 2 + 1] = p1;
-          sum += p0 + p1;
-        }
-        l_run[r] = l_run[r] * alpha + sum;
-#pragma unroll
-        for (int dt = 0; dt < kDT; ++dt) {
-          o[mt][dt][hf * 2] *= alpha;
-          o[mt][dt][hf * 2 + 1] *= alpha;
-        }
-      }
-    }
+    online_softmax<kMT, kNT, kDT>(sc, o, m_run, l_run, mult);
 
     // ---- O += P V ----------------------------------------------------------------------
 #pragma unroll
@@ -445,22 +456,8 @@ Status launch_fwd(const FlashFwdParams& p, int arch, int sm_count, void* stream)
   const size_t smem = static_cast<size_t>(kBM + 2 * kStages * kBN) * Cfg::kLd * sizeof(T);
   auto kern = feat ? flash_fwd_mma_kernel<T, kD, kBM, kBN, kWarps, kStages, true>
                    : flash_fwd_mma_kernel<T, kD, kBM, kBN, kWarps, kStages, false>;
-  // The smem opt-in is per kernel and device; doing it on every launch costs
-  // host time, so remember it per device (a race only repeats the same call).
-  static std::atomic<uint64_t> attr_done[2];
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) dev = 0;
-  const uint64_t bit = uint64_t{1} << (dev & 63);
-  if ((attr_done[feat].load(std::memory_order_relaxed) & bit) == 0) {
-    cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-    if (e == cudaSuccess)
-      e = cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      return detail::cuda_status(static_cast<int>(e), "FlashSdpaPlan: flash_fwd_mma smem attribute");
-    }
-    attr_done[feat].fetch_or(bit, std::memory_order_relaxed);
-  }
+  static cuda_util::SmemOptIn optin[2];  // per kernel: feature-free / general
+  BARACUDA_RETURN_IF_ERROR(cuda_util::ensure_smem(optin[feat], kern, smem, "FlashSdpaPlan: flash_fwd_mma smem attribute"));
   constexpr int kMaxZ = 65535;
   for (int b0 = 0; b0 < p.batch; b0 += kMaxZ) {
     a.b_base = b0;
@@ -850,20 +847,8 @@ Status launch_fwd_split(const FlashFwdParams& p, int splits, int pack, void* str
   const bool feat = p.mask != nullptr || p.alibi != nullptr || p.softcap > 0.0 || !(a.scale_log2 >= 1.17549435e-38f);
   const size_t smem = static_cast<size_t>(SC::kBM + 2 * SC::kStages * SC::kBN) * Cfg::kLd * sizeof(T);
   auto kern = feat ? flash_fwd_split_kernel<T, kD, true> : flash_fwd_split_kernel<T, kD, false>;
-  static std::atomic<uint64_t> attr_done[2];
-  int dev = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) dev = 0;
-  const uint64_t bit = uint64_t{1} << (dev & 63);
-  if ((attr_done[feat].load(std::memory_order_relaxed) & bit) == 0) {
-    cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-    if (e == cudaSuccess)
-      e = cudaFuncSetAttribute(kern, cudaFuncAttributePreferredSharedMemoryCarveout, cudaSharedmemCarveoutMaxShared);
-    if (e != cudaSuccess) {
-      (void)cudaGetLastError();
-      return detail::cuda_status(static_cast<int>(e), "FlashSdpaPlan: flash_fwd_split smem attribute");
-    }
-    attr_done[feat].fetch_or(bit, std::memory_order_relaxed);
-  }
+  static cuda_util::SmemOptIn optin[2];  // per kernel: feature-free / general
+  BARACUDA_RETURN_IF_ERROR(cuda_util::ensure_smem(optin[feat], kern, smem, "FlashSdpaPlan: flash_fwd_split smem attribute"));
   const cudaStream_t st = static_cast<cudaStream_t>(stream);
   const int mblocks = pack > 1 ? 1 : (p.q_len + SC::kBM - 1) / SC::kBM;
   const int ny = pack > 1 ? p.kv_heads : p.heads;

@@ -1,0 +1,153 @@
+// Hopper flash-attention forward: eligibility, tensor maps and dispatch (the
+// kernel is in flash_wgmma_fwd.cuh, one instantiation file per dtype and head
+// dim). forward_mma() tries this path first on sm_90.
+//
+// BARACUDA_FLASH_FWD_WGMMA=0 turns the path off (benchmarks compare it with
+// the mma.sync kernel); BARACUDA_FLASH_FWD_TILE, which picks an mma.sync
+// configuration, turns it off too.
+#include <cuda.h>
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+#include <cudaTypedefs.h>
+
+#include <cstdint>
+#include <cstdlib>
+#include <cstring>
+
+#include "ops/attention/cuda/flash_wgmma_fwd.cuh"
+#include "ops/attention/flash_cuda.hpp"
+
+// The kernels are compiled once, in the instantiation files.
+extern template baracuda::Status baracuda::cuda_flash::wgmma_fwd::launch_wgmma_kernel<__nv_bfloat16, 64>(
+    const baracuda::cuda_flash::wgmma_fwd::WgArgs&, int, int, int, void*);
+extern template baracuda::Status baracuda::cuda_flash::wgmma_fwd::launch_wgmma_kernel<__nv_bfloat16, 128>(
+    const baracuda::cuda_flash::wgmma_fwd::WgArgs&, int, int, int, void*);
+extern template baracuda::Status baracuda::cuda_flash::wgmma_fwd::launch_wgmma_kernel<__nv_bfloat16, 256>(
+    const baracuda::cuda_flash::wgmma_fwd::WgArgs&, int, int, int, void*);
+extern template baracuda::Status baracuda::cuda_flash::wgmma_fwd::launch_wgmma_kernel<__half, 64>(
+    const baracuda::cuda_flash::wgmma_fwd::WgArgs&, int, int, int, void*);
+extern template baracuda::Status baracuda::cuda_flash::wgmma_fwd::launch_wgmma_kernel<__half, 128>(
+    const baracuda::cuda_flash::wgmma_fwd::WgArgs&, int, int, int, void*);
+extern template baracuda::Status baracuda::cuda_flash::wgmma_fwd::launch_wgmma_kernel<__half, 256>(
+    const baracuda::cuda_flash::wgmma_fwd::WgArgs&, int, int, int, void*);
+
+namespace baracuda::cuda_flash {
+namespace {
+
+#if defined(BARACUDA_HAVE_SM90A)
+constexpr bool kBuiltSm90a = true;
+#else
+constexpr bool kBuiltSm90a = false;
+#endif
+
+bool env_allows() {
+  if (const char* e = std::getenv("BARACUDA_FLASH_FWD_WGMMA"); e != nullptr && std::strcmp(e, "0") == 0) return false;
+  return std::getenv("BARACUDA_FLASH_FWD_TILE") == nullptr;
+}
+
+bool dim_ok(int64_t d) { return d == 64 || d == 128 || d == 256; }
+
+// The driver's tensor-map encoder, found through the runtime (no link to libcuda).
+PFN_cuTensorMapEncodeTiled_v12000 encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 fn = [] {
+    void* f = nullptr;
+    cudaDriverEntryPointQueryResult q{};
+    if (cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &f, 12000, cudaEnableDefault, &q) != cudaSuccess ||
+        q != cudaDriverEntryPointSuccess) {
+      (void)cudaGetLastError();
+      return static_cast<PFN_cuTensorMapEncodeTiled_v12000>(nullptr);
+    }
+    return reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(f);
+  }();
+  return fn;
+}
+
+// A 4-D map (d, row, head, batch) over 16-bit elements with 64 x box_rows boxes
+// and the 128-byte swizzle. Strides are in elements. TMA needs 16-byte aligned
+// base and strides; a dimension of extent 1 gets a harmless valid stride.
+bool make_map(CUtensorMap* m, DType dt, const void* ptr, int64_t d, int64_t rows, int64_t heads, int64_t batch, int64_t s_row,
+              int64_t s_head, int64_t s_batch, int box_rows) {
+  const PFN_cuTensorMapEncodeTiled_v12000 enc = encoder();
+  if (enc == nullptr || reinterpret_cast<uintptr_t>(ptr) % 16 != 0) return false;
+  const int64_t e = 2;
+  int64_t sr = s_row * e, sh = s_head * e, sb = s_batch * e;
+  if (heads == 1) sh = sr * rows;
+  if (batch == 1) sb = sh * heads;
+  for (int64_t st : {sr, sh, sb})
+    if (st <= 0 || st % 16 != 0 || st >= (int64_t{1} << 40)) return false;
+  const cuuint64_t dims[4] = {static_cast<cuuint64_t>(d), static_cast<cuuint64_t>(rows), static_cast<cuuint64_t>(heads),
+                              static_cast<cuuint64_t>(batch)};
+  const cuuint64_t strides[3] = {static_cast<cuuint64_t>(sr), static_cast<cuuint64_t>(sh), static_cast<cuuint64_t>(sb)};
+  const cuuint32_t box[4] = {64, static_cast<cuuint32_t>(box_rows), 1, 1};
+  const cuuint32_t estr[4] = {1, 1, 1, 1};
+  const CUtensorMapDataType ty = dt == DType::BF16 ? CU_TENSOR_MAP_DATA_TYPE_BFLOAT16 : CU_TENSOR_MAP_DATA_TYPE_FLOAT16;
+  return enc(m, ty, 4, const_cast<void*>(ptr), dims, strides, box, estr, CU_TENSOR_MAP_INTERLEAVE_NONE,
+             CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
+}
+
+using Launch = Status (*)(const wgmma_fwd::WgArgs&, int, int, int, void*);
+template <class T>
+Launch pick(int64_t d) {
+  switch (d) {
+    case 64: return &wgmma_fwd::launch_wgmma_kernel<T, 64>;
+    case 128: return &wgmma_fwd::launch_wgmma_kernel<T, 128>;
+    case 256: return &wgmma_fwd::launch_wgmma_kernel<T, 256>;
+    default: return nullptr;
+  }
+}
+
+}  // namespace
+
+bool forward_wgmma_eligible(const FlashShape& s, bool features, int arch) {
+  return kBuiltSm90a && arch == 90 && !features && !s.varlen && (s.dtype == DType::BF16 || s.dtype == DType::F16) &&
+         dim_ok(s.head_dim) && s.q_len > 0 && s.q_len < (int64_t{1} << 31) && s.kv_len < (int64_t{1} << 31) &&
+         s.kv_heads > 0 && s.heads % s.kv_heads == 0 && env_allows();
+}
+
+const char* forward_wgmma_variant(const FlashShape& s) {
+  switch (s.head_dim) {
+    case 64: return "wgmma-tma-d64-q128k128s2";
+    case 128: return "wgmma-tma-d128-q128k128s2";
+    case 256: return "wgmma-tma-d256-q128k64s2";
+    default: return "wgmma-unsupported";
+  }
+}
+
+Status forward_wgmma(const FlashFwdParams& p, int arch, bool* ran, void* stream) {
+  *ran = false;
+  FlashShape sh;
+  sh.dtype = p.dtype;
+  sh.batch = p.batch;
+  sh.heads = p.heads;
+  sh.kv_heads = p.kv_heads;
+  sh.q_len = p.q_len;
+  sh.kv_len = p.kv_len;
+  sh.head_dim = p.head_dim;
+  sh.varlen = p.cu_q != nullptr;
+  const bool feat = p.mask != nullptr || p.alibi != nullptr || p.softcap > 0.0 ||
+                    !(static_cast<float>(p.scale * 1.4426950408889634) >= 1.17549435e-38f);
+  if (!forward_wgmma_eligible(sh, feat, arch)) return Status::ok();
+  if (p.q_len <= 0 || p.batch <= 0 || p.heads <= 0) return Status::ok();
+  wgmma_fwd::WgArgs wa;
+  std::memset(static_cast<void*>(&wa), 0, sizeof(wa));
+  const int kbn = p.head_dim <= 128 ? 128 : 64;
+  // kv_len == 0 still needs valid maps (no tile is loaded then); give K / V one row.
+  const int64_t kv_rows = p.kv_len > 0 ? p.kv_len : 1;
+  if (!make_map(&wa.tm_q, p.dtype, p.q, p.head_dim, p.q_len, p.heads, p.batch, p.q_ss, p.q_sh, p.q_sb, 128) ||
+      !make_map(&wa.tm_k, p.dtype, p.k, p.head_dim, kv_rows, p.kv_heads, p.batch, p.k_ss, p.k_sh, p.k_sb, kbn) ||
+      !make_map(&wa.tm_v, p.dtype, p.v, p.head_dim, kv_rows, p.kv_heads, p.batch, p.v_ss, p.v_sh, p.v_sb, kbn))
+    return Status::ok();  // strides TMA cannot describe: the caller takes the mma.sync path
+  wa.f.p = p;
+  wa.f.scale = static_cast<float>(p.scale);
+  wa.f.scale_log2 = static_cast<float>(p.scale * 1.4426950408889634);
+  wa.f.softcap = 0.f;
+  wa.f.softcap_in = 0.f;
+  wa.f.group = p.heads / p.kv_heads;
+  const Launch fn = p.dtype == DType::BF16 ? pick<__nv_bfloat16>(p.head_dim) : pick<__half>(p.head_dim);
+  if (fn == nullptr) return Status::ok();
+  *ran = true;
+  return fn(wa, p.q_len, p.heads, p.batch, stream);
+}
+
+}  // namespace baracuda::cuda_flash
