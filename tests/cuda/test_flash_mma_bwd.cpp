@@ -40,6 +40,9 @@ using OutBuf = bt::DeviceOut;
 using Case = bt::FlashCase;
 using MaskKind = bt::FlashMask;
 
+// Substring the backward plan's variant must hold (null: any tensor-core variant).
+const char* g_want_variant = nullptr;
+
 // Worst errors seen, per dtype (0 = f16, 1 = bf16).
 struct Worst {
   double dq = 0, dk = 0, dv = 0;
@@ -97,6 +100,8 @@ std::string run_case(const Case& c, DType dt) {
   if (bplan->sku().backend != Backend::Bespoke) return "backward: not the bespoke backend";
   if (bplan->sku().variant.find("mma") == std::string::npos)
     return "backward: expected the tensor-core variant, got " + bplan->sku().variant;
+  if (g_want_variant != nullptr && bplan->sku().variant.find(g_want_variant) == std::string::npos)
+    return std::string("backward: expected a variant with ") + g_want_variant + ", got " + bplan->sku().variant;
 
   const bt::DeviceFlashInputs dev(d, in);
   Buffer by = bt::to_device(yh.buf, bt::kFlashMinBytes), bl = bt::to_device(ref.lse.buf, bt::kFlashMinBytes);
@@ -370,4 +375,100 @@ TEST(FlashMmaBwd, ManyTilesAndDeterminism) {
   c.B = 1, c.Q = 512, c.K = 512, c.D = 128, c.H = 8, c.Hk = 2, c.scale = std::nullopt;
   cs.push_back(c);
   run_all(cs);
+}
+
+// ---- Hopper path (wgmma + TMA, sm_90 with the sm_90a target built) ------------------
+namespace {
+bool device_is_sm90() {
+  int dev = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return false;
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  return major == 9 && minor == 0;
+}
+
+// Problems the Hopper backward takes: head dims 64 / 128, dense, no mask,
+// ALiBi or softcap.
+std::vector<Case> hopper_cases() {
+  std::vector<Case> cs;
+  for (int64_t D : {64, 128}) {
+    const std::string dn = " D" + std::to_string(D);
+    Case c;
+    c.D = D;
+    c.name = "plain odd sizes" + dn;
+    c.B = 2, c.H = 3, c.Hk = 3, c.Q = 150, c.K = 141;
+    cs.push_back(c);
+    c.name = "tile multiples" + dn;
+    c.B = 1, c.H = 2, c.Hk = 2, c.Q = 256, c.K = 256;
+    cs.push_back(c);
+    for (auto al : {DiagonalAlign::TopLeft, DiagonalAlign::BottomRight})
+      for (auto [Q, K] : {std::pair<int64_t, int64_t>{200, 200}, {100, 300}, {300, 100}, {129, 64}, {1, 333}}) {
+        c = Case{};
+        c.D = D;
+        c.name = std::string("causal ") + (al == DiagonalAlign::TopLeft ? "tl" : "br") + " Q" + std::to_string(Q) + " K" +
+                 std::to_string(K) + dn;
+        c.B = 1, c.H = 2, c.Hk = 1, c.Q = Q, c.K = K, c.causal = true, c.align = al;
+        cs.push_back(c);
+      }
+    c = Case{};
+    c.D = D;
+    c.name = "GQA 4 long keys" + dn;
+    c.B = 1, c.H = 8, c.Hk = 2, c.Q = 300, c.K = 700;
+    cs.push_back(c);
+    c.name = "MQA" + dn;
+    c.B = 2, c.H = 6, c.Hk = 1, c.Q = 200, c.K = 90;
+    cs.push_back(c);
+    c = Case{};
+    c.D = D;
+    c.name = "window both" + dn;
+    c.B = 1, c.H = 3, c.Hk = 1, c.Q = 257, c.K = 400, c.wl = 37, c.wr = 5;
+    cs.push_back(c);
+    c.name = "window left causal br" + dn;
+    c.wl = 100, c.wr = -1, c.causal = true, c.align = DiagonalAlign::BottomRight, c.Q = 300, c.K = 500;
+    cs.push_back(c);
+    c = Case{};
+    c.D = D;
+    c.name = "[B,S,H,D] causal" + dn;
+    c.B = 2, c.H = 4, c.Hk = 2, c.Q = 150, c.K = 170, c.bshd = true, c.causal = true;
+    cs.push_back(c);
+    c.name = "padded outputs" + dn;
+    c.bshd = false, c.padded_out = true, c.causal = false;
+    cs.push_back(c);
+    c = Case{};
+    c.D = D;
+    c.name = "Q0 (dk = dv = 0)" + dn;
+    c.B = 2, c.H = 2, c.Hk = 1, c.Q = 0, c.K = 130;
+    cs.push_back(c);
+    c.name = "K0 (dq = 0)" + dn;
+    c.Q = 140, c.K = 0;
+    cs.push_back(c);
+    c.name = "br causal rows without keys" + dn;
+    c.Q = 300, c.K = 40, c.causal = true, c.align = DiagonalAlign::BottomRight;
+    cs.push_back(c);
+    c = Case{};
+    c.D = D;
+    c.name = "many tiles sharp scale" + dn;
+    c.B = 1, c.H = 2, c.Hk = 1, c.Q = 700, c.K = 900, c.scale = 2.0 / std::sqrt(static_cast<double>(D)), c.qrange = 2.0;
+    cs.push_back(c);
+  }
+  return cs;
+}
+}  // namespace
+
+TEST(FlashMmaBwd, HopperWgmmaPath) {
+  BT_SKIP_WITHOUT_GPU();
+  if (!device_is_sm90()) GTEST_SKIP() << "the wgmma path needs an sm_90 device";
+  g_want_variant = "wgmma-tma-bwd";
+  run_all(hopper_cases());
+  g_want_variant = nullptr;
+}
+
+// The same problems on the mma.sync kernels (the path of other GPUs).
+TEST(FlashMmaBwd, MmaPathWithWgmmaOff) {
+  BT_SKIP_WITHOUT_GPU();
+  setenv("BARACUDA_FLASH_BWD_WGMMA", "0", 1);
+  g_want_variant = "mma16816-bwd";
+  run_all(hopper_cases());
+  g_want_variant = nullptr;
+  unsetenv("BARACUDA_FLASH_BWD_WGMMA");
 }

@@ -77,7 +77,7 @@ __global__ void __launch_bounds__(kPreWarps * 32) bwd_preprocess_kernel(const __
 }
 
 template <class T>
-Status run_backward(const FlashBwdParams& p, void* stream) {
+Status run_backward(const FlashBwdParams& p, int arch, void* stream) {
   FlashShape shape;
   shape.dtype = p.dtype;
   shape.batch = p.batch;
@@ -116,6 +116,11 @@ Status run_backward(const FlashBwdParams& p, void* stream) {
       if (e != cudaSuccess) return detail::cuda_status(static_cast<int>(e), "FlashSdpaBackwardPlan: preprocess launch");
     }
   }
+  if (arch == 90) {
+    bool ran = false;
+    const Status st_w = backward_wgmma(a, arch, &ran, stream);
+    if (ran) return st_w;
+  }
   switch ((p.head_dim + 31) / 32) {
     case 1: return mma_bwd::launch_bwd<T, 32>(a, stream);
     case 2: return mma_bwd::launch_bwd<T, 64>(a, stream);
@@ -147,13 +152,13 @@ Status backward_mma(const FlashBwdParams& p, int arch, int sm_count, void* strea
                       std::to_string(p.head_dim));
   if (p.kv_heads <= 0 || p.heads % p.kv_heads != 0)
     return Status(StatusCode::InvalidProblem, "FlashSdpaBackwardPlan: heads must be a multiple of kv_heads");
-  if (p.dtype == DType::BF16) return run_backward<__nv_bfloat16>(p, stream);
-  if (p.dtype == DType::F16) return run_backward<__half>(p, stream);
+  if (p.dtype == DType::BF16) return run_backward<__nv_bfloat16>(p, arch, stream);
+  if (p.dtype == DType::F16) return run_backward<__half>(p, arch, stream);
   return Status(StatusCode::Unsupported, "FlashSdpaBackwardPlan: tensor-core backward takes f16 or bf16");
 }
 
 const char* backward_mma_variant(const FlashShape& s, int arch) {
-  (void)arch;
+  if (backward_wgmma_eligible(s, false, arch)) return backward_wgmma_variant(s);
   // dK/dV CTA: keys x query step (warps sharing a key block); dQ CTA: query rows x key step. 8 warps each.
   switch ((s.head_dim + 31) / 32) {
     case 1: return "mma16816-bwd-d32-kv128q64-q128k64";

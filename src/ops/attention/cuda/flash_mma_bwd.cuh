@@ -109,3 +109,9 @@ template <class T, int kD>
 Status launch_bwd(const BwdArgs& a, void* stream);
 
 }  // namespace baracuda::cuda_flash::mma_bwd
+
+namespace baracuda::cuda_flash {
+// The Hopper kernels on the same preprocessed workspace (flash_wgmma.cu); sets
+// *ran = false without launching when the problem does not qualify.
+Status backward_wgmma(const mma_bwd::BwdArgs& a, int arch, bool* ran, void* stream);
+}  // namespace baracuda::cuda_flash

@@ -1,10 +1,11 @@
-// Hopper flash-attention forward: eligibility, tensor maps and dispatch (the
-// kernel is in flash_wgmma_fwd.cuh, one instantiation file per dtype and head
-// dim). forward_mma() tries this path first on sm_90.
+// Hopper flash attention (wgmma + TMA): eligibility, tensor maps and dispatch
+// for the forward (kernel in flash_wgmma_fwd.cuh) and the backward (kernels in
+// flash_wgmma_bwd.cuh), one instantiation file per dtype and head dim.
+// forward_mma() and backward_mma() try this path first on sm_90.
 //
-// BARACUDA_FLASH_FWD_WGMMA=0 turns the path off (benchmarks compare it with
-// the mma.sync kernel); BARACUDA_FLASH_FWD_TILE, which picks an mma.sync
-// configuration, turns it off too.
+// BARACUDA_FLASH_FWD_WGMMA=0 / BARACUDA_FLASH_BWD_WGMMA=0 turn the path off
+// (benchmarks compare it with the mma.sync kernels); BARACUDA_FLASH_FWD_TILE,
+// which picks an mma.sync forward configuration, turns the forward off too.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -15,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "ops/attention/cuda/flash_wgmma_bwd.cuh"
 #include "ops/attention/cuda/flash_wgmma_fwd.cuh"
 #include "ops/attention/flash_cuda.hpp"
 
@@ -31,6 +33,14 @@ extern template baracuda::Status baracuda::cuda_flash::wgmma_fwd::launch_wgmma_k
     const baracuda::cuda_flash::wgmma_fwd::WgArgs&, int, int, int, void*);
 extern template baracuda::Status baracuda::cuda_flash::wgmma_fwd::launch_wgmma_kernel<__half, 256>(
     const baracuda::cuda_flash::wgmma_fwd::WgArgs&, int, int, int, void*);
+extern template baracuda::Status baracuda::cuda_flash::wgmma_bwd::launch_wgmma_bwd<__nv_bfloat16, 64>(
+    const baracuda::cuda_flash::wgmma_bwd::WgBwdArgs&, const baracuda::cuda_flash::wgmma_bwd::WgBwdArgs&, void*);
+extern template baracuda::Status baracuda::cuda_flash::wgmma_bwd::launch_wgmma_bwd<__nv_bfloat16, 128>(
+    const baracuda::cuda_flash::wgmma_bwd::WgBwdArgs&, const baracuda::cuda_flash::wgmma_bwd::WgBwdArgs&, void*);
+extern template baracuda::Status baracuda::cuda_flash::wgmma_bwd::launch_wgmma_bwd<__half, 64>(
+    const baracuda::cuda_flash::wgmma_bwd::WgBwdArgs&, const baracuda::cuda_flash::wgmma_bwd::WgBwdArgs&, void*);
+extern template baracuda::Status baracuda::cuda_flash::wgmma_bwd::launch_wgmma_bwd<__half, 128>(
+    const baracuda::cuda_flash::wgmma_bwd::WgBwdArgs&, const baracuda::cuda_flash::wgmma_bwd::WgBwdArgs&, void*);
 
 namespace baracuda::cuda_flash {
 namespace {
@@ -41,10 +51,11 @@ constexpr bool kBuiltSm90a = true;
 constexpr bool kBuiltSm90a = false;
 #endif
 
-bool env_allows() {
-  if (const char* e = std::getenv("BARACUDA_FLASH_FWD_WGMMA"); e != nullptr && std::strcmp(e, "0") == 0) return false;
-  return std::getenv("BARACUDA_FLASH_FWD_TILE") == nullptr;
+bool env_off(const char* name) {
+  const char* e = std::getenv(name);
+  return e != nullptr && std::strcmp(e, "0") == 0;
 }
+bool env_allows() { return !env_off("BARACUDA_FLASH_FWD_WGMMA") && std::getenv("BARACUDA_FLASH_FWD_TILE") == nullptr; }
 
 bool dim_ok(int64_t d) { return d == 64 || d == 128 || d == 256; }
 
@@ -148,6 +159,55 @@ Status forward_wgmma(const FlashFwdParams& p, int arch, bool* ran, void* stream)
   if (fn == nullptr) return Status::ok();
   *ran = true;
   return fn(wa, p.q_len, p.heads, p.batch, stream);
+}
+
+bool backward_wgmma_eligible(const FlashShape& s, bool features, int arch) {
+  return kBuiltSm90a && arch == 90 && !features && !s.varlen && (s.dtype == DType::BF16 || s.dtype == DType::F16) &&
+         (s.head_dim == 64 || s.head_dim == 128) && s.q_len < (int64_t{1} << 31) && s.kv_len < (int64_t{1} << 31) &&
+         s.kv_heads > 0 && s.heads % s.kv_heads == 0 && !env_off("BARACUDA_FLASH_BWD_WGMMA");
+}
+
+const char* backward_wgmma_variant(const FlashShape& s) {
+  return s.head_dim == 64 ? "wgmma-tma-bwd-d64-kv128q64-q128k64" : "wgmma-tma-bwd-d128-kv128q64-q128k64";
+}
+
+Status backward_wgmma(const mma_bwd::BwdArgs& a, int arch, bool* ran, void* stream) {
+  *ran = false;
+  const FlashBwdParams& p = a.p;
+  FlashShape sh;
+  sh.dtype = p.dtype;
+  sh.batch = p.batch;
+  sh.heads = p.heads;
+  sh.kv_heads = p.kv_heads;
+  sh.q_len = p.q_len;
+  sh.kv_len = p.kv_len;
+  sh.head_dim = p.head_dim;
+  sh.varlen = p.cu_q != nullptr;
+  const bool feat = p.mask != nullptr || p.alibi != nullptr || p.softcap > 0.0 || !(a.scale_log2 >= 1.17549435e-38f);
+  if (!backward_wgmma_eligible(sh, feat, arch) || p.batch <= 0 || p.heads <= 0) return Status::ok();
+  const int64_t q_rows = p.q_len > 0 ? p.q_len : 1, kv_rows = p.kv_len > 0 ? p.kv_len : 1;
+  wgmma_bwd::WgBwdArgs w1, w2;
+  std::memset(static_cast<void*>(&w1), 0, sizeof(w1));
+  std::memset(static_cast<void*>(&w2), 0, sizeof(w2));
+  // dK/dV kernel: query tiles of 64, key tiles of 128; dQ kernel: the reverse.
+  for (int k = 0; k < 2; ++k) {
+    wgmma_bwd::WgBwdArgs& w = k == 0 ? w1 : w2;
+    const int qbox = k == 0 ? 64 : 128, kbox = k == 0 ? 128 : 64;
+    if (!make_map(&w.tm_q, p.dtype, p.q, p.head_dim, q_rows, p.heads, p.batch, p.q_ss, p.q_sh, p.q_sb, qbox) ||
+        !make_map(&w.tm_dy, p.dtype, p.dy, p.head_dim, q_rows, p.heads, p.batch, p.dy_ss, p.dy_sh, p.dy_sb, qbox) ||
+        !make_map(&w.tm_k, p.dtype, p.k, p.head_dim, kv_rows, p.kv_heads, p.batch, p.k_ss, p.k_sh, p.k_sb, kbox) ||
+        !make_map(&w.tm_v, p.dtype, p.v, p.head_dim, kv_rows, p.kv_heads, p.batch, p.v_ss, p.v_sh, p.v_sb, kbox))
+      return Status::ok();  // strides TMA cannot describe: the caller takes the mma.sync kernels
+    w.a = a;
+  }
+  using BwdLaunch = Status (*)(const wgmma_bwd::WgBwdArgs&, const wgmma_bwd::WgBwdArgs&, void*);
+  BwdLaunch fn = nullptr;
+  if (p.dtype == DType::BF16)
+    fn = p.head_dim == 64 ? &wgmma_bwd::launch_wgmma_bwd<__nv_bfloat16, 64> : &wgmma_bwd::launch_wgmma_bwd<__nv_bfloat16, 128>;
+  else
+    fn = p.head_dim == 64 ? &wgmma_bwd::launch_wgmma_bwd<__half, 64> : &wgmma_bwd::launch_wgmma_bwd<__half, 128>;
+  *ran = true;
+  return fn(w1, w2, stream);
 }
 
 }  // namespace baracuda::cuda_flash
