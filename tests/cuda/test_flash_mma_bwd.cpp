@@ -387,11 +387,11 @@ bool device_is_sm90() {
   return major == 9 && minor == 0;
 }
 
-// Problems the Hopper backward takes: head dims 64 / 128, dense, no mask,
+// Problems the Hopper backward takes: head dims 64 / 128 and padded 56 / 96, dense, no mask,
 // ALiBi or softcap.
 std::vector<Case> hopper_cases() {
   std::vector<Case> cs;
-  for (int64_t D : {64, 128}) {
+  for (int64_t D : {64, 128, 56, 96}) {
     const std::string dn = " D" + std::to_string(D);
     Case c;
     c.D = D;

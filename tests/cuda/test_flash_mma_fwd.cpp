@@ -555,12 +555,12 @@ bool device_is_sm90() {
   return major == 9 && minor == 0;
 }
 
-// Cases the Hopper kernel takes (head dims 64 / 128 / 256, dense, no mask,
+// Cases the Hopper kernel takes (head dims 64 / 128 / 256 and padded 48 / 96 / 200, dense, no mask,
 // ALiBi or softcap; q_len > 64 so the split-KV decode path stays out).
 std::vector<Case> hopper_cases(const char* want) {
   std::vector<Case> cs;
   for (DType t : kTypes)
-    for (int64_t D : {64, 128, 256}) {
+    for (int64_t D : {64, 128, 256, 48, 96, 200}) {
       auto add = [&](Case c) {
         c.want_variant = want;
         cs.push_back(c);

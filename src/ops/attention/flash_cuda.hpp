@@ -107,7 +107,7 @@ const char* backward_mma_variant(const FlashShape& s, int arch);
 bool forward_wgmma_eligible(const FlashShape& s, bool features, int arch);
 const char* forward_wgmma_variant(const FlashShape& s);
 Status forward_wgmma(const FlashFwdParams& p, int arch, bool* ran, void* stream);
-// The backward (head dims 64 and 128, otherwise the same rules) runs from
+// The backward (head dims 48..64 and 96..128, otherwise the same rules) runs from
 // backward_mma() after its preprocess kernel, on the same workspace.
 bool backward_wgmma_eligible(const FlashShape& s, bool features, int arch);
 const char* backward_wgmma_variant(const FlashShape& s);

@@ -200,11 +200,13 @@ __device__ __forceinline__ void edge_mask(float (&sc)[kMT][kNT][4], const FlashF
 // Online-softmax update for one S tile (kMT 16-row tiles x kNT 8-key tiles in
 // the mma C layout; the wgmma kernels use the same layout with kMT = 1):
 // scores * mult are in log2 units; m_run / l_run are this thread's running row
-// max and (quad-partial) row sum, o the output accumulator rescaled by
-// exp2(m_old - m_new). sc receives the unnormalised probabilities.
-template <int kMT, int kNT, int kDT>
-__device__ __forceinline__ void online_softmax(float (&sc)[kMT][kNT][4], float (&o)[kMT][kDT][4], float (&m_run)[kMT * 2],
-                                               float (&l_run)[kMT * 2], float mult) {
+// max and (quad-partial) row sum. sc receives the unnormalised probabilities
+// and alpha = exp2(m_old - m_new), the factor the output accumulator of each
+// row must be scaled by (online_softmax below does it at once; the pipelined
+// wgmma kernel later, once the previous P V product has landed).
+template <int kMT, int kNT>
+__device__ __forceinline__ void softmax_update(float (&sc)[kMT][kNT][4], float (&m_run)[kMT * 2], float (&l_run)[kMT * 2],
+                                               float mult, float (&alpha)[kMT * 2]) {
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
@@ -217,7 +219,7 @@ __device__ __forceinline__ void online_softmax(float (&sc)[kMT][kNT][4], float (
       // A row with no finite score yet keeps m = -inf; subtracting 0 then
       // gives exp2(-inf) = 0 instead of NaN.
       const float mu = mx == -INFINITY ? 0.f : mx;
-      const float alpha = fast_exp2(m_run[r] - mu);
+      alpha[r] = fast_exp2(m_run[r] - mu);
       m_run[r] = mx;
       float sum = 0.f;
 #pragma unroll
@@ -228,14 +230,30 @@ __device__ __forceinline__ void online_softmax(float (&sc)[kMT][kNT][4], float (
         sc[mt][nt][hf * 2 + 1] = p1;
         sum += p0 + p1;
       }
-      l_run[r] = l_run[r] * alpha + sum;
-#pragma unroll
-      for (int dt = 0; dt < kDT; ++dt) {
-        o[mt][dt][hf * 2] *= alpha;
-        o[mt][dt][hf * 2 + 1] *= alpha;
-      }
+      l_run[r] = l_run[r] * alpha[r] + sum;
     }
   }
+}
+
+template <int kMT, int kDT>
+__device__ __forceinline__ void rescale_rows(float (&o)[kMT][kDT][4], const float (&alpha)[kMT * 2]) {
+#pragma unroll
+  for (int mt = 0; mt < kMT; ++mt)
+#pragma unroll
+    for (int dt = 0; dt < kDT; ++dt) {
+      o[mt][dt][0] *= alpha[mt * 2];
+      o[mt][dt][1] *= alpha[mt * 2];
+      o[mt][dt][2] *= alpha[mt * 2 + 1];
+      o[mt][dt][3] *= alpha[mt * 2 + 1];
+    }
+}
+
+template <int kMT, int kNT, int kDT>
+__device__ __forceinline__ void online_softmax(float (&sc)[kMT][kNT][4], float (&o)[kMT][kDT][4], float (&m_run)[kMT * 2],
+                                               float (&l_run)[kMT * 2], float mult) {
+  float alpha[kMT * 2];
+  softmax_update<kMT, kNT>(sc, m_run, l_run, mult, alpha);
+  rescale_rows<kMT, kDT>(o, alpha);
 }
 
 // kStages = 1: one K and one V buffer (V(n) lands during S = Q K(n)^T, K(n+1)

@@ -57,7 +57,16 @@ bool env_off(const char* name) {
 }
 bool env_allows() { return !env_off("BARACUDA_FLASH_FWD_WGMMA") && std::getenv("BARACUDA_FLASH_FWD_TILE") == nullptr; }
 
-bool dim_ok(int64_t d) { return d == 64 || d == 128 || d == 256; }
+// The kernels exist for head dims 64, 128 and 256; a smaller head dim (a
+// multiple of 8) runs in the next one up, its columns zero-filled by TMA, when
+// at least 3/4 of the padded work is real (measured: the padded wgmma kernel
+// still beats the mma.sync kernel there).
+int padded_dim(int64_t d) {
+  if (d <= 0 || d % 8 != 0 || d > 256) return 0;
+  const int64_t p = d <= 64 ? 64 : (d <= 128 ? 128 : 256);
+  return 4 * d >= 3 * p ? static_cast<int>(p) : 0;
+}
+bool dim_ok(int64_t d) { return padded_dim(d) != 0; }
 
 // The driver's tensor-map encoder, found through the runtime (no link to libcuda).
 PFN_cuTensorMapEncodeTiled_v12000 encoder() {
@@ -100,7 +109,7 @@ bool make_map(CUtensorMap* m, DType dt, const void* ptr, int64_t d, int64_t rows
 using Launch = Status (*)(const wgmma_fwd::WgArgs&, int, int, int, void*);
 template <class T>
 Launch pick(int64_t d) {
-  switch (d) {
+  switch (padded_dim(d)) {
     case 64: return &wgmma_fwd::launch_wgmma_kernel<T, 64>;
     case 128: return &wgmma_fwd::launch_wgmma_kernel<T, 128>;
     case 256: return &wgmma_fwd::launch_wgmma_kernel<T, 256>;
@@ -117,7 +126,7 @@ bool forward_wgmma_eligible(const FlashShape& s, bool features, int arch) {
 }
 
 const char* forward_wgmma_variant(const FlashShape& s) {
-  switch (s.head_dim) {
+  switch (padded_dim(s.head_dim)) {
     case 64: return "wgmma-tma-d64-q128k128s2";
     case 128: return "wgmma-tma-d128-q128k128s2";
     case 256: return "wgmma-tma-d256-q128k64s2";
@@ -142,7 +151,7 @@ Status forward_wgmma(const FlashFwdParams& p, int arch, bool* ran, void* stream)
   if (p.q_len <= 0 || p.batch <= 0 || p.heads <= 0) return Status::ok();
   wgmma_fwd::WgArgs wa;
   std::memset(static_cast<void*>(&wa), 0, sizeof(wa));
-  const int kbn = p.head_dim <= 128 ? 128 : 64;
+  const int kbn = padded_dim(p.head_dim) <= 128 ? 128 : 64;
   // kv_len == 0 still needs valid maps (no tile is loaded then); give K / V one row.
   const int64_t kv_rows = p.kv_len > 0 ? p.kv_len : 1;
   if (!make_map(&wa.tm_q, p.dtype, p.q, p.head_dim, p.q_len, p.heads, p.batch, p.q_ss, p.q_sh, p.q_sb, 128) ||
@@ -163,12 +172,12 @@ Status forward_wgmma(const FlashFwdParams& p, int arch, bool* ran, void* stream)
 
 bool backward_wgmma_eligible(const FlashShape& s, bool features, int arch) {
   return kBuiltSm90a && arch == 90 && !features && !s.varlen && (s.dtype == DType::BF16 || s.dtype == DType::F16) &&
-         (s.head_dim == 64 || s.head_dim == 128) && s.q_len < (int64_t{1} << 31) && s.kv_len < (int64_t{1} << 31) &&
+         (padded_dim(s.head_dim) == 64 || padded_dim(s.head_dim) == 128) && s.q_len < (int64_t{1} << 31) && s.kv_len < (int64_t{1} << 31) &&
          s.kv_heads > 0 && s.heads % s.kv_heads == 0 && !env_off("BARACUDA_FLASH_BWD_WGMMA");
 }
 
 const char* backward_wgmma_variant(const FlashShape& s) {
-  return s.head_dim == 64 ? "wgmma-tma-bwd-d64-kv128q64-q128k64" : "wgmma-tma-bwd-d128-kv128q64-q128k64";
+  return padded_dim(s.head_dim) == 64 ? "wgmma-tma-bwd-d64-kv128q64-q128k64" : "wgmma-tma-bwd-d128-kv128q64-q128k64";
 }
 
 Status backward_wgmma(const mma_bwd::BwdArgs& a, int arch, bool* ran, void* stream) {
@@ -203,9 +212,10 @@ Status backward_wgmma(const mma_bwd::BwdArgs& a, int arch, bool* ran, void* stre
   using BwdLaunch = Status (*)(const wgmma_bwd::WgBwdArgs&, const wgmma_bwd::WgBwdArgs&, void*);
   BwdLaunch fn = nullptr;
   if (p.dtype == DType::BF16)
-    fn = p.head_dim == 64 ? &wgmma_bwd::launch_wgmma_bwd<__nv_bfloat16, 64> : &wgmma_bwd::launch_wgmma_bwd<__nv_bfloat16, 128>;
+    fn = padded_dim(p.head_dim) == 64 ? &wgmma_bwd::launch_wgmma_bwd<__nv_bfloat16, 64>
+                                      : &wgmma_bwd::launch_wgmma_bwd<__nv_bfloat16, 128>;
   else
-    fn = p.head_dim == 64 ? &wgmma_bwd::launch_wgmma_bwd<__half, 64> : &wgmma_bwd::launch_wgmma_bwd<__half, 128>;
+    fn = padded_dim(p.head_dim) == 64 ? &wgmma_bwd::launch_wgmma_bwd<__half, 64> : &wgmma_bwd::launch_wgmma_bwd<__half, 128>;
   *ran = true;
   return fn(w1, w2, stream);
 }
