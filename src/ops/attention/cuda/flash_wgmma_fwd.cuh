@@ -1,7 +1,12 @@
 // Hopper flash-attention forward (f16 / bf16, sm_90a): wgmma + TMA, with a
 // producer warpgroup and two consumer warpgroups (FlashAttention-3's
-// structure, with its intra-warpgroup pipelining of softmax and P V; no
-// explicit ping-pong scheduling between the two consumer warpgroups).
+// structure). Tried and measured slower on an H200, so not used: FA3's
+// intra-warpgroup pipelining (S(n+1) issued before P(n) V(n), its softmax
+// overlapping that product): 575 vs 597 TFLOP/s at (4,16,4096,128), 347 vs 386
+// at D = 64, 502 vs 605 at D = 256. Note for such experiments: a branch
+// between a wgmma's issue and its wait, or a non-wgmma write to an
+// accumulator while any wgmma is pending, makes ptxas serialise the wgmmas
+// (info C7515 in the -Xptxas -v output).
 //
 // One CTA owns kBM = 128 query rows of one (batch, head):
 //   * warps 0-3 and 4-7 are two consumer warpgroups, each owning 64 rows: they
@@ -149,16 +154,19 @@ __global__ void __launch_bounds__(384, 1) flash_fwd_wgmma_kernel(const __grid_co
 
   // Q: this warpgroup's 64 rows inside each 128-row column block.
   const uint64_t q_desc = desc_sw128(sQ + wg * 64 * 128, 16, 1024);
+  if (n_lo < n_hi) mbar_wait(bar_q, 0);
 
-  // Software pipeline inside the warpgroup: S(n+1) = Q K(n+1)^T is issued
-  // before O += P(n) V(n), and the softmax of S(n+1) runs while that product
-  // is in flight; the rescale of O by the new row max waits for it to land.
-  float(&o3)[1][kDT][4] = reinterpret_cast<float(&)[1][kDT][4]>(o);
-  uint32_t pa[kBN / 16][4];
-  auto issue_s = [&](float (&sflat)[kNT * 4], int n) {
+  for (int n = n_lo; n < n_hi; ++n) {
     const int it = n - n_lo, st = it % kStages;
-    mbar_wait(bar_k(st), static_cast<uint32_t>((it / kStages) & 1));
-    const uint64_t k_desc = desc_sw128(sK + st * Cfg::kKVBytes, 16, 1024);
+    const uint32_t par = static_cast<uint32_t>((it / kStages) & 1);
+    const uint32_t kA = sK + st * Cfg::kKVBytes, vA = sV + st * Cfg::kKVBytes;
+    const int j0 = n * kBN;
+
+    // ---- S = Q K^T ------------------------------------------------------------------
+    float sc[1][kNT][4];
+    float(&sflat)[kNT * 4] = reinterpret_cast<float(&)[kNT * 4]>(sc);
+    mbar_wait(bar_k(st), par);
+    const uint64_t k_desc = desc_sw128(kA, 16, 1024);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kD / 16; ++kk) {
@@ -168,64 +176,29 @@ __global__ void __launch_bounds__(384, 1) flash_fwd_wgmma_kernel(const __grid_co
       wgmma_ss<T, kBN>(sflat, q_desc + qo, k_desc + ko, kk > 0 ? 1 : 0);
     }
     wgmma_commit();
-  };
-  // Masks S(n) and turns it into P(n) (alpha: the rescale factors of O).
-  auto scores = [&](float (&sc)[1][kNT][4], int n, float (&alpha)[2]) {
-    if (n < f_lo || n >= f_hi) mma_fwd::edge_mask<1, kNT>(sc, p, s, i0, n * kBN, g, t4);
-    mma_fwd::softmax_update<1, kNT>(sc, m_run, l_run, mult, alpha);
-  };
-  auto to_a = [&](const float (&sc)[1][kNT][4]) {
-#pragma unroll
-    for (int kk = 0; kk < kBN / 16; ++kk) acc_to_a_frag<T>(pa[kk], sc[0][2 * kk], sc[0][2 * kk + 1]);
-  };
-
-  if (n_lo < n_hi) {
-    mbar_wait(bar_q, 0);
-    float sc[1][kNT][4];
-    float(&sflat)[kNT * 4] = reinterpret_cast<float(&)[kNT * 4]>(sc);
-    issue_s(sflat, n_lo);
     wgmma_wait<0>();
     fence_regs(sflat);
-    float alpha[2];
-    scores(sc, n_lo, alpha);  // O is still 0: no rescale needed
-    to_a(sc);
-  }
-  // O += P(n) V(n), V is [key][d] (d contiguous): N-major B. 16 keys = two
-  // 8-row atoms = 2048 bytes per k-step; column blocks kBN * 128 bytes apart.
-  auto issue_pv = [&](int n) {
-    const int it = n - n_lo, st = it % kStages;
-    mbar_wait(bar_v(st), static_cast<uint32_t>((it / kStages) & 1));
-    const uint64_t v_desc = desc_sw128(sV + st * Cfg::kKVBytes, kBN * 128, 1024);
+
+    if (n < f_lo || n >= f_hi) mma_fwd::edge_mask<1, kNT>(sc, p, s, i0, j0, g, t4);
+    float(&o3)[1][kDT][4] = reinterpret_cast<float(&)[1][kDT][4]>(o);
+    mma_fwd::online_softmax<1, kNT, kDT>(sc, o3, m_run, l_run, mult);
+
+    // ---- O += P V ---------------------------------------------------------------------
+    uint32_t pa[kBN / 16][4];
+#pragma unroll
+    for (int kk = 0; kk < kBN / 16; ++kk) acc_to_a_frag<T>(pa[kk], sc[0][2 * kk], sc[0][2 * kk + 1]);
+    mbar_wait(bar_v(st), par);
+    // V is [key][d] (d contiguous): N-major B. 16 keys = two 8-row atoms = 2048
+    // bytes per k-step; column blocks kBN * 128 bytes apart (leading offset).
+    const uint64_t v_desc = desc_sw128(vA, kBN * 128, 1024);
+    fence_regs(o);
     wgmma_fence();
 #pragma unroll
     for (int kk = 0; kk < kBN / 16; ++kk) wgmma_rs<T, kD>(o, pa[kk], v_desc + static_cast<uint64_t>((kk * 2048) >> 4), 1);
     wgmma_commit();
-  };
-  // Steady state (every tile but the last; no branch inside, so that ptxas
-  // sees one fixed pipeline): no non-wgmma instruction touches O between the
-  // issues and the final wait.
-  for (int n = n_lo; n + 1 < n_hi; ++n) {
-    float sn[1][kNT][4];
-    float(&snflat)[kNT * 4] = reinterpret_cast<float(&)[kNT * 4]>(sn);
-    fence_regs(o);
-    issue_s(snflat, n + 1);
-    issue_pv(n);
-    wgmma_wait<1>();  // S(n+1) has landed; P(n) V(n) may still run
-    fence_regs(snflat);
-    float alpha[2];
-    scores(sn, n + 1, alpha);
     wgmma_wait<0>();
     fence_regs(o);
-    mbar_arrive(bar_e((n - n_lo) % kStages));  // K(n) and V(n) are no longer read
-    mma_fwd::rescale_rows<1, kDT>(o3, alpha);
-    to_a(sn);
-  }
-  if (n_lo < n_hi) {
-    fence_regs(o);
-    issue_pv(n_hi - 1);
-    wgmma_wait<0>();
-    fence_regs(o);
-    mbar_arrive(bar_e((n_hi - 1 - n_lo) % kStages));
+    mbar_arrive(bar_e(st));  // this thread is done reading stage st
   }
 
   // ---- epilogue: normalise and store this thread's rows -------------------------------------
