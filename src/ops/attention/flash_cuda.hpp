@@ -77,6 +77,10 @@ struct FlashShape {
   int64_t batch = 0, heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, head_dim = 0;
   bool varlen = false;
   int64_t total_q = 0, total_kv = 0;
+  // Mask, ALiBi or softcap on, or a scale the feature-free kernels cannot fold
+  // into the exponent (not a positive normal f32 once times log2(e)): the
+  // general kernels run (the variant names say which).
+  bool features = false;
 };
 
 // ---- SIMT path: f32 and f64 (flash_simt_*.cu) --------------------------------

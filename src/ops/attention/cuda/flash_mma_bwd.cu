@@ -158,7 +158,7 @@ Status backward_mma(const FlashBwdParams& p, int arch, int sm_count, void* strea
 }
 
 const char* backward_mma_variant(const FlashShape& s, int arch) {
-  if (backward_wgmma_eligible(s, false, arch)) return backward_wgmma_variant(s);
+  if (backward_wgmma_eligible(s, s.features, arch)) return backward_wgmma_variant(s);
   // dK/dV CTA: keys x query step (warps sharing a key block); dQ CTA: query rows x key step. 8 warps each.
   switch ((s.head_dim + 31) / 32) {
     case 1: return "mma16816-bwd-d32-kv128q64-q128k64";

@@ -208,10 +208,8 @@ const char* forward_mma_variant(const FlashShape& s, int arch, int sm_count) {
            std::to_string(sc.splits) + "-pack" + std::to_string(sc.pack);
     return name.c_str();
   }
-  // The shape does not say whether mask / ALiBi / softcap are on; name the
-  // feature-free configuration (the general one differs only where noted).
-  if (forward_wgmma_eligible(s, false, arch)) return forward_wgmma_variant(s);
-  const Config* c = pick(s.head_dim, false, s.dtype);
+  if (forward_wgmma_eligible(s, s.features, arch)) return forward_wgmma_variant(s);
+  const Config* c = pick(s.head_dim, s.features, s.dtype);
   return c ? c->name : "mma16816-unsupported";
 }
 
