@@ -177,7 +177,7 @@ bool backward_wgmma_eligible(const FlashShape& s, bool features, int arch) {
 }
 
 const char* backward_wgmma_variant(const FlashShape& s) {
-  return padded_dim(s.head_dim) == 64 ? "wgmma-tma-bwd-d64-kv128q128-q128k128" : "wgmma-tma-bwd-d128-kv128q64-q128k64";
+  return padded_dim(s.head_dim) == 64 ? "wgmma-tma-bwd-d64-kv128q64-q128k64" : "wgmma-tma-bwd-d128-kv128q64-q128k64";
 }
 
 Status backward_wgmma(const mma_bwd::BwdArgs& a, int arch, bool* ran, void* stream) {
@@ -198,11 +198,10 @@ Status backward_wgmma(const mma_bwd::BwdArgs& a, int arch, bool* ran, void* stre
   wgmma_bwd::WgBwdArgs w1, w2;
   std::memset(static_cast<void*>(&w1), 0, sizeof(w1));
   std::memset(static_cast<void*>(&w2), 0, sizeof(w2));
+  // dK/dV kernel: query tiles of 64, key tiles of 128; dQ kernel: the reverse.
   for (int k = 0; k < 2; ++k) {
     wgmma_bwd::WgBwdArgs& w = k == 0 ? w1 : w2;
-    // Box rows = the kernels' tiles (flash_wgmma_bwd.cuh DkdvCfg / DqCfg).
-    const bool d64 = padded_dim(p.head_dim) == 64;
-    const int qbox = k == 0 ? (d64 ? 128 : 64) : 128, kbox = k == 0 ? 128 : (d64 ? 128 : 64);
+    const int qbox = k == 0 ? 64 : 128, kbox = k == 0 ? 128 : 64;
     if (!make_map(&w.tm_q, p.dtype, p.q, p.head_dim, q_rows, p.heads, p.batch, p.q_ss, p.q_sh, p.q_sb, qbox) ||
         !make_map(&w.tm_dy, p.dtype, p.dy, p.head_dim, q_rows, p.heads, p.batch, p.dy_ss, p.dy_sh, p.dy_sb, qbox) ||
         !make_map(&w.tm_k, p.dtype, p.k, p.head_dim, kv_rows, p.kv_heads, p.batch, p.k_ss, p.k_sh, p.k_sb, kbox) ||

@@ -11,14 +11,14 @@
 //
 //  * dK/dV kernel: a CTA owns kBN = 128 keys of one (batch, kv head), K and V
 //    loaded once. It walks the group's query heads in order and, for each,
-//    the query tiles (128 rows at D = 64, else 64) that can see its keys. Per tile (rows = keys):
+//    the 64-row query tiles that can see its keys. Per tile (rows = keys):
 //      S^T  = K Q^T, dP^T = V dY^T          (wgmma, A and B from shared memory)
 //      P^T  = exp2(S^T scale log2e - lse2),  dS^T = P^T (dP^T - dsum)
 //      dV  += P^T dY,  dK += dS^T Q          (wgmma, A from registers)
 //    The producer warpgroup also stages the tile's lse2 / dsum (zero past
 //    q_len: such rows have Q = dY = 0 and contribute exactly 0).
 //  * dQ kernel: a CTA owns 128 query rows of one (batch, head), Q and dY loaded
-//    once, and walks the key tiles (128 keys at D = 64, else 64) its rows can see:
+//    once, and walks the key tiles (64 keys) its rows can see:
 //      S = Q K^T, dP = dY V^T, P, dS,  dQ += dS K
 // Interior tiles skip the causal / window / length rules; edge tiles apply
 // them per element. Feature-free problems only (no mask, ALiBi, softcap),
@@ -58,9 +58,7 @@ __device__ __forceinline__ uint64_t kstep(int kk, int rows) {
 
 template <int kD>
 struct DkdvCfg {
-  // D = 64: 128-row query tiles (the 64-deep products are short; fewer, wider
-  // steps), 64 rows otherwise (registers: dK and dV take kD floats per thread).
-  static constexpr int kBN = 128, kBM = kD <= 64 ? 128 : 64, kStages = 2, kThreads = 384, kCB = kD / 64;
+  static constexpr int kBN = 128, kBM = 64, kStages = 2, kThreads = 384, kCB = kD / 64;
   static constexpr uint32_t kKVTile = kBN * kD * 2;  // K or V
   static constexpr uint32_t kQTile = kBM * kD * 2;   // Q or dY
   static constexpr uint32_t kKOff = 0, kVOff = kKVTile;
@@ -134,11 +132,9 @@ __global__ void __launch_bounds__(384, 1) flash_bwd_dkdv_wgmma_kernel(const __gr
           tma_load_4d(sDy + st * Cfg::kQTile + cb * (kBM * 128), &wa.tm_dy, bar_f(st), cb * 64, m0, h, b);
         }
       }
-      for (int e = pt; e < 2 * kBM; e += 128) {  // lse2 then dsum of the tile's rows
-        const int which = e / kBM, r = e % kBM, i = m0 + r;
-        const float* src = which == 0 ? a.lse2 : a.dsum;
-        srow[(st * 2 + which) * kBM + r] = i < s.q_len ? src[mma_bwd::ws_row(p, s, b, h, i)] : 0.f;
-      }
+      const int r = pt & (kBM - 1), i = m0 + r;
+      const float* src = pt < kBM ? a.lse2 : a.dsum;
+      srow[(st * 2 + (pt < kBM ? 0 : 1)) * kBM + r] = i < s.q_len ? src[mma_bwd::ws_row(p, s, b, h, i)] : 0.f;
       mbar_arrive(bar_f(st));
     }
     return;
@@ -252,7 +248,7 @@ __global__ void __launch_bounds__(384, 1) flash_bwd_dkdv_wgmma_kernel(const __gr
 
 template <int kD>
 struct DqCfg {
-  static constexpr int kBM = 128, kBN = kD <= 64 ? 128 : 64, kStages = 2, kThreads = 384, kCB = kD / 64;
+  static constexpr int kBM = 128, kBN = 64, kStages = 2, kThreads = 384, kCB = kD / 64;
   static constexpr uint32_t kQTile = kBM * kD * 2;   // Q or dY
   static constexpr uint32_t kKVTile = kBN * kD * 2;  // K or V
   static constexpr uint32_t kQOff = 0, kDyOff = kQTile;
@@ -413,8 +409,8 @@ __global__ void __launch_bounds__(384, 1) flash_bwd_dq_wgmma_kernel(const __grid
 }
 
 // Launches the dK/dV and the dQ kernels (after the preprocess kernel). The two
-// kernels tile differently, so each gets its own tensor maps (box rows: the
-// dK/dV kernel's kBM for Q, dY and kBN for K, V; the dQ kernel's likewise).
+// kernels tile differently, so each gets its own tensor maps (box rows:
+// dK/dV: Q, dY 64 and K, V 128; dQ: Q, dY 128 and K, V 64).
 template <class T, int kD>
 Status launch_wgmma_bwd(const WgBwdArgs& wa_dkdv, const WgBwdArgs& wa_dq, void* stream) {
   using C1 = DkdvCfg<kD>;
