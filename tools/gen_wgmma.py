@@ -7,7 +7,7 @@ script after changing the lists below:
     python3 tools/gen_wgmma.py > src/cuda/wgmma_ops.cuh
 """
 
-SS_N = [64, 128, 176]     # A and B from shared memory (descriptors)
+SS_N = [64, 128]          # A and B from shared memory (descriptors)
 RS_N = [64, 128, 256]     # A from registers, B from shared memory
 TYPES = [("__nv_bfloat16", "bf16"), ("__half", "f16")]
 

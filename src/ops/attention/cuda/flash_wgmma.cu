@@ -128,7 +128,7 @@ bool forward_wgmma_eligible(const FlashShape& s, bool features, int arch) {
 const char* forward_wgmma_variant(const FlashShape& s) {
   switch (padded_dim(s.head_dim)) {
     case 64: return "wgmma-tma-d64-q128k128s2";
-    case 128: return "wgmma-tma-d128-q128k176s2";
+    case 128: return "wgmma-tma-d128-q128k128s2";
     case 256: return "wgmma-tma-d256-q128k64s2";
     default: return "wgmma-unsupported";
   }
@@ -151,8 +151,7 @@ Status forward_wgmma(const FlashFwdParams& p, int arch, bool* ran, void* stream)
   if (p.q_len <= 0 || p.batch <= 0 || p.heads <= 0) return Status::ok();
   wgmma_fwd::WgArgs wa;
   std::memset(static_cast<void*>(&wa), 0, sizeof(wa));
-  const int pd = padded_dim(p.head_dim);
-  const int kbn = pd == 64 ? wgmma_fwd::WgCfg<64>::kBN : (pd == 128 ? wgmma_fwd::WgCfg<128>::kBN : wgmma_fwd::WgCfg<256>::kBN);
+  const int kbn = padded_dim(p.head_dim) <= 128 ? 128 : 64;
   // kv_len == 0 still needs valid maps (no tile is loaded then); give K / V one row.
   const int64_t kv_rows = p.kv_len > 0 ? p.kv_len : 1;
   if (!make_map(&wa.tm_q, p.dtype, p.q, p.head_dim, p.q_len, p.heads, p.batch, p.q_ss, p.q_sh, p.q_sb, 128) ||
