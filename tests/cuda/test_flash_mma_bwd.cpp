@@ -379,13 +379,6 @@ TEST(FlashMmaBwd, ManyTilesAndDeterminism) {
 
 // ---- Hopper path (wgmma + TMA, sm_90 with the sm_90a target built) ------------------
 namespace {
-bool device_is_sm90() {
-  int dev = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return false;
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-  return major == 9 && minor == 0;
-}
 
 // Problems the Hopper backward takes: head dims 64 / 128 and padded 56 / 96, dense, no mask,
 // ALiBi or softcap.
@@ -457,7 +450,7 @@ std::vector<Case> hopper_cases() {
 
 TEST(FlashMmaBwd, HopperWgmmaPath) {
   BT_SKIP_WITHOUT_GPU();
-  if (!device_is_sm90()) GTEST_SKIP() << "the wgmma path needs an sm_90 device";
+  if (!bt::device_is_sm90()) GTEST_SKIP() << "the wgmma path needs an sm_90 device";
   g_want_variant = "wgmma-tma-bwd";
   run_all(hopper_cases());
   g_want_variant = nullptr;

@@ -549,13 +549,6 @@ TEST(FlashMmaFwd, DecodeSplitKv) {
 
 // ---- Hopper path (wgmma + TMA, sm_90 with the sm_90a target built) ------------------
 namespace {
-bool device_is_sm90() {
-  int dev = 0, major = 0, minor = 0;
-  if (cudaGetDevice(&dev) != cudaSuccess) return false;
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
-  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
-  return major == 9 && minor == 0;
-}
 
 // Cases the Hopper kernel takes (head dims 64 / 128 / 256 and padded 48 / 96 / 200, dense, no mask,
 // ALiBi or softcap; q_len > 64 so the split-KV decode path stays out).
@@ -606,7 +599,7 @@ std::vector<Case> hopper_cases(const char* want) {
 
 TEST(FlashMmaFwd, HopperWgmmaPath) {
   BT_SKIP_WITHOUT_GPU();
-  if (!device_is_sm90()) GTEST_SKIP() << "the wgmma path needs an sm_90 device";
+  if (!bt::device_is_sm90()) GTEST_SKIP() << "the wgmma path needs an sm_90 device";
   run_all(hopper_cases("wgmma-tma"));
 }
 

@@ -40,6 +40,15 @@ using baracuda::Stream;
 
 inline const Stream kGpu = Stream::cuda(0);
 
+// True on an sm_90 device (H100 / H200): where the wgmma + TMA kernels run.
+inline bool device_is_sm90() {
+  int dev = 0, major = 0, minor = 0;
+  if (cudaGetDevice(&dev) != cudaSuccess) return false;
+  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
+  cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
+  return major == 9 && minor == 0;
+}
+
 // Requires the bespoke (baracuda's own kernels) backend.
 inline PlanPreference bespoke() {
   PlanPreference p;

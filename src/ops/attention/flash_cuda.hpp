@@ -71,7 +71,7 @@ struct FlashBwdParams : FlashFwdParams {
   size_t workspace_bytes = 0;
 };
 
-// Shape facts the kernels need to size their scratch (no pointers).
+// Shape facts the kernels need to size their scratch and pick a kernel (no pointers).
 struct FlashShape {
   DType dtype = DType::BF16;
   int64_t batch = 0, heads = 0, kv_heads = 0, q_len = 0, kv_len = 0, head_dim = 0;
@@ -82,6 +82,29 @@ struct FlashShape {
   // general kernels run (the variant names say which).
   bool features = false;
 };
+
+// The feature-free tensor-core kernels fold scale * log2(e) into the exponent:
+// it must be a positive normal f32.
+inline bool scale_folds(double scale) { return static_cast<float>(scale * 1.4426950408889634) >= 1.17549435e-38f; }
+// Mask, ALiBi or softcap on, or a scale that does not fold: the general kernels run.
+inline bool uses_features(const FlashFwdParams& p) {
+  return p.mask != nullptr || p.alibi != nullptr || p.softcap > 0.0 || !scale_folds(p.scale);
+}
+inline FlashShape shape_of(const FlashFwdParams& p) {
+  FlashShape s;
+  s.dtype = p.dtype;
+  s.batch = p.batch;
+  s.heads = p.heads;
+  s.kv_heads = p.kv_heads;
+  s.q_len = p.q_len;
+  s.kv_len = p.kv_len;
+  s.head_dim = p.head_dim;
+  s.varlen = p.cu_q != nullptr;
+  s.total_q = p.total_q;
+  s.total_kv = p.total_kv;
+  s.features = uses_features(p);
+  return s;
+}
 
 // ---- SIMT path: f32 and f64 (flash_simt_*.cu) --------------------------------
 Status forward_simt(const FlashFwdParams& p, int arch, int sm_count, void* stream);
@@ -108,12 +131,13 @@ const char* backward_mma_variant(const FlashShape& s, int arch);
 // (`features`). forward_wgmma sets *ran = false without launching when the
 // problem does not qualify, including strides the tensor maps cannot describe
 // (16-byte multiples, non-zero); the caller then takes the mma.sync kernel.
-bool forward_wgmma_eligible(const FlashShape& s, bool features, int arch);
+// Feature problems (s.features) are not eligible.
+bool forward_wgmma_eligible(const FlashShape& s, int arch);
 const char* forward_wgmma_variant(const FlashShape& s);
 Status forward_wgmma(const FlashFwdParams& p, int arch, bool* ran, void* stream);
 // The backward (head dims 48..64 and 96..128, otherwise the same rules) runs from
 // backward_mma() after its preprocess kernel, on the same workspace.
-bool backward_wgmma_eligible(const FlashShape& s, bool features, int arch);
+bool backward_wgmma_eligible(const FlashShape& s, int arch);
 const char* backward_wgmma_variant(const FlashShape& s);
 
 }  // namespace baracuda::cuda_flash

@@ -103,9 +103,7 @@ cuda_flash::FlashShape flash_shape(const FlashSdpaDescriptor& d) {
   s.total_q = d.total_q;
   s.total_kv = d.total_kv;
   // Same rule as the kernels' dispatch (scale resolved by validate()).
-  const double scale = d.scale.value_or(1.0);
-  s.features = d.has_mask || d.alibi != AlibiMode::None || d.softcap > 0.0 ||
-               !(static_cast<float>(scale * 1.4426950408889634) >= 1.17549435e-38f);
+  s.features = d.has_mask || d.alibi != AlibiMode::None || d.softcap > 0.0 || !cuda_flash::scale_folds(d.scale.value_or(1.0));
   return s;
 }
 

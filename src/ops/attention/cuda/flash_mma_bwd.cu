@@ -78,17 +78,7 @@ __global__ void __launch_bounds__(kPreWarps * 32) bwd_preprocess_kernel(const __
 
 template <class T>
 Status run_backward(const FlashBwdParams& p, int arch, void* stream) {
-  FlashShape shape;
-  shape.dtype = p.dtype;
-  shape.batch = p.batch;
-  shape.heads = p.heads;
-  shape.kv_heads = p.kv_heads;
-  shape.q_len = p.q_len;
-  shape.kv_len = p.kv_len;
-  shape.head_dim = p.head_dim;
-  shape.varlen = p.cu_q != nullptr;
-  shape.total_q = p.total_q;
-  shape.total_kv = p.total_kv;
+  const FlashShape shape = shape_of(p);
   const size_t need = backward_workspace_bytes_mma(shape);
   if (p.workspace_bytes < need || (need > 0 && p.workspace == nullptr))
     return Status(StatusCode::WorkspaceTooSmall, "FlashSdpaBackwardPlan: tensor-core backward workspace too small", need,
@@ -158,7 +148,7 @@ Status backward_mma(const FlashBwdParams& p, int arch, int sm_count, void* strea
 }
 
 const char* backward_mma_variant(const FlashShape& s, int arch) {
-  if (backward_wgmma_eligible(s, s.features, arch)) return backward_wgmma_variant(s);
+  if (backward_wgmma_eligible(s, arch)) return backward_wgmma_variant(s);
   // dK/dV CTA: keys x query step (warps sharing a key block); dQ CTA: query rows x key step. 8 warps each.
   switch ((s.head_dim + 31) / 32) {
     case 1: return "mma16816-bwd-d32-kv128q64-q128k64";

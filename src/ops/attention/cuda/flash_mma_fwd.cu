@@ -79,11 +79,6 @@ const Config kConfigs[] = {
 
 int padded_dim(int64_t d) { return static_cast<int>((d + 31) / 32 * 32); }
 
-// Must match launch_fwd's choice of kernel (flash_mma_fwd.cuh).
-bool uses_features(const FlashFwdParams& p) {
-  return p.mask != nullptr || p.alibi != nullptr || p.softcap > 0.0 ||
-         !(static_cast<float>(p.scale * 1.4426950408889634) >= 1.17549435e-38f);
-}
 
 const Config* pick(int64_t head_dim, bool feat, DType dt) {
   const int d = padded_dim(head_dim);
@@ -208,7 +203,7 @@ const char* forward_mma_variant(const FlashShape& s, int arch, int sm_count) {
            std::to_string(sc.splits) + "-pack" + std::to_string(sc.pack);
     return name.c_str();
   }
-  if (forward_wgmma_eligible(s, s.features, arch)) return forward_wgmma_variant(s);
+  if (forward_wgmma_eligible(s, arch)) return forward_wgmma_variant(s);
   const Config* c = pick(s.head_dim, s.features, s.dtype);
   return c ? c->name : "mma16816-unsupported";
 }

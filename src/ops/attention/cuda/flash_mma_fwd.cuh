@@ -470,7 +470,7 @@ Status launch_fwd(const FlashFwdParams& p, int arch, int sm_count, void* stream)
   a.group = p.heads / p.kv_heads;
   // The feature-free kernel folds a positive (normal f32) scale * log2(e) into
   // the exponent; any other scale takes the general path.
-  const bool feat = p.mask != nullptr || p.alibi != nullptr || p.softcap > 0.0 || !(a.scale_log2 >= 1.17549435e-38f);
+  const bool feat = uses_features(p);
   const size_t smem = static_cast<size_t>(kBM + 2 * kStages * kBN) * Cfg::kLd * sizeof(T);
   auto kern = feat ? flash_fwd_mma_kernel<T, kD, kBM, kBN, kWarps, kStages, true>
                    : flash_fwd_mma_kernel<T, kD, kBM, kBN, kWarps, kStages, false>;
@@ -862,7 +862,7 @@ Status launch_fwd_split(const FlashFwdParams& p, int splits, int pack, void* str
   sa.pack = pack;
   sa.ws_o = static_cast<float*>(p.fwd_workspace);
   sa.ws_ml = reinterpret_cast<float2*>(sa.ws_o + static_cast<size_t>(splits) * p.batch * p.heads * p.q_len * p.head_dim);
-  const bool feat = p.mask != nullptr || p.alibi != nullptr || p.softcap > 0.0 || !(a.scale_log2 >= 1.17549435e-38f);
+  const bool feat = uses_features(p);
   const size_t smem = static_cast<size_t>(SC::kBM + 2 * SC::kStages * SC::kBN) * Cfg::kLd * sizeof(T);
   auto kern = feat ? flash_fwd_split_kernel<T, kD, true> : flash_fwd_split_kernel<T, kD, false>;
   static cuda_util::SmemOptIn optin[2];  // per kernel: feature-free / general

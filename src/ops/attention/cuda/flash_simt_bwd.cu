@@ -27,13 +27,7 @@ Status backward_typed(const FlashBwdParams& p, void* stream, const char* what) {
   auto lim = simt::smem_limit();
   if (!lim.is_ok()) return lim.status();
   const int limit = lim.value();
-  FlashShape sh;
-  sh.dtype = p.dtype;
-  sh.batch = p.batch;
-  sh.heads = p.heads;
-  sh.varlen = p.cu_q != nullptr;
-  sh.q_len = p.q_len;
-  sh.total_q = p.total_q;
+  const FlashShape sh = shape_of(p);
   const size_t rows = static_cast<size_t>(ws_rows(sh));
   // The workspace holds 256 bytes of slack: its arrays start at the first
   // 256-byte boundary.
@@ -116,17 +110,7 @@ Status backward_simt(const FlashBwdParams& p, int arch, int sm_count, void* stre
   Status st = simt::check_common(p, what);
   if (!st.is_ok()) return st;
   if (p.batch <= 0 || p.heads <= 0 || (p.q_len <= 0 && p.kv_len <= 0)) return Status::ok();
-  FlashShape sh;
-  sh.dtype = p.dtype;
-  sh.batch = p.batch;
-  sh.heads = p.heads;
-  sh.kv_heads = p.kv_heads;
-  sh.q_len = p.q_len;
-  sh.kv_len = p.kv_len;
-  sh.head_dim = p.head_dim;
-  sh.varlen = p.cu_q != nullptr;
-  sh.total_q = p.total_q;
-  sh.total_kv = p.total_kv;
+  const FlashShape sh = shape_of(p);
   const size_t need = backward_workspace_bytes_simt(sh);
   if (need > 0 && (p.workspace == nullptr || p.workspace_bytes < need))
     return Status(StatusCode::WorkspaceTooSmall,

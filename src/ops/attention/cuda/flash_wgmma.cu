@@ -119,8 +119,8 @@ Launch pick(int64_t d) {
 
 }  // namespace
 
-bool forward_wgmma_eligible(const FlashShape& s, bool features, int arch) {
-  return kBuiltSm90a && arch == 90 && !features && !s.varlen && (s.dtype == DType::BF16 || s.dtype == DType::F16) &&
+bool forward_wgmma_eligible(const FlashShape& s, int arch) {
+  return kBuiltSm90a && arch == 90 && !s.features && !s.varlen && (s.dtype == DType::BF16 || s.dtype == DType::F16) &&
          dim_ok(s.head_dim) && s.q_len > 0 && s.q_len < (int64_t{1} << 31) && s.kv_len < (int64_t{1} << 31) &&
          s.kv_heads > 0 && s.heads % s.kv_heads == 0 && env_allows();
 }
@@ -136,18 +136,7 @@ const char* forward_wgmma_variant(const FlashShape& s) {
 
 Status forward_wgmma(const FlashFwdParams& p, int arch, bool* ran, void* stream) {
   *ran = false;
-  FlashShape sh;
-  sh.dtype = p.dtype;
-  sh.batch = p.batch;
-  sh.heads = p.heads;
-  sh.kv_heads = p.kv_heads;
-  sh.q_len = p.q_len;
-  sh.kv_len = p.kv_len;
-  sh.head_dim = p.head_dim;
-  sh.varlen = p.cu_q != nullptr;
-  const bool feat = p.mask != nullptr || p.alibi != nullptr || p.softcap > 0.0 ||
-                    !(static_cast<float>(p.scale * 1.4426950408889634) >= 1.17549435e-38f);
-  if (!forward_wgmma_eligible(sh, feat, arch)) return Status::ok();
+  if (!forward_wgmma_eligible(shape_of(p), arch)) return Status::ok();
   if (p.q_len <= 0 || p.batch <= 0 || p.heads <= 0) return Status::ok();
   wgmma_fwd::WgArgs wa;
   std::memset(static_cast<void*>(&wa), 0, sizeof(wa));
@@ -170,8 +159,8 @@ Status forward_wgmma(const FlashFwdParams& p, int arch, bool* ran, void* stream)
   return fn(wa, p.q_len, p.heads, p.batch, stream);
 }
 
-bool backward_wgmma_eligible(const FlashShape& s, bool features, int arch) {
-  return kBuiltSm90a && arch == 90 && !features && !s.varlen && (s.dtype == DType::BF16 || s.dtype == DType::F16) &&
+bool backward_wgmma_eligible(const FlashShape& s, int arch) {
+  return kBuiltSm90a && arch == 90 && !s.features && !s.varlen && (s.dtype == DType::BF16 || s.dtype == DType::F16) &&
          (padded_dim(s.head_dim) == 64 || padded_dim(s.head_dim) == 128) && s.q_len < (int64_t{1} << 31) && s.kv_len < (int64_t{1} << 31) &&
          s.kv_heads > 0 && s.heads % s.kv_heads == 0 && !env_off("BARACUDA_FLASH_BWD_WGMMA");
 }
@@ -183,17 +172,7 @@ const char* backward_wgmma_variant(const FlashShape& s) {
 Status backward_wgmma(const mma_bwd::BwdArgs& a, int arch, bool* ran, void* stream) {
   *ran = false;
   const FlashBwdParams& p = a.p;
-  FlashShape sh;
-  sh.dtype = p.dtype;
-  sh.batch = p.batch;
-  sh.heads = p.heads;
-  sh.kv_heads = p.kv_heads;
-  sh.q_len = p.q_len;
-  sh.kv_len = p.kv_len;
-  sh.head_dim = p.head_dim;
-  sh.varlen = p.cu_q != nullptr;
-  const bool feat = p.mask != nullptr || p.alibi != nullptr || p.softcap > 0.0 || !(a.scale_log2 >= 1.17549435e-38f);
-  if (!backward_wgmma_eligible(sh, feat, arch) || p.batch <= 0 || p.heads <= 0) return Status::ok();
+  if (!backward_wgmma_eligible(shape_of(p), arch) || p.batch <= 0 || p.heads <= 0) return Status::ok();
   const int64_t q_rows = p.q_len > 0 ? p.q_len : 1, kv_rows = p.kv_len > 0 ? p.kv_len : 1;
   wgmma_bwd::WgBwdArgs w1, w2;
   std::memset(static_cast<void*>(&w1), 0, sizeof(w1));
