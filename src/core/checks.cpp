@@ -1,7 +1,10 @@
 #include "core/checks.hpp"
 
-#include <utility>
 #include <cstdint>
+#include <utility>
+
+#include "core/checked_math.hpp"
+#include "core/overlap.hpp"
 
 namespace baracuda::detail {
 
@@ -15,6 +18,21 @@ Status check_shape(const char* plan, const char* what, const Dims& shape) {
   for (int i = 0; i < shape.rank; ++i)
     if (shape[i] < 0)
       return Status(StatusCode::InvalidProblem, prefix(plan) + what + " " + shape.to_string() + " has a negative extent at axis " + std::to_string(i));
+  int64_t n = 0;
+  if (!checked_numel(shape, &n))
+    return Status(StatusCode::InvalidProblem, prefix(plan) + what + " " + shape.to_string() +
+                                                  " has too many elements (the product of its extents overflows int64)");
+  return Status::ok();
+}
+
+Status check_size(const char* plan, const char* what, std::initializer_list<int64_t> factors, int64_t* out) {
+  int64_t n = 0;
+  if (!checked_product(factors, &n)) {
+    std::string f;
+    for (int64_t x : factors) f += (f.empty() ? "" : " x ") + std::to_string(x);
+    return Status(StatusCode::InvalidProblem, prefix(plan) + what + " (" + f + ") overflows int64");
+  }
+  if (out) *out = n;
   return Status::ok();
 }
 
@@ -37,6 +55,9 @@ Status normalize_axes(const char* plan, const Dims& axes, int rank, uint32_t* ma
 }
 
 Status check_view(const char* plan, const char* name, const TensorRef& v, DType dtype, const Dims& shape, Device device) {
+  if (!rank_ok(v.shape) || !rank_ok(v.strides))
+    return Status(StatusCode::InvalidProblem, prefix(plan) + name + " has a broken rank (shape rank " + std::to_string(v.shape.rank) +
+                                                  ", strides rank " + std::to_string(v.strides.rank) + "; must be in [0, 8])");
   if (v.dtype != dtype)
     return Status(StatusCode::InvalidProblem, prefix(plan) + name + " dtype " + std::string(dtype_name(v.dtype)) + " must be " + std::string(dtype_name(dtype)));
   if (!(v.shape == shape))
@@ -46,15 +67,28 @@ Status check_view(const char* plan, const char* name, const TensorRef& v, DType 
   for (int i = 0; i < v.rank(); ++i)
     if (v.strides[i] < 0)
       return Status(StatusCode::InvalidProblem, prefix(plan) + name + " stride " + std::to_string(v.strides[i]) + " at axis " + std::to_string(i) + " is negative (unsupported)");
-  const int64_t n = v.numel();
+  for (int i = 0; i < v.rank(); ++i)
+    if (v.shape[i] < 0)
+      return Status(StatusCode::InvalidProblem, prefix(plan) + name + " shape " + v.shape.to_string() + " has a negative extent");
+  int64_t n = 0, span = 0;
+  if (!checked_numel(v.shape, &n))
+    return Status(StatusCode::InvalidProblem, prefix(plan) + name + " shape " + v.shape.to_string() +
+                                                  " has too many elements (the product of its extents overflows int64)");
   if (n == 0) return Status::ok();
+  if (!checked_span(v.shape, v.strides, &span))
+    return Status(StatusCode::InvalidProblem, prefix(plan) + name + " strides " + v.strides.to_string() + " for shape " +
+                                                  v.shape.to_string() + " reach past int64 elements");
   if (!(v.device == device))
     return Status(StatusCode::InvalidProblem, prefix(plan) + name + " is on " + v.device.to_string() + " but the plan runs on " + device.to_string());
   if (v.data == nullptr) return Status(StatusCode::InvalidProblem, prefix(plan) + name + " data pointer is null");
   const size_t esz = dtype_size(dtype);
   if (reinterpret_cast<uintptr_t>(v.data) % esz != 0)
     return Status(StatusCode::InvalidProblem, prefix(plan) + name + " data pointer is not aligned to its " + std::to_string(esz) + "-byte element");
-  const int64_t span = v.span();
+  int64_t bytes = 0;
+  if (!mul_ok(span, static_cast<int64_t>(esz), &bytes) ||
+      reinterpret_cast<uintptr_t>(v.data) > UINTPTR_MAX - static_cast<uintptr_t>(bytes))
+    return Status(StatusCode::InvalidProblem, prefix(plan) + name + " view reaches " + std::to_string(span) +
+                                                  " elements, past the end of the address space");
   if (span > v.capacity)
     return Status(StatusCode::BufferTooSmall,
                   prefix(plan) + name + " view reaches " + std::to_string(span) + " elements but its buffer holds " + std::to_string(v.capacity),
@@ -97,16 +131,6 @@ Status check_workspace(const char* plan, size_t needed, size_t got, const void* 
                   prefix(plan) + "workspace of " + std::to_string(ptr ? got : 0) + " bytes given, " + std::to_string(needed) + " needed",
                   needed, ptr ? got : 0);
   return Status::ok();
-}
-
-bool views_overlap(const TensorRef& a, const TensorRef& b) {
-  const int64_t sa = a.span(), sb = b.span();
-  if (sa == 0 || sb == 0 || !(a.device == b.device)) return false;
-  const auto* pa = static_cast<const char*>(a.data);
-  const auto* pb = static_cast<const char*>(b.data);
-  const char* ea = pa + sa * static_cast<int64_t>(dtype_size(a.dtype));
-  const char* eb = pb + sb * static_cast<int64_t>(dtype_size(b.dtype));
-  return pa < eb && pb < ea;
 }
 
 }  // namespace baracuda::detail

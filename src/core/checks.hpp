@@ -1,16 +1,24 @@
 // Validation helpers shared by every plan: each returns a Status whose message
 // starts with the plan name and states the exact problem.
 #pragma once
+#include <cstdint>
+#include <initializer_list>
 #include <string>
 
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/stream.hpp"
 #include "baracuda/core/tensor.hpp"
+#include "core/overlap.hpp"
 
 namespace baracuda::detail {
 
-// Extents >= 0 and rank <= 8.
+// Extents >= 0, rank in [0, 8], and the element count fits int64.
 Status check_shape(const char* plan, const char* what, const Dims& shape);
+
+// A derived size (workspace, table, work estimate): the product of
+// non-negative `factors` must fit int64 ("<plan>: <what> (a x b x c)
+// overflows int64" otherwise). Writes the product to `out` when given.
+Status check_size(const char* plan, const char* what, std::initializer_list<int64_t> factors, int64_t* out = nullptr);
 
 // Normalises `axes` (negative -> from the end; empty -> all) to a bit mask.
 // Errors on out-of-range or repeated axes.
@@ -28,7 +36,5 @@ Status check_output(const char* plan, const char* name, const TensorMut& v, DTyp
 Status check_stream(const char* plan, const Stream& stream, Device plan_device);
 Status check_workspace(const char* plan, size_t needed, size_t got, const void* ptr);
 
-// True when two views' element ranges [data, data + span) intersect.
-bool views_overlap(const TensorRef& a, const TensorRef& b);
 
 }  // namespace baracuda::detail

@@ -3,6 +3,8 @@
 #include <string>
 
 #include "core/cuda_device.hpp"
+#include "core/error.hpp"
+#include "core/plan_shell.hpp"
 
 namespace baracuda::detail {
 
@@ -46,6 +48,21 @@ PrecisionGuarantee default_precision(DType dtype, Backend backend) {
   g.deterministic = true;
   g.bit_stable_on_same_hardware = true;
   return g;
+}
+
+KernelSku make_sku(const BackendChoice& be, DType dtype, std::string op, std::string variant) {
+  KernelSku sku;
+  sku.backend = be.backend;
+  sku.arch = be.arch;
+  sku.dtype = dtype;
+  sku.op = std::move(op);
+  sku.variant = std::move(variant);
+  sku.precision = default_precision(dtype, be.backend);
+  return sku;
+}
+
+Status no_cuda(const char* plan) {
+  return unsupported(plan, "this baracuda build has no CUDA support (BARACUDA_CUDA=OFF)");
 }
 
 }  // namespace baracuda::detail

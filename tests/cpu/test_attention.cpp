@@ -425,10 +425,10 @@ TEST(AttentionValidation, FlashArgumentRules) {
   expect_error(plan.can_implement(a), StatusCode::InvalidProblem, "lse dtype f64 must be f32");
   a = base();  // y written over q
   a.y = TensorMut(const_cast<void*>(in.q.ref().data), DType::F32, Device::cpu(), Dims{2, 2, 3, 32}, baracuda::contiguous_strides(Dims{2, 2, 3, 32}), 2 * 2 * 3 * 32);
-  expect_error(plan.can_implement(a), StatusCode::InvalidProblem, "output y overlaps input q");
+  expect_error(plan.can_implement(a), StatusCode::InvalidProblem, "y overlaps q in memory");
   a = base();  // lse inside y
   a.lse = TensorMut(y.mut().data, DType::F32, Device::cpu(), Dims{2, 2, 3}, baracuda::contiguous_strides(Dims{2, 2, 3}), 12);
-  expect_error(plan.can_implement(a), StatusCode::InvalidProblem, "outputs y and lse overlap");
+  expect_error(plan.can_implement(a), StatusCode::InvalidProblem, "y overlaps lse in memory");
   a = base();  // buffer too small
   a.v.capacity = 10;
   expect_error(plan.can_implement(a), StatusCode::BufferTooSmall, "v view reaches");
@@ -502,10 +502,10 @@ TEST(AttentionValidation, FlashBackwardArgumentRules) {
   EXPECT_TRUE(plan.can_implement(base()).is_ok());
   auto a = base();
   a.dv = dk.mut();
-  expect_error(plan.can_implement(a), StatusCode::InvalidProblem, "outputs dk and dv overlap");
+  expect_error(plan.can_implement(a), StatusCode::InvalidProblem, "dk overlaps dv in memory");
   a = base();
   a.dq = TensorMut(const_cast<void*>(dy.ref().data), DType::F32, Device::cpu(), dy.L.shape, dy.L.strides, dy.L.storage);
-  expect_error(plan.can_implement(a), StatusCode::InvalidProblem, "output dq overlaps input dy");
+  expect_error(plan.can_implement(a), StatusCode::InvalidProblem, "dq overlaps dy in memory");
   a = base();
   a.lse = TensorRef();
   expect_error(plan.can_implement(a), StatusCode::InvalidProblem, "FlashSdpaBackwardPlan: lse");
@@ -575,7 +575,7 @@ TEST(AttentionValidation, SdpaRules) {
   b.probs = p32.ref();
   EXPECT_TRUE(bplan.run(Stream::cpu(), Workspace{}, b).is_ok());
   b.dk = TensorMut(dq.mut().data, DType::F16, Device::cpu(), Dims{1, 1, 4, 8}, baracuda::contiguous_strides(Dims{1, 1, 4, 8}), 32);
-  expect_error(bplan.can_implement(b), StatusCode::InvalidProblem, "outputs dq and dk overlap");
+  expect_error(bplan.can_implement(b), StatusCode::InvalidProblem, "dq overlaps dk in memory");
 }
 
 TEST(AttentionCpu, ZeroSizeProblems) {

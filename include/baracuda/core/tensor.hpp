@@ -28,6 +28,9 @@ struct Device {
 };
 
 // A small fixed-capacity list of int64: shapes, strides, axis lists.
+// Invariant: 0 <= rank <= kMaxRank. The fields are public (aggregate-like use
+// from frameworks), so every library function that reads a Dims clamps or
+// rejects a broken rank instead of indexing past `v`.
 struct Dims {
   int rank = 0;
   std::array<int64_t, kMaxRank> v{};
@@ -38,16 +41,23 @@ struct Dims {
   int64_t operator[](int i) const { return v[static_cast<size_t>(i)]; }
   int size() const { return rank; }
   bool push_back(int64_t x);  // false when full
+  bool rank_valid() const { return rank >= 0 && rank <= kMaxRank; }
   const int64_t* begin() const { return v.data(); }
-  const int64_t* end() const { return v.data() + rank; }
+  const int64_t* end() const { return v.data() + (rank_valid() ? rank : 0); }
   friend bool operator==(const Dims& a, const Dims& b);
   std::string to_string() const;  // "[4,1,7]"
 };
 
-int64_t shape_numel(const Dims& shape);               // product; 1 for rank 0
+// Product of the extents; 1 for rank 0. Never wraps: INT64_MAX when the
+// product overflows (or the rank is broken), so an overflowing shape can
+// never look empty. Plans reject such shapes before using them.
+int64_t shape_numel(const Dims& shape);
 Dims contiguous_strides(const Dims& shape);           // row-major
 
 namespace detail {
+int64_t view_span(const Dims& shape, const Dims& strides);
+bool view_is_contiguous(const Dims& shape, const Dims& strides);
+
 template <class Ptr>
 struct TensorView {
   Ptr data = nullptr;
@@ -60,22 +70,10 @@ struct TensorView {
   int rank() const { return shape.rank; }
   int64_t numel() const { return shape_numel(shape); }
   // Largest element offset the view reaches + 1 (0 for an empty view).
-  int64_t span() const {
-    int64_t hi = 0;
-    for (int i = 0; i < shape.rank; ++i) {
-      if (shape[i] == 0) return 0;
-      hi += (shape[i] - 1) * strides[i];
-    }
-    return hi + 1;
-  }
-  bool is_contiguous() const {
-    int64_t expect = 1;
-    for (int i = shape.rank - 1; i >= 0; --i) {
-      if (shape[i] != 1 && strides[i] != expect) return false;
-      expect *= shape[i];
-    }
-    return true;
-  }
+  // Never wraps: INT64_MAX when the arithmetic overflows, a stride or extent
+  // is negative or a rank is broken (such views fail every plan's checks).
+  int64_t span() const { return view_span(shape, strides); }
+  bool is_contiguous() const { return view_is_contiguous(shape, strides); }
 };
 }  // namespace detail
 

@@ -48,6 +48,7 @@
 #include <optional>
 
 #include "baracuda/core/dtype.hpp"
+#include "baracuda/core/plan.hpp"
 #include "baracuda/core/sku.hpp"
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/stream.hpp"
@@ -83,13 +84,11 @@ struct SdpaArgs {
   TensorMut probs;  // [B,H,Q,K], probs_dtype(); saved for SdpaBackwardPlan
 };
 
-class SdpaPlan {
+class SdpaPlan : public PlanBase {
  public:
   static Result<SdpaPlan> select(const Stream& stream, const SdpaDescriptor& desc, const PlanPreference& pref = {});
   Status can_implement(const SdpaArgs& args) const;
-  size_t workspace_size() const { return workspace_bytes_; }
   Status run(const Stream& stream, Workspace ws, const SdpaArgs& args) const;
-  const KernelSku& sku() const { return sku_; }
   const SdpaDescriptor& descriptor() const { return desc_; }  // head_dim_v and scale resolved
   double scale() const { return *desc_.scale; }
   DType probs_dtype() const;
@@ -97,9 +96,6 @@ class SdpaPlan {
  private:
   SdpaPlan() = default;
   SdpaDescriptor desc_;
-  Device device_;
-  size_t workspace_bytes_ = 0;
-  KernelSku sku_;
 };
 
 // dp = dy . v^T;  ds = p * (dp - rowsum(dp * p));  dq = scale ds . k;
@@ -112,14 +108,12 @@ struct SdpaBackwardArgs {
   TensorMut dq, dk, dv;
 };
 
-class SdpaBackwardPlan {
+class SdpaBackwardPlan : public PlanBase {
  public:
   static Result<SdpaBackwardPlan> select(const Stream& stream, const SdpaDescriptor& desc,
                                          const PlanPreference& pref = {});
   Status can_implement(const SdpaBackwardArgs& args) const;
-  size_t workspace_size() const { return workspace_bytes_; }
   Status run(const Stream& stream, Workspace ws, const SdpaBackwardArgs& args) const;
-  const KernelSku& sku() const { return sku_; }
   const SdpaDescriptor& descriptor() const { return desc_; }
   double scale() const { return *desc_.scale; }
   DType probs_dtype() const;
@@ -127,9 +121,6 @@ class SdpaBackwardPlan {
  private:
   SdpaBackwardPlan() = default;
   SdpaDescriptor desc_;
-  Device device_;
-  size_t workspace_bytes_ = 0;
-  KernelSku sku_;
 };
 
 // ---------------------------------------------------------------------------
@@ -177,14 +168,12 @@ struct FlashSdpaArgs {
   TensorMut lse;           // f32 [B,H,Q] ([H,total_q] when varlen); saved for the backward
 };
 
-class FlashSdpaPlan {
+class FlashSdpaPlan : public PlanBase {
  public:
   static Result<FlashSdpaPlan> select(const Stream& stream, const FlashSdpaDescriptor& desc,
                                       const PlanPreference& pref = {});
   Status can_implement(const FlashSdpaArgs& args) const;
-  size_t workspace_size() const { return workspace_bytes_; }
   Status run(const Stream& stream, Workspace ws, const FlashSdpaArgs& args) const;
-  const KernelSku& sku() const { return sku_; }
   const FlashSdpaDescriptor& descriptor() const { return desc_; }  // scale resolved
   double scale() const { return *desc_.scale; }
 
@@ -193,10 +182,6 @@ class FlashSdpaPlan {
   FlashSdpaDescriptor desc_;
   bool use_cudnn_ = false;       // cuDNN fused attention chosen at select()
   bool cudnn_required_ = false;  // ... and required by the preference (no fallback)
-  Device device_;
-  int sm_count_ = 0;
-  size_t workspace_bytes_ = 0;
-  KernelSku sku_;
 };
 
 // Backward: recomputes p from lse (D = rowsum(dy * y) first), each output tile
@@ -210,14 +195,12 @@ struct FlashSdpaBackwardArgs {
   TensorMut dq, dk, dv;    // like q, k, v
 };
 
-class FlashSdpaBackwardPlan {
+class FlashSdpaBackwardPlan : public PlanBase {
  public:
   static Result<FlashSdpaBackwardPlan> select(const Stream& stream, const FlashSdpaDescriptor& desc,
                                               const PlanPreference& pref = {});
   Status can_implement(const FlashSdpaBackwardArgs& args) const;
-  size_t workspace_size() const { return workspace_bytes_; }
   Status run(const Stream& stream, Workspace ws, const FlashSdpaBackwardArgs& args) const;
-  const KernelSku& sku() const { return sku_; }
   const FlashSdpaDescriptor& descriptor() const { return desc_; }
   double scale() const { return *desc_.scale; }
 
@@ -226,10 +209,6 @@ class FlashSdpaBackwardPlan {
   FlashSdpaDescriptor desc_;
   bool use_cudnn_ = false;       // cuDNN fused attention chosen at select()
   bool cudnn_required_ = false;  // ... and required by the preference (no fallback)
-  Device device_;
-  int sm_count_ = 0;
-  size_t workspace_bytes_ = 0;
-  KernelSku sku_;
 };
 
 }  // namespace baracuda

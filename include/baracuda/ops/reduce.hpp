@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "baracuda/core/dtype.hpp"
+#include "baracuda/core/plan.hpp"
 #include "baracuda/core/sku.hpp"
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/stream.hpp"
@@ -45,14 +46,12 @@ struct ReduceArgs {
   TensorMut y;  // output, shape == output_shape(), dtype == output_dtype(); must not self-overlap
 };
 
-class ReducePlan {
+class ReducePlan : public PlanBase {
  public:
   static Result<ReducePlan> select(const Stream& stream, const ReduceDescriptor& desc,
                                    const PlanPreference& pref = {});
   Status can_implement(const ReduceArgs& args) const;
-  size_t workspace_size() const { return workspace_bytes_; }
   Status run(const Stream& stream, Workspace ws, const ReduceArgs& args) const;
-  const KernelSku& sku() const { return sku_; }
 
   const ReduceDescriptor& descriptor() const { return desc_; }  // axes normalised, sorted
   const Dims& output_shape() const { return out_shape_; }
@@ -66,10 +65,6 @@ class ReducePlan {
   Dims out_shape_;
   DType out_dtype_ = DType::F32;
   uint32_t axis_mask_ = 0;
-  Device device_;
-  int sm_count_ = 0;
-  size_t workspace_bytes_ = 0;
-  KernelSku sku_;
 };
 
 // ---------------------------------------------------------------------------
@@ -91,14 +86,12 @@ struct ReduceBackwardArgs {
   TensorMut dx;  // shape == descriptor.shape
 };
 
-class ReduceBackwardPlan {
+class ReduceBackwardPlan : public PlanBase {
  public:
   static Result<ReduceBackwardPlan> select(const Stream& stream, const ReduceDescriptor& desc,
                                            const PlanPreference& pref = {});
   Status can_implement(const ReduceBackwardArgs& args) const;
-  size_t workspace_size() const { return workspace_bytes_; }
   Status run(const Stream& stream, Workspace ws, const ReduceBackwardArgs& args) const;
-  const KernelSku& sku() const { return sku_; }
   const ReduceDescriptor& descriptor() const { return desc_; }
   const Dims& output_shape() const { return out_shape_; }  // shape of dy / y
   bool needs_x() const;
@@ -109,10 +102,6 @@ class ReduceBackwardPlan {
   ReduceDescriptor desc_;
   Dims out_shape_;
   uint32_t axis_mask_ = 0;
-  Device device_;
-  int sm_count_ = 0;
-  size_t workspace_bytes_ = 0;
-  KernelSku sku_;
 };
 
 // ---------------------------------------------------------------------------
@@ -128,14 +117,12 @@ struct ReduceToArgs {
   TensorRef x;
   TensorMut y;  // shape == target
 };
-class ReduceToPlan {
+class ReduceToPlan : public PlanBase {
  public:
   static Result<ReduceToPlan> select(const Stream& stream, const ReduceToDescriptor& desc,
                                      const PlanPreference& pref = {});
   Status can_implement(const ReduceToArgs& args) const;
-  size_t workspace_size() const { return inner_.workspace_size(); }
-  Status run(const Stream& stream, Workspace ws, const ReduceToArgs& args) const;
-  const KernelSku& sku() const { return sku_; }
+  Status run(const Stream& stream, Workspace ws, const ReduceToArgs& args) const;  // workspace: the inner ReducePlan's
   const ReduceToDescriptor& descriptor() const { return desc_; }
 
  private:
@@ -143,7 +130,6 @@ class ReduceToPlan {
   Result<ReduceArgs> to_inner(const ReduceToArgs& args) const;
   ReduceToDescriptor desc_;
   ReducePlan inner_;
-  KernelSku sku_;
 };
 
 }  // namespace baracuda

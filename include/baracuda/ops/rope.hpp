@@ -58,6 +58,7 @@
 #include <cstdint>
 
 #include "baracuda/core/dtype.hpp"
+#include "baracuda/core/plan.hpp"
 #include "baracuda/core/sku.hpp"
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/stream.hpp"
@@ -98,13 +99,11 @@ struct RopeArgs {
   TensorMut k_out;      // [B, Hk, S, D]; may be k itself (has_k)
 };
 
-class RopePlan {
+class RopePlan : public PlanBase {
  public:
   static Result<RopePlan> select(const Stream& stream, const RopeDescriptor& desc, const PlanPreference& pref = {});
   Status can_implement(const RopeArgs& args) const;
-  size_t workspace_size() const { return 0; }
-  Status run(const Stream& stream, Workspace ws, const RopeArgs& args) const;
-  const KernelSku& sku() const { return sku_; }
+  Status run(const Stream& stream, Workspace ws, const RopeArgs& args) const;  // no workspace
 
   const RopeDescriptor& descriptor() const { return desc_; }  // rotary_dim resolved
   Dims q_shape() const;          // [B, H, S, D]
@@ -116,9 +115,6 @@ class RopePlan {
  private:
   RopePlan() = default;
   RopeDescriptor desc_;
-  Device device_;
-  int sm_count_ = 0;
-  KernelSku sku_;
 };
 
 // Backward: dq = R(-angle) dy_q, dk = R(-angle) dy_k (pass-through dims copy
@@ -132,14 +128,12 @@ struct RopeBackwardArgs {
   TensorMut dk;         // [B, Hk, S, D]; may be dy_k itself (has_k)
 };
 
-class RopeBackwardPlan {
+class RopeBackwardPlan : public PlanBase {
  public:
   static Result<RopeBackwardPlan> select(const Stream& stream, const RopeDescriptor& desc,
                                          const PlanPreference& pref = {});
   Status can_implement(const RopeBackwardArgs& args) const;
-  size_t workspace_size() const { return 0; }
-  Status run(const Stream& stream, Workspace ws, const RopeBackwardArgs& args) const;
-  const KernelSku& sku() const { return sku_; }
+  Status run(const Stream& stream, Workspace ws, const RopeBackwardArgs& args) const;  // no workspace
 
   const RopeDescriptor& descriptor() const { return desc_; }
   Dims q_shape() const;
@@ -151,9 +145,6 @@ class RopeBackwardPlan {
  private:
   RopeBackwardPlan() = default;
   RopeDescriptor desc_;
-  Device device_;
-  int sm_count_ = 0;
-  KernelSku sku_;
 };
 
 }  // namespace baracuda

@@ -17,13 +17,6 @@ const char* diagonal_align_name(DiagonalAlign a) {
 
 namespace attention_detail {
 
-Result<BackendChoice> choose_backend(const char* plan, const Stream& stream, const PlanPreference& pref,
-                                     bool cudnn_route) {
-  detail::LibraryRoutes routes;
-  routes.cudnn = cudnn_route;
-  return detail::choose_backend(plan, "attention", stream, pref, routes);
-}
-
 Status validate_problem(const char* plan, DType dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t q_len,
                         int64_t kv_len, const std::optional<double>& scale) {
   const std::string p = std::string(plan) + ": ";
@@ -38,20 +31,9 @@ Status validate_problem(const char* plan, DType dtype, int64_t batch, int64_t he
   if (q_len < 0 || kv_len < 0)
     return bad("q_len (" + std::to_string(q_len) + ") and kv_len (" + std::to_string(kv_len) + ") must be >= 0");
   if (scale && !std::isfinite(*scale)) return bad("scale must be finite");
-  return Status::ok();
+  return detail::check_size(plan, "score matrix size B*H*Q*K", {batch, heads, q_len, kv_len});
 }
 
-
-KernelSku make_sku(const BackendChoice& be, DType dtype, std::string op, std::string variant) {
-  KernelSku sku;
-  sku.backend = be.backend;
-  sku.arch = be.arch;
-  sku.dtype = dtype;
-  sku.op = std::move(op);
-  sku.variant = std::move(variant);
-  sku.precision = detail::default_precision(dtype, be.backend);
-  return sku;
-}
 
 Status check_cuda_rows(const char* plan, const char* name, const TensorRef& v, size_t vector_bytes) {
   const std::string p = std::string(plan) + ": ";
@@ -71,30 +53,6 @@ Status check_cuda_rows(const char* plan, const char* name, const TensorRef& v, s
     return Status(StatusCode::Unsupported, p + name + " data pointer must be " + std::to_string(vector_bytes) +
                                                "-byte aligned on CUDA for " + std::string(dtype_name(v.dtype)));
   return Status::ok();
-}
-
-// Outputs must not overlap any input nor each other.
-Status check_no_overlap(const char* plan, NamedViews outs, NamedViews ins) {
-  for (auto o = outs.begin(); o != outs.end(); ++o) {
-    for (const auto& i : ins)
-      if (i.second.data != nullptr && detail::views_overlap(o->second, i.second))
-        return Status(StatusCode::InvalidProblem, std::string(plan) + ": output " + o->first + " overlaps input " + i.first + " in memory");
-    for (auto o2 = std::next(o); o2 != outs.end(); ++o2)
-      if (detail::views_overlap(o->second, o2->second))
-        return Status(StatusCode::InvalidProblem, std::string(plan) + ": outputs " + o->first + " and " + o2->first + " overlap in memory");
-  }
-  return Status::ok();
-}
-
-std::string dims_str(std::initializer_list<int64_t> d) {
-  std::string s = "[";
-  bool first = true;
-  for (int64_t x : d) {
-    if (!first) s += ",";
-    s += std::to_string(x);
-    first = false;
-  }
-  return s + "]";
 }
 
 }  // namespace attention_detail

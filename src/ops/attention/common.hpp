@@ -12,18 +12,14 @@
 namespace baracuda::attention_detail {
 
 using detail::BackendChoice;
-// core/dispatch.hpp's choice; `cudnn_route`: the plan has a cuDNN route, so
-// requiring cuDNN is not an error here.
-Result<BackendChoice> choose_backend(const char* plan, const Stream& stream, const PlanPreference& pref,
-                                     bool cudnn_route = false);
 
 // The checks every attention descriptor shares: f16/bf16/f32/f64, batch >= 0,
 // heads and kv_heads >= 1 with heads % kv_heads == 0, lengths >= 0, a finite
-// scale when given. Errors name the plan.
+// scale when given, and the score matrix's size B*H*Q*K within int64 (the
+// materialized path stores it; every path's work estimate uses it). Errors
+// name the plan.
 Status validate_problem(const char* plan, DType dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t q_len,
                         int64_t kv_len, const std::optional<double>& scale);
-
-KernelSku make_sku(const BackendChoice& be, DType dtype, std::string op, std::string variant);
 
 // Accumulator dtype of the materialized path (probs, ds): f64 for f64, else f32.
 inline DType accumulator_dtype(DType t) { return t == DType::F64 ? DType::F64 : DType::F32; }
@@ -34,11 +30,5 @@ inline DType accumulator_dtype(DType t) { return t == DType::F64 ? DType::F64 : 
 // vector_bytes. Returns Unsupported naming the plan and the tensor.
 Status check_cuda_rows(const char* plan, const char* name, const TensorRef& v, size_t vector_bytes);
 
-// Outputs must overlap no input (views with a null pointer are skipped) and
-// no other output.
-using NamedViews = std::initializer_list<std::pair<const char*, TensorRef>>;
-Status check_no_overlap(const char* plan, NamedViews outs, NamedViews ins);
-
-std::string dims_str(std::initializer_list<int64_t> d);
 
 }  // namespace baracuda::attention_detail

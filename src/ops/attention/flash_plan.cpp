@@ -4,8 +4,7 @@
 #include <algorithm>
 #include <cmath>
 
-#include "core/checks.hpp"
-#include "core/cuda_device.hpp"
+#include "core/plan_shell.hpp"
 #include "ops/attention/common.hpp"
 #include "ops/attention/cpu.hpp"
 #ifdef BARACUDA_WITH_CUDA
@@ -23,34 +22,6 @@ namespace {
 
 constexpr const char* kFwd = "FlashSdpaPlan";
 constexpr const char* kBwd = "FlashSdpaBackwardPlan";
-
-Status validate(const char* plan, const FlashSdpaDescriptor& d, FlashSdpaDescriptor* out) {
-  const std::string p = std::string(plan) + ": ";
-  auto bad = [&](const std::string& m) { return Status(StatusCode::InvalidProblem, p + m); };
-  BARACUDA_RETURN_IF_ERROR(validate_problem(plan, d.dtype, d.batch, d.heads, d.kv_heads, d.q_len, d.kv_len, d.scale));
-  if (d.q_len > INT32_MAX || d.kv_len > INT32_MAX || d.batch > INT32_MAX || d.heads > 65535)
-    return Status(StatusCode::Unsupported, p + "q_len, kv_len and batch must fit in int32 and heads <= 65535");
-  if (d.head_dim < 32 || d.head_dim > 256 || d.head_dim % 8 != 0)
-    return Status(StatusCode::Unsupported, p + "head_dim " + std::to_string(d.head_dim) + " must be in [32, 256] and a multiple of 8");
-  if (d.window_left < -1 || d.window_right < -1)
-    return bad("window_left (" + std::to_string(d.window_left) + ") and window_right (" + std::to_string(d.window_right) +
-               ") must be >= 0, or -1 for unbounded");
-  if (!(d.softcap >= 0) || !std::isfinite(d.softcap))
-    return bad("softcap " + std::to_string(d.softcap) + " must be finite and >= 0 (0 = off)");
-  if (static_cast<int>(d.alibi) > static_cast<int>(AlibiMode::PerBatchHead))
-    return bad("unknown AlibiMode " + std::to_string(static_cast<int>(d.alibi)));
-  if (static_cast<int>(d.align) > static_cast<int>(DiagonalAlign::BottomRight))
-    return bad("unknown DiagonalAlign " + std::to_string(static_cast<int>(d.align)));
-  if (d.varlen) {
-    if (d.has_mask)
-      return Status(StatusCode::Unsupported, p + "an additive mask is not supported with varlen (packed) batches");
-    if (d.total_q < 0 || d.total_kv < 0)
-      return bad("total_q (" + std::to_string(d.total_q) + ") and total_kv (" + std::to_string(d.total_kv) + ") must be >= 0");
-  }
-  *out = d;
-  if (!out->scale) out->scale = 1.0 / std::sqrt(static_cast<double>(d.head_dim));
-  return Status::ok();
-}
 
 // Expected shapes of the tensors.
 struct Shapes {
@@ -75,15 +46,42 @@ Shapes shapes_of(const FlashSdpaDescriptor& d) {
   return s;
 }
 
-Status check_extras(const char* plan, const FlashSdpaDescriptor& d, const Shapes& s, Device dev, const TensorRef& mask,
-                    const TensorRef& alibi, const TensorRef& cu_q, const TensorRef& cu_kv) {
-  if (d.has_mask) BARACUDA_RETURN_IF_ERROR(detail::check_view(plan, "mask", mask, DType::F32, s.mask, dev));
-  if (d.alibi != AlibiMode::None)
-    BARACUDA_RETURN_IF_ERROR(detail::check_view(plan, "alibi_slopes", alibi, DType::F32, s.alibi, dev));
+Status validate(const char* plan, const FlashSdpaDescriptor& d, FlashSdpaDescriptor* out) {
+  const std::string p = std::string(plan) + ": ";
+  auto bad = [&](const std::string& m) { return Status(StatusCode::InvalidProblem, p + m); };
+  BARACUDA_RETURN_IF_ERROR(validate_problem(plan, d.dtype, d.batch, d.heads, d.kv_heads, d.q_len, d.kv_len, d.scale));
+  if (d.q_len > INT32_MAX || d.kv_len > INT32_MAX || d.batch > INT32_MAX || d.heads > 65535)
+    return Status(StatusCode::Unsupported, p + "q_len, kv_len and batch must fit in int32 and heads <= 65535");
+  if (d.head_dim < 32 || d.head_dim > 256 || d.head_dim % 8 != 0)
+    return Status(StatusCode::Unsupported, p + "head_dim " + std::to_string(d.head_dim) + " must be in [32, 256] and a multiple of 8");
+  if (d.window_left < -1 || d.window_right < -1)
+    return bad("window_left (" + std::to_string(d.window_left) + ") and window_right (" + std::to_string(d.window_right) +
+               ") must be >= 0, or -1 for unbounded");
+  if (d.varlen && (d.total_q > INT32_MAX || d.total_kv > INT32_MAX))
+    return Status(StatusCode::Unsupported, p + "total_q and total_kv must fit in int32");
+  if (!(d.softcap >= 0) || !std::isfinite(d.softcap))
+    return bad("softcap " + std::to_string(d.softcap) + " must be finite and >= 0 (0 = off)");
+  if (static_cast<int>(d.alibi) > static_cast<int>(AlibiMode::PerBatchHead))
+    return bad("unknown AlibiMode " + std::to_string(static_cast<int>(d.alibi)));
+  if (static_cast<int>(d.align) > static_cast<int>(DiagonalAlign::BottomRight))
+    return bad("unknown DiagonalAlign " + std::to_string(static_cast<int>(d.align)));
   if (d.varlen) {
-    BARACUDA_RETURN_IF_ERROR(detail::check_view(plan, "cu_seqlens_q", cu_q, DType::I32, s.cu, dev));
-    BARACUDA_RETURN_IF_ERROR(detail::check_view(plan, "cu_seqlens_kv", cu_kv, DType::I32, s.cu, dev));
+    if (d.has_mask)
+      return Status(StatusCode::Unsupported, p + "an additive mask is not supported with varlen (packed) batches");
+    if (d.total_q < 0 || d.total_kv < 0)
+      return bad("total_q (" + std::to_string(d.total_q) + ") and total_kv (" + std::to_string(d.total_kv) + ") must be >= 0");
   }
+  const Shapes s = shapes_of(d);
+  for (const auto& [what, shape] : {std::pair<const char*, const Dims*>{"q shape", &s.q}, {"k/v shape", &s.kv}, {"lse shape", &s.lse}})
+    BARACUDA_RETURN_IF_ERROR(detail::check_shape(plan, what, *shape));
+  *out = d;
+  if (!out->scale) out->scale = 1.0 / std::sqrt(static_cast<double>(d.head_dim));
+  // A window at least q_len + kv_len wide excludes no key of any row (the
+  // diagonal offset is within +-(q_len + kv_len)): store it as that width so
+  // no kernel's `row + window` can overflow, whatever the caller passed.
+  const int64_t widest = d.q_len + d.kv_len;
+  if (out->window_left > widest) out->window_left = widest;
+  if (out->window_right > widest) out->window_right = widest;
   return Status::ok();
 }
 
@@ -175,15 +173,6 @@ void fill_common(const FlashSdpaDescriptor& d, cuda_flash::FlashFwdParams& p, co
 }
 #endif
 
-Result<BackendChoice> choose(const char* plan, const Stream& stream, const FlashSdpaDescriptor& d, const PlanPreference& pref) {
-  auto be = choose_backend(plan, stream, pref, /*cudnn_route=*/true);
-  if (!be) return be.status();
-  if (be->backend == Backend::Bespoke && tensor_cores(d.dtype) && be->arch < 80)
-    return Status(StatusCode::Unsupported, std::string(plan) + ": f16/bf16 flash attention needs tensor cores of sm_80 or newer, device is sm_" +
-                                               std::to_string(be->arch));
-  return be;
-}
-
 #ifdef BARACUDA_WITH_CUDA
 // Default route for f16/bf16 when no backend is asked for: cuDNN's fused
 // attention wherever it supports the problem. Measured on the H200
@@ -252,204 +241,215 @@ Result<CudnnChoice> choose_cudnn(const char* plan, const Stream& stream, const F
 }
 #endif
 
+// The select flow both plans share: validate -> backend (with the cuDNN route
+// allowed) -> bespoke variant and workspace -> the cuDNN decision. Fills the
+// plan's shell fields and the cuDNN flags.
+struct FlashSetup {
+  FlashSdpaDescriptor desc;
+  bool use_cudnn = false;
+  bool cudnn_required = false;
+};
+Result<FlashSetup> setup_flash(PlanBase& plan, const char* name, const Stream& stream, const FlashSdpaDescriptor& desc,
+                               const PlanPreference& pref, bool backward) {
+  FlashSetup f;
+  BARACUDA_RETURN_IF_ERROR(validate(name, desc, &f.desc));
+  const FlashSdpaDescriptor& d = f.desc;
+  detail::LibraryRoutes routes;
+  routes.cudnn = true;
+  auto be = detail::setup_plan(plan, name, "attention", stream, pref, d.dtype,
+                               backward ? "flash_sdpa.backward" : "flash_sdpa.forward", routes);
+  if (!be) return be.status();
+  if (be->backend == Backend::Bespoke && tensor_cores(d.dtype) && be->arch < 80)
+    return detail::unsupported(name, "f16/bf16 flash attention needs tensor cores of sm_80 or newer, device is sm_", be->arch);
+#ifdef BARACUDA_WITH_CUDA
+  KernelSku& sku = detail::PlanAccess::sku(plan);
+  size_t ws = 0;
+  if (be->backend == Backend::Bespoke) {
+    const auto shape = flash_shape(d);
+    if (!tensor_cores(d.dtype)) {
+      sku.variant = "simt";
+      ws = backward ? cuda_flash::backward_workspace_bytes_simt(shape) : 0;
+    } else if (backward) {
+      sku.variant = cuda_flash::backward_mma_variant(shape, be->arch);
+      ws = cuda_flash::backward_workspace_bytes_mma(shape);
+    } else {
+      sku.variant = cuda_flash::forward_mma_variant(shape, be->arch, be->sm_count);
+      // The split-KV path's scratch (0 unless the shape takes it); run() passes
+      // the workspace on and the kernels fall back without it.
+      ws = cuda_flash::forward_workspace_bytes_mma(shape, be->arch, be->sm_count);
+    }
+  }
+  auto cu = choose_cudnn(name, stream, d, *be, pref, backward);
+  if (!cu) return cu.status();
+  if (cu->use) {
+    // Keep the bespoke workspace too: run() falls back to the bespoke kernels
+    // when cuDNN refuses the actual strides (unless cuDNN was required).
+    f.use_cudnn = true;
+    f.cudnn_required = cu->required;
+    ws = std::max(ws, cu->info.workspace_bytes);
+    BackendChoice cb = *be;
+    cb.backend = Backend::CuDnn;
+    sku = detail::make_sku(cb, d.dtype, sku.op, cu->info.engine);
+    sku.precision.deterministic = cu->info.deterministic;
+  }
+  detail::PlanAccess::set_workspace(plan, ws);
+#else
+  (void)backward;
+#endif
+  return f;
+}
+
+// The tensors every flash call may carry besides q/k/v and the outputs: the
+// descriptor says which are used; one it does not use must not be given.
+template <class Args>
+void check_extras(detail::ArgCheck& c, const FlashSdpaDescriptor& d, const Shapes& s, const Args& a) {
+  c.optional_input("mask", a.mask, d.has_mask, DType::F32, s.mask, "mask tensor is missing (descriptor.has_mask is set)",
+                   "mask is given but descriptor.has_mask is false")
+      .optional_input("alibi_slopes", a.alibi_slopes, d.alibi != AlibiMode::None, DType::F32, s.alibi,
+                      "alibi_slopes tensor is missing (descriptor.alibi is set)",
+                      "alibi_slopes is given but descriptor.alibi is none")
+      .optional_input("cu_seqlens_q", a.cu_seqlens_q, d.varlen, DType::I32, s.cu,
+                      "cu_seqlens_q tensor is missing (descriptor.varlen is set)",
+                      "cu_seqlens_q is given but descriptor.varlen is false")
+      .optional_input("cu_seqlens_kv", a.cu_seqlens_kv, d.varlen, DType::I32, s.cu,
+                      "cu_seqlens_kv tensor is missing (descriptor.varlen is set)",
+                      "cu_seqlens_kv is given but descriptor.varlen is false");
+}
+
+// CUDA row layout of the q-like tensors (head dim contiguous; 16-byte rows
+// for the tensor-core paths).
+Status check_rows(const PlanBase& plan, const FlashSdpaDescriptor& d,
+                  std::initializer_list<std::pair<const char*, TensorRef>> views) {
+  if (plan.sku().backend != Backend::Bespoke && plan.sku().backend != Backend::CuDnn) return Status::ok();
+  const size_t vec = tensor_cores(d.dtype) ? 16 : 0;
+  for (const auto& [n, t] : views) BARACUDA_RETURN_IF_ERROR(check_cuda_rows(plan.name(), n, t, vec));
+  return Status::ok();
+}
+
+detail::ArgCheck check_args(const FlashSdpaPlan& p, const FlashSdpaArgs& a) {
+  const FlashSdpaDescriptor& d = p.descriptor();
+  const Shapes s = shapes_of(d);
+  detail::ArgCheck c(p.name(), p.device());
+  c.input("q", a.q, d.dtype, s.q).input("k", a.k, d.dtype, s.kv).input("v", a.v, d.dtype, s.kv);
+  check_extras(c, d, s, a);
+  c.output("y", a.y, d.dtype, s.y).output("lse", a.lse, DType::F32, s.lse).disjoint();
+  c.rule([&] { return check_rows(p, d, {{"q", a.q}, {"k", a.k}, {"v", a.v}, {"y", a.y}}); });
+  return c;
+}
+
+detail::ArgCheck check_args(const FlashSdpaBackwardPlan& p, const FlashSdpaBackwardArgs& a) {
+  const FlashSdpaDescriptor& d = p.descriptor();
+  const Shapes s = shapes_of(d);
+  detail::ArgCheck c(p.name(), p.device());
+  c.input("dy", a.dy, d.dtype, s.y)
+      .input("q", a.q, d.dtype, s.q)
+      .input("k", a.k, d.dtype, s.kv)
+      .input("v", a.v, d.dtype, s.kv)
+      .input("y", a.y, d.dtype, s.y)
+      .input("lse", a.lse, DType::F32, s.lse);
+  check_extras(c, d, s, a);
+  c.output("dq", a.dq, d.dtype, s.q).output("dk", a.dk, d.dtype, s.kv).output("dv", a.dv, d.dtype, s.kv).disjoint();
+  c.rule([&] {
+    return check_rows(p, d, {{"dy", a.dy}, {"q", a.q}, {"k", a.k}, {"v", a.v}, {"y", a.y}, {"dq", a.dq}, {"dk", a.dk},
+                             {"dv", a.dv}});
+  });
+  return c;
+}
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
 Result<FlashSdpaPlan> FlashSdpaPlan::select(const Stream& stream, const FlashSdpaDescriptor& desc, const PlanPreference& pref) {
-  FlashSdpaDescriptor d;
-  BARACUDA_RETURN_IF_ERROR(validate(kFwd, desc, &d));
-  auto be = choose(kFwd, stream, d, pref);
-  if (!be) return be.status();
   FlashSdpaPlan plan;
-  plan.desc_ = d;
-  plan.device_ = stream.device();
-  plan.sm_count_ = be->sm_count;
-  std::string variant = "reference";
-#ifdef BARACUDA_WITH_CUDA
-  if (be->backend == Backend::Bespoke) {
-    if (tensor_cores(d.dtype)) {
-      variant = cuda_flash::forward_mma_variant(flash_shape(d), be->arch, be->sm_count);
-      // The split-KV path's scratch (0 unless the shape takes it); run() passes
-      // the workspace on and the kernels fall back without it.
-      plan.workspace_bytes_ = cuda_flash::forward_workspace_bytes_mma(flash_shape(d), be->arch, be->sm_count);
-    } else {
-      variant = "simt";
-    }
-  }
-  auto cu = choose_cudnn(kFwd, stream, d, *be, pref, /*backward=*/false);
-  if (!cu) return cu.status();
-  if (cu->use) {
-    plan.use_cudnn_ = true;
-    plan.cudnn_required_ = cu->required;
-    plan.workspace_bytes_ = std::max(plan.workspace_bytes_, cu->info.workspace_bytes);
-    BackendChoice cb = *be;
-    cb.backend = Backend::CuDnn;
-    plan.sku_ = make_sku(cb, d.dtype, "flash_sdpa.forward", cu->info.engine);
-    plan.sku_.precision.deterministic = cu->info.deterministic;
-    return plan;
-  }
-#endif
-  plan.sku_ = make_sku(*be, d.dtype, "flash_sdpa.forward", variant);
+  auto f = setup_flash(plan, kFwd, stream, desc, pref, /*backward=*/false);
+  if (!f) return f.status();
+  plan.desc_ = f->desc;
+  plan.use_cudnn_ = f->use_cudnn;
+  plan.cudnn_required_ = f->cudnn_required;
   return plan;
 }
 
-Status FlashSdpaPlan::can_implement(const FlashSdpaArgs& a) const {
-  const Shapes s = shapes_of(desc_);
-  BARACUDA_RETURN_IF_ERROR(detail::check_view(kFwd, "q", a.q, desc_.dtype, s.q, device_));
-  BARACUDA_RETURN_IF_ERROR(detail::check_view(kFwd, "k", a.k, desc_.dtype, s.kv, device_));
-  BARACUDA_RETURN_IF_ERROR(detail::check_view(kFwd, "v", a.v, desc_.dtype, s.kv, device_));
-  BARACUDA_RETURN_IF_ERROR(check_extras(kFwd, desc_, s, device_, a.mask, a.alibi_slopes, a.cu_seqlens_q, a.cu_seqlens_kv));
-  BARACUDA_RETURN_IF_ERROR(detail::check_output(kFwd, "y", a.y, desc_.dtype, s.y, device_));
-  BARACUDA_RETURN_IF_ERROR(detail::check_output(kFwd, "lse", a.lse, DType::F32, s.lse, device_));
-  BARACUDA_RETURN_IF_ERROR(check_no_overlap(kFwd, {{"y", a.y}, {"lse", a.lse}},
-                                            {{"q", a.q}, {"k", a.k}, {"v", a.v}, {"mask", a.mask}, {"alibi_slopes", a.alibi_slopes},
-                                             {"cu_seqlens_q", a.cu_seqlens_q}, {"cu_seqlens_kv", a.cu_seqlens_kv}}));
-  if (sku_.backend == Backend::Bespoke || sku_.backend == Backend::CuDnn) {
-    const size_t vec = tensor_cores(desc_.dtype) ? 16 : 0;
-    BARACUDA_RETURN_IF_ERROR(check_cuda_rows(kFwd, "q", a.q, vec));
-    BARACUDA_RETURN_IF_ERROR(check_cuda_rows(kFwd, "k", a.k, vec));
-    BARACUDA_RETURN_IF_ERROR(check_cuda_rows(kFwd, "v", a.v, vec));
-    BARACUDA_RETURN_IF_ERROR(check_cuda_rows(kFwd, "y", a.y, vec));
-  }
-  return Status::ok();
-}
+Status FlashSdpaPlan::can_implement(const FlashSdpaArgs& a) const { return check_args(*this, a).status(); }
 
 Status FlashSdpaPlan::run(const Stream& stream, Workspace ws, const FlashSdpaArgs& a) const {
-  BARACUDA_RETURN_IF_ERROR(detail::check_stream(kFwd, stream, device_));
-  BARACUDA_RETURN_IF_ERROR(can_implement(a));
-  BARACUDA_RETURN_IF_ERROR(detail::check_workspace(kFwd, workspace_bytes_, ws.bytes, ws.ptr));
-  if (a.y.numel() == 0) return Status::ok();
-  if (sku_.backend == Backend::CpuReference) return cpu_attention::flash_forward(desc_, a);
+  return detail::run_plan(
+      *this, stream, ws, check_args(*this, a), [&] { return cpu_attention::flash_forward(desc_, a); },
+      [&]() -> Status {
 #ifdef BARACUDA_WITH_CUDA
-  detail::DeviceGuard guard(device_.ordinal);
-  BARACUDA_RETURN_IF_ERROR(guard.status());
-  cuda_flash::FlashFwdParams p;
-  fill_common(desc_, p, a.q, a.k, a.v, a.lse, a.mask, a.alibi_slopes, a.cu_seqlens_q, a.cu_seqlens_kv);
-  p.y = a.y.data;
-  p.lse = static_cast<float*>(a.lse.data);
-  seq_strides(a.y, desc_.varlen, &p.y_sb, &p.y_sh, &p.y_ss);
-  if (use_cudnn_) {
-    // cuDNN refuses some strides (broadcast, unpacked lse) and, while a graph
-    // is being captured, plans it has not built yet; the bespoke kernels take
-    // over then unless cuDNN was required.
-    Status st = cudnn_sdpa::check_forward(p);
-    if (st.is_ok()) st = cudnn_sdpa::forward(p, stream.native_handle(), ws.ptr, ws.bytes);
-    if (st.is_ok() || cudnn_required_ || (st.code() != StatusCode::Unsupported && st.code() != StatusCode::WorkspaceTooSmall))
-      return st;
-  }
-  p.fwd_workspace = ws.ptr;
-  p.fwd_workspace_bytes = ws.ptr ? ws.bytes : 0;
-  if (tensor_cores(desc_.dtype)) return cuda_flash::forward_mma(p, sku_.arch, sm_count_, stream.native_handle());
-  return cuda_flash::forward_simt(p, sku_.arch, sm_count_, stream.native_handle());
+        cuda_flash::FlashFwdParams p;
+        fill_common(desc_, p, a.q, a.k, a.v, a.lse, a.mask, a.alibi_slopes, a.cu_seqlens_q, a.cu_seqlens_kv);
+        p.y = a.y.data;
+        p.lse = static_cast<float*>(a.lse.data);
+        seq_strides(a.y, desc_.varlen, &p.y_sb, &p.y_sh, &p.y_ss);
+        if (use_cudnn_) {
+          // cuDNN refuses some strides (broadcast, unpacked lse) and, while a graph
+          // is being captured, plans it has not built yet; the bespoke kernels take
+          // over then unless cuDNN was required.
+          Status st = cudnn_sdpa::check_forward(p);
+          if (st.is_ok()) st = cudnn_sdpa::forward(p, stream.native_handle(), ws.ptr, ws.bytes);
+          if (st.is_ok() || cudnn_required_ ||
+              (st.code() != StatusCode::Unsupported && st.code() != StatusCode::WorkspaceTooSmall))
+            return st;
+        }
+        p.fwd_workspace = ws.ptr;
+        p.fwd_workspace_bytes = ws.ptr ? ws.bytes : 0;
+        if (tensor_cores(desc_.dtype)) return cuda_flash::forward_mma(p, sku_.arch, sm_count_, stream.native_handle());
+        return cuda_flash::forward_simt(p, sku_.arch, sm_count_, stream.native_handle());
 #else
-  (void)ws;
-  return Status(StatusCode::Unsupported, std::string(kFwd) + ": no CUDA support in this build");
+        (void)ws;
+        return detail::no_cuda(kFwd);
 #endif
+      });
 }
 
 // ---------------------------------------------------------------------------
 Result<FlashSdpaBackwardPlan> FlashSdpaBackwardPlan::select(const Stream& stream, const FlashSdpaDescriptor& desc,
                                                             const PlanPreference& pref) {
-  FlashSdpaDescriptor d;
-  BARACUDA_RETURN_IF_ERROR(validate(kBwd, desc, &d));
-  auto be = choose(kBwd, stream, d, pref);
-  if (!be) return be.status();
   FlashSdpaBackwardPlan plan;
-  plan.desc_ = d;
-  plan.device_ = stream.device();
-  plan.sm_count_ = be->sm_count;
-  std::string variant = "reference";
-#ifdef BARACUDA_WITH_CUDA
-  if (be->backend == Backend::Bespoke) {
-    const auto shape = flash_shape(d);
-    if (tensor_cores(d.dtype)) {
-      variant = cuda_flash::backward_mma_variant(shape, be->arch);
-      plan.workspace_bytes_ = cuda_flash::backward_workspace_bytes_mma(shape);
-    } else {
-      variant = "simt";
-      plan.workspace_bytes_ = cuda_flash::backward_workspace_bytes_simt(shape);
-    }
-  }
-  auto cu = choose_cudnn(kBwd, stream, d, *be, pref, /*backward=*/true);
-  if (!cu) return cu.status();
-  if (cu->use) {
-    // Keep the bespoke workspace too: run() falls back to the bespoke kernels
-    // when cuDNN refuses the actual strides (unless cuDNN was required).
-    plan.use_cudnn_ = true;
-    plan.cudnn_required_ = cu->required;
-    plan.workspace_bytes_ = std::max(plan.workspace_bytes_, cu->info.workspace_bytes);
-    BackendChoice cb = *be;
-    cb.backend = Backend::CuDnn;
-    plan.sku_ = make_sku(cb, d.dtype, "flash_sdpa.backward", cu->info.engine);
-    plan.sku_.precision.deterministic = cu->info.deterministic;
-    return plan;
-  }
-#endif
-  plan.sku_ = make_sku(*be, d.dtype, "flash_sdpa.backward", variant);
+  auto f = setup_flash(plan, kBwd, stream, desc, pref, /*backward=*/true);
+  if (!f) return f.status();
+  plan.desc_ = f->desc;
+  plan.use_cudnn_ = f->use_cudnn;
+  plan.cudnn_required_ = f->cudnn_required;
   return plan;
 }
 
-Status FlashSdpaBackwardPlan::can_implement(const FlashSdpaBackwardArgs& a) const {
-  const Shapes s = shapes_of(desc_);
-  BARACUDA_RETURN_IF_ERROR(detail::check_view(kBwd, "dy", a.dy, desc_.dtype, s.y, device_));
-  BARACUDA_RETURN_IF_ERROR(detail::check_view(kBwd, "q", a.q, desc_.dtype, s.q, device_));
-  BARACUDA_RETURN_IF_ERROR(detail::check_view(kBwd, "k", a.k, desc_.dtype, s.kv, device_));
-  BARACUDA_RETURN_IF_ERROR(detail::check_view(kBwd, "v", a.v, desc_.dtype, s.kv, device_));
-  BARACUDA_RETURN_IF_ERROR(detail::check_view(kBwd, "y", a.y, desc_.dtype, s.y, device_));
-  BARACUDA_RETURN_IF_ERROR(detail::check_view(kBwd, "lse", a.lse, DType::F32, s.lse, device_));
-  BARACUDA_RETURN_IF_ERROR(check_extras(kBwd, desc_, s, device_, a.mask, a.alibi_slopes, a.cu_seqlens_q, a.cu_seqlens_kv));
-  BARACUDA_RETURN_IF_ERROR(detail::check_output(kBwd, "dq", a.dq, desc_.dtype, s.q, device_));
-  BARACUDA_RETURN_IF_ERROR(detail::check_output(kBwd, "dk", a.dk, desc_.dtype, s.kv, device_));
-  BARACUDA_RETURN_IF_ERROR(detail::check_output(kBwd, "dv", a.dv, desc_.dtype, s.kv, device_));
-  BARACUDA_RETURN_IF_ERROR(check_no_overlap(
-      kBwd, {{"dq", a.dq}, {"dk", a.dk}, {"dv", a.dv}},
-      {{"dy", a.dy}, {"q", a.q}, {"k", a.k}, {"v", a.v}, {"y", a.y}, {"lse", a.lse}, {"mask", a.mask},
-       {"alibi_slopes", a.alibi_slopes}, {"cu_seqlens_q", a.cu_seqlens_q}, {"cu_seqlens_kv", a.cu_seqlens_kv}}));
-  if (sku_.backend == Backend::Bespoke || sku_.backend == Backend::CuDnn) {
-    const size_t vec = tensor_cores(desc_.dtype) ? 16 : 0;
-    for (auto [n, t] : {std::pair<const char*, TensorRef>{"dy", a.dy}, {"q", a.q}, {"k", a.k}, {"v", a.v}, {"y", a.y},
-                        {"dq", a.dq}, {"dk", a.dk}, {"dv", a.dv}})
-      BARACUDA_RETURN_IF_ERROR(check_cuda_rows(kBwd, n, t, vec));
-  }
-  return Status::ok();
-}
+Status FlashSdpaBackwardPlan::can_implement(const FlashSdpaBackwardArgs& a) const { return check_args(*this, a).status(); }
 
 Status FlashSdpaBackwardPlan::run(const Stream& stream, Workspace ws, const FlashSdpaBackwardArgs& a) const {
-  BARACUDA_RETURN_IF_ERROR(detail::check_stream(kBwd, stream, device_));
-  BARACUDA_RETURN_IF_ERROR(can_implement(a));
-  BARACUDA_RETURN_IF_ERROR(detail::check_workspace(kBwd, workspace_bytes_, ws.bytes, ws.ptr));
-  if (a.dq.numel() == 0 && a.dk.numel() == 0) return Status::ok();
-  if (sku_.backend == Backend::CpuReference) return cpu_attention::flash_backward(desc_, a);
+  return detail::run_plan(
+      *this, stream, ws, check_args(*this, a), [&] { return cpu_attention::flash_backward(desc_, a); },
+      [&]() -> Status {
 #ifdef BARACUDA_WITH_CUDA
-  detail::DeviceGuard guard(device_.ordinal);
-  BARACUDA_RETURN_IF_ERROR(guard.status());
-  cuda_flash::FlashBwdParams p;
-  fill_common(desc_, p, a.q, a.k, a.v, a.lse, a.mask, a.alibi_slopes, a.cu_seqlens_q, a.cu_seqlens_kv);
-  p.y = const_cast<void*>(a.y.data);  // read only in the backward
-  p.lse = static_cast<float*>(const_cast<void*>(a.lse.data));
-  seq_strides(a.y, desc_.varlen, &p.y_sb, &p.y_sh, &p.y_ss);
-  p.dy = a.dy.data;
-  p.dq = a.dq.data;
-  p.dk = a.dk.data;
-  p.dv = a.dv.data;
-  seq_strides(a.dy, desc_.varlen, &p.dy_sb, &p.dy_sh, &p.dy_ss);
-  seq_strides(a.dq, desc_.varlen, &p.dq_sb, &p.dq_sh, &p.dq_ss);
-  seq_strides(a.dk, desc_.varlen, &p.dk_sb, &p.dk_sh, &p.dk_ss);
-  seq_strides(a.dv, desc_.varlen, &p.dv_sb, &p.dv_sh, &p.dv_ss);
-  p.workspace = ws.ptr;
-  p.workspace_bytes = workspace_bytes_;
-  if (use_cudnn_) {  // fallback rules as in the forward
-    Status st = cudnn_sdpa::check_backward(p);
-    if (st.is_ok()) st = cudnn_sdpa::backward(p, stream.native_handle(), sku_.precision.deterministic);
-    if (st.is_ok() || cudnn_required_ || (st.code() != StatusCode::Unsupported && st.code() != StatusCode::WorkspaceTooSmall))
-      return st;
-  }
-  if (tensor_cores(desc_.dtype)) return cuda_flash::backward_mma(p, sku_.arch, sm_count_, stream.native_handle());
-  return cuda_flash::backward_simt(p, sku_.arch, sm_count_, stream.native_handle());
+        cuda_flash::FlashBwdParams p;
+        fill_common(desc_, p, a.q, a.k, a.v, a.lse, a.mask, a.alibi_slopes, a.cu_seqlens_q, a.cu_seqlens_kv);
+        p.y = const_cast<void*>(a.y.data);  // read only in the backward
+        p.lse = static_cast<float*>(const_cast<void*>(a.lse.data));
+        seq_strides(a.y, desc_.varlen, &p.y_sb, &p.y_sh, &p.y_ss);
+        p.dy = a.dy.data;
+        p.dq = a.dq.data;
+        p.dk = a.dk.data;
+        p.dv = a.dv.data;
+        seq_strides(a.dy, desc_.varlen, &p.dy_sb, &p.dy_sh, &p.dy_ss);
+        seq_strides(a.dq, desc_.varlen, &p.dq_sb, &p.dq_sh, &p.dq_ss);
+        seq_strides(a.dk, desc_.varlen, &p.dk_sb, &p.dk_sh, &p.dk_ss);
+        seq_strides(a.dv, desc_.varlen, &p.dv_sb, &p.dv_sh, &p.dv_ss);
+        p.workspace = ws.ptr;
+        p.workspace_bytes = workspace_bytes_;
+        if (use_cudnn_) {  // fallback rules as in the forward
+          Status st = cudnn_sdpa::check_backward(p);
+          if (st.is_ok()) st = cudnn_sdpa::backward(p, stream.native_handle(), sku_.precision.deterministic);
+          if (st.is_ok() || cudnn_required_ ||
+              (st.code() != StatusCode::Unsupported && st.code() != StatusCode::WorkspaceTooSmall))
+            return st;
+        }
+        if (tensor_cores(desc_.dtype)) return cuda_flash::backward_mma(p, sku_.arch, sm_count_, stream.native_handle());
+        return cuda_flash::backward_simt(p, sku_.arch, sm_count_, stream.native_handle());
 #else
-  (void)ws;
-  return Status(StatusCode::Unsupported, std::string(kBwd) + ": no CUDA support in this build");
+        (void)ws;
+        return detail::no_cuda(kBwd);
 #endif
+      });
 }
 
 }  // namespace baracuda

@@ -2,8 +2,7 @@
 // checks, backend choice and dispatch to the CPU reference or the CUDA kernels.
 #include <cmath>
 
-#include "core/checks.hpp"
-#include "core/cuda_device.hpp"
+#include "core/plan_shell.hpp"
 #include "ops/attention/common.hpp"
 #include "ops/attention/cpu.hpp"
 #ifdef BARACUDA_WITH_CUDA
@@ -23,6 +22,8 @@ Status validate(const char* plan, const SdpaDescriptor& d, SdpaDescriptor* out) 
   const std::string p = std::string(plan) + ": ";
   auto bad = [&](const std::string& m) { return Status(StatusCode::InvalidProblem, p + m); };
   BARACUDA_RETURN_IF_ERROR(validate_problem(plan, d.dtype, d.batch, d.heads, d.kv_heads, d.q_len, d.kv_len, d.scale));
+  if (d.head_dim_v < -1)
+    return bad("head_dim_v " + std::to_string(d.head_dim_v) + " must be -1 (= head_dim) or >= 1");
   const int64_t dv = d.head_dim_v < 0 ? d.head_dim : d.head_dim_v;
   if (d.head_dim < 1 || dv < 1)
     return bad("head_dim (" + std::to_string(d.head_dim) + ") and head_dim_v (" + std::to_string(dv) + ") must be >= 1");
@@ -30,6 +31,11 @@ Status validate(const char* plan, const SdpaDescriptor& d, SdpaDescriptor* out) 
     return Status(StatusCode::Unsupported, p + "batch and heads must fit in int32");
   if (static_cast<int>(d.align) > static_cast<int>(DiagonalAlign::BottomRight))
     return bad("unknown DiagonalAlign " + std::to_string(static_cast<int>(d.align)));
+  for (const auto& [what, shape] : {std::pair<const char*, Dims>{"q shape", {d.batch, d.heads, d.q_len, d.head_dim}},
+                                   {"k shape", {d.batch, d.kv_heads, d.kv_len, d.head_dim}},
+                                   {"v shape", {d.batch, d.kv_heads, d.kv_len, dv}},
+                                   {"y shape", {d.batch, d.heads, d.q_len, dv}}})
+    BARACUDA_RETURN_IF_ERROR(detail::check_shape(plan, what, shape));
   *out = d;
   out->head_dim_v = dv;
   if (!out->scale) out->scale = 1.0 / std::sqrt(static_cast<double>(d.head_dim));
@@ -78,109 +84,114 @@ DType SdpaPlan::probs_dtype() const { return accumulator_dtype(desc_.dtype); }
 DType SdpaBackwardPlan::probs_dtype() const { return accumulator_dtype(desc_.dtype); }
 
 Result<SdpaPlan> SdpaPlan::select(const Stream& stream, const SdpaDescriptor& desc, const PlanPreference& pref) {
-  SdpaDescriptor d;
-  BARACUDA_RETURN_IF_ERROR(validate(kFwd, desc, &d));
-  auto be = choose_backend(kFwd, stream, pref);
-  if (!be) return be.status();
   SdpaPlan plan;
-  plan.desc_ = d;
-  plan.device_ = stream.device();
-  plan.sku_ = make_sku(*be, d.dtype, "sdpa.forward", be->backend == Backend::Bespoke ? "materialized-tiled" : "reference");
+  BARACUDA_RETURN_IF_ERROR(validate(kFwd, desc, &plan.desc_));
+  auto be = detail::setup_plan(plan, kFwd, "attention", stream, pref, desc.dtype, "sdpa.forward");
+  if (!be) return be.status();
+  if (be->backend == Backend::Bespoke) plan.sku_.variant = "materialized-tiled";
   return plan;
 }
 
-Status SdpaPlan::can_implement(const SdpaArgs& a) const {
-  const Shapes s = shapes_of(desc_);
-  BARACUDA_RETURN_IF_ERROR(detail::check_view(kFwd, "q", a.q, desc_.dtype, s.q, device_));
-  BARACUDA_RETURN_IF_ERROR(detail::check_view(kFwd, "k", a.k, desc_.dtype, s.k, device_));
-  BARACUDA_RETURN_IF_ERROR(detail::check_view(kFwd, "v", a.v, desc_.dtype, s.v, device_));
-  if (desc_.has_mask) BARACUDA_RETURN_IF_ERROR(detail::check_view(kFwd, "mask", a.mask, DType::F32, s.scores, device_));
-  BARACUDA_RETURN_IF_ERROR(detail::check_output(kFwd, "y", a.y, desc_.dtype, s.y, device_));
-  BARACUDA_RETURN_IF_ERROR(detail::check_output(kFwd, "probs", a.probs, probs_dtype(), s.scores, device_));
-  return check_no_overlap(kFwd, {{"y", a.y}, {"probs", a.probs}},
-                          {{"q", a.q}, {"k", a.k}, {"v", a.v}, {"mask", desc_.has_mask ? a.mask : TensorRef()}});
+namespace {
+detail::ArgCheck check_args(const SdpaPlan& p, const SdpaArgs& a) {
+  const SdpaDescriptor& d = p.descriptor();
+  const Shapes s = shapes_of(d);
+  detail::ArgCheck c(p.name(), p.device());
+  c.input("q", a.q, d.dtype, s.q)
+      .input("k", a.k, d.dtype, s.k)
+      .input("v", a.v, d.dtype, s.v)
+      .optional_input("mask", a.mask, d.has_mask, DType::F32, s.scores, "mask tensor is missing (descriptor.has_mask is set)",
+                      "mask is given but descriptor.has_mask is false")
+      .output("y", a.y, d.dtype, s.y)
+      .output("probs", a.probs, p.probs_dtype(), s.scores);
+  return std::move(c.disjoint());
 }
+}  // namespace
+
+Status SdpaPlan::can_implement(const SdpaArgs& a) const { return check_args(*this, a).status(); }
 
 Status SdpaPlan::run(const Stream& stream, Workspace ws, const SdpaArgs& a) const {
-  BARACUDA_RETURN_IF_ERROR(detail::check_stream(kFwd, stream, device_));
-  BARACUDA_RETURN_IF_ERROR(can_implement(a));
-  BARACUDA_RETURN_IF_ERROR(detail::check_workspace(kFwd, workspace_bytes_, ws.bytes, ws.ptr));
-  if (a.y.numel() == 0 && a.probs.numel() == 0) return Status::ok();
-  if (sku_.backend == Backend::CpuReference) return cpu_attention::sdpa_forward(desc_, a);
+  return detail::run_plan(
+      *this, stream, ws, check_args(*this, a), [&] { return cpu_attention::sdpa_forward(desc_, a); },
+      [&]() -> Status {
 #ifdef BARACUDA_WITH_CUDA
-  detail::DeviceGuard guard(device_.ordinal);
-  BARACUDA_RETURN_IF_ERROR(guard.status());
-  cuda_sdpa::SdpaFwdParams p;
-  fill_common(desc_, p, a.q, a.k, a.v);
-  if (desc_.has_mask) {
-    p.mask = static_cast<const float*>(a.mask.data);
-    p.mask_st = st4(a.mask);
-  }
-  p.y = a.y.data;
-  p.y_st = st4(a.y);
-  p.probs = a.probs.data;
-  p.p_st = st4(a.probs);
-  return cuda_sdpa::forward(p, 0, stream.native_handle());
+        cuda_sdpa::SdpaFwdParams p;
+        fill_common(desc_, p, a.q, a.k, a.v);
+        if (desc_.has_mask) {
+          p.mask = static_cast<const float*>(a.mask.data);
+          p.mask_st = st4(a.mask);
+        }
+        p.y = a.y.data;
+        p.y_st = st4(a.y);
+        p.probs = a.probs.data;
+        p.p_st = st4(a.probs);
+        return cuda_sdpa::forward(p, 0, stream.native_handle());
 #else
-  return Status(StatusCode::Unsupported, std::string(kFwd) + ": no CUDA support in this build");
+        return detail::no_cuda(kFwd);
 #endif
+      });
 }
 
 // ---------------------------------------------------------------------------
 Result<SdpaBackwardPlan> SdpaBackwardPlan::select(const Stream& stream, const SdpaDescriptor& desc, const PlanPreference& pref) {
-  SdpaDescriptor d;
-  BARACUDA_RETURN_IF_ERROR(validate(kBwd, desc, &d));
-  auto be = choose_backend(kBwd, stream, pref);
-  if (!be) return be.status();
   SdpaBackwardPlan plan;
-  plan.desc_ = d;
-  plan.device_ = stream.device();
-  if (be->backend == Backend::Bespoke)
-    plan.workspace_bytes_ = static_cast<size_t>(d.batch * d.heads * d.q_len * d.kv_len) * dtype_size(accumulator_dtype(d.dtype));
-  plan.sku_ = make_sku(*be, d.dtype, "sdpa.backward", be->backend == Backend::Bespoke ? "materialized-tiled" : "reference");
+  BARACUDA_RETURN_IF_ERROR(validate(kBwd, desc, &plan.desc_));
+  const SdpaDescriptor& d = plan.desc_;
+  auto be = detail::setup_plan(plan, kBwd, "attention", stream, pref, d.dtype, "sdpa.backward");
+  if (!be) return be.status();
+  if (be->backend == Backend::Bespoke) {
+    int64_t bytes = 0;  // ds [B,H,Q,K] in the accumulator dtype
+    BARACUDA_RETURN_IF_ERROR(detail::check_size(
+        kBwd, "workspace bytes B*H*Q*K*element", {d.batch, d.heads, d.q_len, d.kv_len,
+                                                   static_cast<int64_t>(dtype_size(accumulator_dtype(d.dtype)))}, &bytes));
+    plan.workspace_bytes_ = static_cast<size_t>(bytes);
+    plan.sku_.variant = "materialized-tiled";
+  }
   return plan;
 }
 
-Status SdpaBackwardPlan::can_implement(const SdpaBackwardArgs& a) const {
-  const Shapes s = shapes_of(desc_);
-  BARACUDA_RETURN_IF_ERROR(detail::check_view(kBwd, "dy", a.dy, desc_.dtype, s.y, device_));
-  BARACUDA_RETURN_IF_ERROR(detail::check_view(kBwd, "q", a.q, desc_.dtype, s.q, device_));
-  BARACUDA_RETURN_IF_ERROR(detail::check_view(kBwd, "k", a.k, desc_.dtype, s.k, device_));
-  BARACUDA_RETURN_IF_ERROR(detail::check_view(kBwd, "v", a.v, desc_.dtype, s.v, device_));
-  BARACUDA_RETURN_IF_ERROR(detail::check_view(kBwd, "probs", a.probs, probs_dtype(), s.scores, device_));
-  BARACUDA_RETURN_IF_ERROR(detail::check_output(kBwd, "dq", a.dq, desc_.dtype, s.q, device_));
-  BARACUDA_RETURN_IF_ERROR(detail::check_output(kBwd, "dk", a.dk, desc_.dtype, s.k, device_));
-  BARACUDA_RETURN_IF_ERROR(detail::check_output(kBwd, "dv", a.dv, desc_.dtype, s.v, device_));
-  return check_no_overlap(kBwd, {{"dq", a.dq}, {"dk", a.dk}, {"dv", a.dv}},
-                          {{"dy", a.dy}, {"q", a.q}, {"k", a.k}, {"v", a.v}, {"probs", a.probs}});
+namespace {
+detail::ArgCheck check_args(const SdpaBackwardPlan& p, const SdpaBackwardArgs& a) {
+  const SdpaDescriptor& d = p.descriptor();
+  const Shapes s = shapes_of(d);
+  detail::ArgCheck c(p.name(), p.device());
+  c.input("dy", a.dy, d.dtype, s.y)
+      .input("q", a.q, d.dtype, s.q)
+      .input("k", a.k, d.dtype, s.k)
+      .input("v", a.v, d.dtype, s.v)
+      .input("probs", a.probs, p.probs_dtype(), s.scores)
+      .output("dq", a.dq, d.dtype, s.q)
+      .output("dk", a.dk, d.dtype, s.k)
+      .output("dv", a.dv, d.dtype, s.v);
+  return std::move(c.disjoint());
 }
+}  // namespace
+
+Status SdpaBackwardPlan::can_implement(const SdpaBackwardArgs& a) const { return check_args(*this, a).status(); }
 
 Status SdpaBackwardPlan::run(const Stream& stream, Workspace ws, const SdpaBackwardArgs& a) const {
-  BARACUDA_RETURN_IF_ERROR(detail::check_stream(kBwd, stream, device_));
-  BARACUDA_RETURN_IF_ERROR(can_implement(a));
-  BARACUDA_RETURN_IF_ERROR(detail::check_workspace(kBwd, workspace_bytes_, ws.bytes, ws.ptr));
-  if (a.dq.numel() == 0 && a.dk.numel() == 0 && a.dv.numel() == 0) return Status::ok();
-  if (sku_.backend == Backend::CpuReference) return cpu_attention::sdpa_backward(desc_, a);
+  return detail::run_plan(
+      *this, stream, ws, check_args(*this, a), [&] { return cpu_attention::sdpa_backward(desc_, a); },
+      [&]() -> Status {
 #ifdef BARACUDA_WITH_CUDA
-  detail::DeviceGuard guard(device_.ordinal);
-  BARACUDA_RETURN_IF_ERROR(guard.status());
-  cuda_sdpa::SdpaBwdParams p;
-  fill_common(desc_, p, a.q, a.k, a.v);
-  p.probs = const_cast<void*>(a.probs.data);  // read only in the backward
-  p.p_st = st4(a.probs);
-  p.dy = a.dy.data;
-  p.dy_st = st4(a.dy);
-  p.dq = a.dq.data;
-  p.dq_st = st4(a.dq);
-  p.dk = a.dk.data;
-  p.dk_st = st4(a.dk);
-  p.dv = a.dv.data;
-  p.dv_st = st4(a.dv);
-  p.ds = ws.ptr;
-  return cuda_sdpa::backward(p, 0, stream.native_handle());
+        cuda_sdpa::SdpaBwdParams p;
+        fill_common(desc_, p, a.q, a.k, a.v);
+        p.probs = const_cast<void*>(a.probs.data);  // read only in the backward
+        p.p_st = st4(a.probs);
+        p.dy = a.dy.data;
+        p.dy_st = st4(a.dy);
+        p.dq = a.dq.data;
+        p.dq_st = st4(a.dq);
+        p.dk = a.dk.data;
+        p.dk_st = st4(a.dk);
+        p.dv = a.dv.data;
+        p.dv_st = st4(a.dv);
+        p.ds = ws.ptr;
+        return cuda_sdpa::backward(p, 0, stream.native_handle());
 #else
-  return Status(StatusCode::Unsupported, std::string(kBwd) + ": no CUDA support in this build");
+        return detail::no_cuda(kBwd);
 #endif
+      });
 }
 
 }  // namespace baracuda

@@ -1,5 +1,5 @@
-#include "core/checks.hpp"
-#include "core/cuda_device.hpp"
+// ReduceBackwardPlan: dx from dy (and the saved x / y the kind needs).
+#include "core/plan_shell.hpp"
 #include "ops/reduce/common.hpp"
 #include "ops/reduce/cpu.hpp"
 #ifdef BARACUDA_WITH_CUDA
@@ -17,7 +17,6 @@ bool kind_needs_y(ReduceKind k) {
   return k == ReduceKind::Max || k == ReduceKind::Min || k == ReduceKind::Norm2 || k == ReduceKind::LogSumExp ||
          k == ReduceKind::Std;
 }
-bool missing(const TensorRef& t) { return t.data == nullptr && shape_numel(t.shape) != 0; }
 }  // namespace
 
 bool ReduceBackwardPlan::needs_x() const { return kind_needs_x(desc_.kind); }
@@ -26,28 +25,24 @@ bool ReduceBackwardPlan::needs_y() const { return kind_needs_y(desc_.kind); }
 Result<ReduceBackwardPlan> ReduceBackwardPlan::select(const Stream& stream, const ReduceDescriptor& desc,
                                                       const PlanPreference& pref) {
   if (desc.kind == ReduceKind::ArgMax || desc.kind == ReduceKind::ArgMin)
-    return Status(StatusCode::InvalidProblem, std::string(kPlan) + ": " + reduce_kind_name(desc.kind) +
-                                                  " has no gradient (its output is an index)");
-  if (!is_floating(desc.dtype))
-    return Status(StatusCode::Unsupported, std::string(kPlan) + ": dtype " + std::string(dtype_name(desc.dtype)) +
-                                               " has no gradient (f32, f64, f16, bf16 only)");
+    return detail::invalid(kPlan, reduce_kind_name(desc.kind), " has no gradient (its output is an index)");
+  if (!is_gradient_dtype(desc.dtype))
+    return detail::unsupported(kPlan, "dtype ", desc.dtype, " has no gradient (f32, f64, f16, bf16 only)");
   Validated v;
   BARACUDA_RETURN_IF_ERROR(validate(kPlan, desc, &v));
-  auto be = choose_backend(kPlan, stream, pref);
-  if (!be) return be.status();
   ReduceBackwardPlan plan;
+  auto be = detail::setup_plan(plan, kPlan, "reduction", stream, pref, desc.dtype,
+                               std::string("reduce_backward.") + reduce_kind_name(desc.kind));
+  if (!be) return be.status();
   plan.desc_ = v.desc;
   plan.out_shape_ = v.out_shape;
   plan.axis_mask_ = v.mask;
-  plan.device_ = stream.device();
-  plan.sm_count_ = be->sm_count;
-  plan.sku_ = make_sku(*be, desc.dtype, std::string("reduce_backward.") + reduce_kind_name(desc.kind));
   // Sum/Mean/Norm2/LogSumExp are one elementwise pass; the other kinds need a
   // per-slice auxiliary (tie count, mean, partial products) first, fused into
   // one block per slice where the slice fits on chip.
   const bool one_pass = desc.kind == ReduceKind::Sum || desc.kind == ReduceKind::Mean ||
                         desc.kind == ReduceKind::Norm2 || desc.kind == ReduceKind::LogSumExp;
-  plan.sku_.variant = be->backend == Backend::CpuReference ? "reference" : one_pass ? "elementwise" : "slice-aux+elementwise";
+  if (be->backend != Backend::CpuReference) plan.sku_.variant = one_pass ? "elementwise" : "slice-aux+elementwise";
 #ifdef BARACUDA_WITH_CUDA
   if (be->backend == Backend::Bespoke && shape_numel(desc.shape) > 0)
     plan.workspace_bytes_ = cuda_reduce::backward_workspace_bytes(desc.kind, desc.dtype, desc.shape, v.mask, be->sm_count);
@@ -55,67 +50,66 @@ Result<ReduceBackwardPlan> ReduceBackwardPlan::select(const Stream& stream, cons
   return plan;
 }
 
-Status ReduceBackwardPlan::can_implement(const ReduceBackwardArgs& a) const {
-  const std::string p = std::string(kPlan) + ": ";
-  BARACUDA_RETURN_IF_ERROR(detail::check_view(kPlan, "dy", a.dy, desc_.dtype, out_shape_, device_));
-  if (needs_x()) {
-    if (missing(a.x) || (a.x.data == nullptr && a.x.shape.rank == 0 && desc_.shape.rank > 0))
-      return Status(StatusCode::InvalidProblem, p + "backward of " + reduce_kind_name(desc_.kind) + " needs the saved forward input x, which is missing");
-    BARACUDA_RETURN_IF_ERROR(detail::check_view(kPlan, "x", a.x, desc_.dtype, desc_.shape, device_));
-  }
-  if (needs_y()) {
-    if (missing(a.y) || (a.y.data == nullptr && a.y.shape.rank == 0 && out_shape_.rank > 0))
-      return Status(StatusCode::InvalidProblem, p + "backward of " + reduce_kind_name(desc_.kind) + " needs the saved forward output y, which is missing");
-    BARACUDA_RETURN_IF_ERROR(detail::check_view(kPlan, "y", a.y, desc_.dtype, out_shape_, device_));
-  }
-  BARACUDA_RETURN_IF_ERROR(detail::check_output(kPlan, "dx", a.dx, desc_.dtype, desc_.shape, device_));
-  if (detail::views_overlap(a.dx, a.dy)) return Status(StatusCode::InvalidProblem, p + "dx overlaps dy in memory");
-  if (needs_x() && detail::views_overlap(a.dx, a.x)) return Status(StatusCode::InvalidProblem, p + "dx overlaps x in memory");
-  if (needs_y() && detail::views_overlap(a.dx, a.y)) return Status(StatusCode::InvalidProblem, p + "dx overlaps y in memory");
-  return Status::ok();
+namespace {
+detail::ArgCheck check_args(const ReduceBackwardPlan& p, const ReduceBackwardArgs& a) {
+  const ReduceDescriptor& d = p.descriptor();
+  const std::string needs = std::string("backward of ") + reduce_kind_name(d.kind) + " needs the saved forward ";
+  detail::ArgCheck c(p.name(), p.device());
+  c.input("dy", a.dy, d.dtype, p.output_shape());
+  // x and y are documented as optional for the kinds that do not read them
+  // (a framework may save them for every kind): those are ignored, not checked.
+  if (p.needs_x()) c.optional_input("x", a.x, true, d.dtype, d.shape, needs + "input x, which is missing", "");
+  if (p.needs_y()) c.optional_input("y", a.y, true, d.dtype, p.output_shape(), needs + "output y, which is missing", "");
+  c.output("dx", a.dx, d.dtype, d.shape);
+  return std::move(c.disjoint());
 }
+}  // namespace
+
+Status ReduceBackwardPlan::can_implement(const ReduceBackwardArgs& a) const { return check_args(*this, a).status(); }
 
 Status ReduceBackwardPlan::run(const Stream& stream, Workspace ws, const ReduceBackwardArgs& a) const {
-  BARACUDA_RETURN_IF_ERROR(detail::check_stream(kPlan, stream, device_));
-  BARACUDA_RETURN_IF_ERROR(can_implement(a));
-  BARACUDA_RETURN_IF_ERROR(detail::check_workspace(kPlan, workspace_bytes_, ws.bytes, ws.ptr));
-  if (a.dx.numel() == 0) return Status::ok();
+  // dy and y viewed in the input's rank (stride 0 on reduced axes).
   const bool keep = desc_.keepdim;
-  const TensorRef dy = to_input_rank(a.dy, desc_.shape, axis_mask_, keep);
-  TensorRef x = needs_x() ? a.x : TensorRef();
-  TensorRef y = needs_y() ? to_input_rank(a.y, desc_.shape, axis_mask_, keep) : TensorRef();
-  if (sku_.backend == Backend::CpuReference)
-    return cpu_reduce::backward(desc_.kind, dy, x, y, a.dx, axis_mask_, desc_.correction);
+  auto in_rank = [&](const TensorRef& t) { return to_input_rank(t, desc_.shape, axis_mask_, keep); };
+  return detail::run_plan(
+      *this, stream, ws, check_args(*this, a),
+      [&] {
+        return cpu_reduce::backward(desc_.kind, in_rank(a.dy), needs_x() ? a.x : TensorRef(),
+                                    needs_y() ? in_rank(a.y) : TensorRef(), a.dx, axis_mask_, desc_.correction);
+      },
+      [&]() -> Status {
 #ifdef BARACUDA_WITH_CUDA
-  detail::DeviceGuard guard(device_.ordinal);
-  BARACUDA_RETURN_IF_ERROR(guard.status());
-  cuda_reduce::BackwardLaunch p{};
-  p.kind = desc_.kind;
-  p.dtype = desc_.dtype;
-  p.rank = desc_.shape.rank;
-  p.axis_mask = axis_mask_;
-  p.red_numel = 1;
-  for (int i = 0; i < p.rank; ++i) {
-    p.shape[i] = desc_.shape[i];
-    if (axis_mask_ & (1u << i)) p.red_numel *= desc_.shape[i];
-    p.dy_stride[i] = dy.strides[i];
-    p.x_stride[i] = needs_x() ? x.strides[i] : 0;
-    p.y_stride[i] = needs_y() ? y.strides[i] : 0;
-    p.dx_stride[i] = a.dx.strides[i];
-  }
-  p.dy = dy.data;
-  p.x = needs_x() ? x.data : nullptr;
-  p.y = needs_y() ? y.data : nullptr;
-  p.dx = a.dx.data;
-  p.correction = desc_.correction;
-  p.ws = ws.ptr;
-  p.ws_bytes = workspace_bytes_;
-  p.stream = stream.native_handle();
-  p.sm_count = sm_count_;
-  return cuda_reduce::launch_backward(p);
+        const TensorRef dy = in_rank(a.dy);
+        const TensorRef x = needs_x() ? a.x : TensorRef();
+        const TensorRef y = needs_y() ? in_rank(a.y) : TensorRef();
+        cuda_reduce::BackwardLaunch p{};
+        p.kind = desc_.kind;
+        p.dtype = desc_.dtype;
+        p.rank = desc_.shape.rank;
+        p.axis_mask = axis_mask_;
+        p.red_numel = 1;
+        for (int i = 0; i < p.rank; ++i) {
+          p.shape[i] = desc_.shape[i];
+          if (axis_mask_ & (1u << i)) p.red_numel *= desc_.shape[i];
+          p.dy_stride[i] = dy.strides[i];
+          p.x_stride[i] = needs_x() ? x.strides[i] : 0;
+          p.y_stride[i] = needs_y() ? y.strides[i] : 0;
+          p.dx_stride[i] = a.dx.strides[i];
+        }
+        p.dy = dy.data;
+        p.x = needs_x() ? x.data : nullptr;
+        p.y = needs_y() ? y.data : nullptr;
+        p.dx = a.dx.data;
+        p.correction = desc_.correction;
+        p.ws = ws.ptr;
+        p.ws_bytes = workspace_bytes_;
+        p.stream = stream.native_handle();
+        p.sm_count = sm_count_;
+        return cuda_reduce::launch_backward(p);
 #else
-  return Status(StatusCode::Unsupported, std::string(kPlan) + ": CUDA backend not built");
+        return detail::no_cuda(kPlan);
 #endif
+      });
 }
 
 }  // namespace baracuda

@@ -17,9 +17,10 @@ struct Validated {
 // Checks the descriptor for `plan` ("ReducePlan", ...) and fills `v`.
 Status validate(const char* plan, const ReduceDescriptor& d, Validated* v);
 
-// Picks the backend for the stream and the preference (core/dispatch.hpp).
-using detail::BackendChoice;
-Result<BackendChoice> choose_backend(const char* plan, const Stream& stream, const PlanPreference& pref);
+// The dtypes with a gradient (and every floating reduction kind).
+inline bool is_gradient_dtype(DType t) {
+  return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16;
+}
 
 // View of an output-shaped tensor (y, dy) in the input's rank: extent 1 and
 // stride 0 on reduced axes, same extents/strides on kept axes.
@@ -42,8 +43,5 @@ View to_input_rank(const View& v, const Dims& in_shape, uint32_t mask, bool keep
   }
   return r;
 }
-
-// The SKU every reduction plan starts from (variant filled in by the plan).
-KernelSku make_sku(const BackendChoice& be, DType dtype, std::string op);
 
 }  // namespace baracuda::reduce_detail

@@ -1,0 +1,74 @@
+// The plan shell: the contract's ordering written once.
+//
+// select():  validate the descriptor (the plan's rules)
+//            -> detail::setup_plan: choose the backend for the stream and the
+//               preference, record name / device / SM count, start the SKU
+//               (backend, arch, dtype, op, default precision)
+//            -> the plan fills its variant, workspace and extra state.
+// run():     detail::run_plan: stream on the plan's device -> the argument
+//            checks (can_implement) -> workspace -> every output empty: Ok
+//            -> CPU reference, or the CUDA launch under a device guard.
+//
+// A plan therefore supplies its descriptor rules, its argument list (an
+// ArgCheck, core/arg_check.hpp) and its two dispatch calls.
+#pragma once
+#include <string>
+#include <utility>
+
+#include "baracuda/core/plan.hpp"
+#include "baracuda/core/stream.hpp"
+#include "core/arg_check.hpp"
+#include "core/checks.hpp"
+#include "core/cuda_device.hpp"
+#include "core/dispatch.hpp"
+#include "core/error.hpp"
+
+namespace baracuda::detail {
+
+struct PlanAccess {
+  static void set_name(PlanBase& p, const char* n) { p.name_ = n; }
+  static void set_device(PlanBase& p, Device d, int sm_count) {
+    p.device_ = d;
+    p.sm_count_ = sm_count;
+  }
+  static KernelSku& sku(PlanBase& p) { return p.sku_; }
+  static void set_workspace(PlanBase& p, size_t bytes) { p.workspace_bytes_ = bytes; }
+  static int sm_count(const PlanBase& p) { return p.sm_count_; }
+};
+
+// The SKU every plan starts from: backend and arch of the choice, the op's
+// dtype and name, the variant, and the family-wide default precision.
+KernelSku make_sku(const BackendChoice& be, DType dtype, std::string op, std::string variant);
+
+// The select prologue (after the plan validated its descriptor).
+// `family` completes "backend X has no <family> implementation".
+inline Result<BackendChoice> setup_plan(PlanBase& plan, const char* name, const char* family, const Stream& stream,
+                                        const PlanPreference& pref, DType dtype, std::string op,
+                                        LibraryRoutes routes = {}) {
+  PlanAccess::set_name(plan, name);
+  auto be = choose_backend(name, family, stream, pref, routes);
+  if (!be) return be.status();
+  PlanAccess::set_device(plan, stream.device(), be->sm_count);
+  PlanAccess::sku(plan) = make_sku(*be, dtype, std::move(op), be->backend == Backend::CpuReference ? "reference" : "");
+  return be;
+}
+
+// The message every plan gives when a CUDA plan runs in a build without CUDA
+// (only reachable through a corrupted plan; select() refuses CUDA streams there).
+Status no_cuda(const char* plan);
+
+// The run skeleton. `cpu` and `cuda` are callables returning Status.
+template <class CpuFn, class CudaFn>
+Status run_plan(const PlanBase& plan, const Stream& stream, Workspace ws, const ArgCheck& args, CpuFn&& cpu,
+                CudaFn&& cuda) {
+  BARACUDA_RETURN_IF_ERROR(check_stream(plan.name(), stream, plan.device()));
+  BARACUDA_RETURN_IF_ERROR(args.status());
+  BARACUDA_RETURN_IF_ERROR(check_workspace(plan.name(), plan.workspace_size(), ws.bytes, ws.ptr));
+  if (args.outputs_empty()) return Status::ok();
+  if (plan.sku().backend == Backend::CpuReference) return cpu();
+  DeviceGuard guard(plan.device().ordinal);
+  BARACUDA_RETURN_IF_ERROR(guard.status());
+  return cuda();
+}
+
+}  // namespace baracuda::detail
