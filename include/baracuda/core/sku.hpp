@@ -14,6 +14,13 @@ struct PlanPreference {
   std::optional<Backend> backend;   // which backend to use
   bool require_backend = false;     // true: error if `backend` cannot run the problem; false: a hint
   bool require_deterministic = true;  // default plans never use floating-point atomics
+  // Kernel-variant override for tuning and tests: comma-separated key=value
+  // pairs that a family documents (flash attention: "tile=128x64w4s2",
+  // "splits=8", "wgmma=0"). Read once, at select(), and recorded in the plan:
+  // sku() names what run() launches. Empty: the family's environment default
+  // (read at select(), never by run()), else the measured default choice.
+  // An unknown key or a malformed value is InvalidProblem at select().
+  std::string variant;
 };
 
 struct PrecisionGuarantee {

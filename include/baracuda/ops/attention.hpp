@@ -57,6 +57,19 @@
 namespace baracuda {
 
 enum class DiagonalAlign : uint8_t { TopLeft, BottomRight };
+
+namespace detail {
+// Flash kernel-variant overrides parsed from PlanPreference::variant at
+// select() (keys: tile=<BM>x<BN>w<W>s<S>, splits=<n>, wgmma=0|1) or, when
+// that is empty, from the environment defaults BARACUDA_FLASH_FWD_TILE,
+// BARACUDA_FLASH_FWD_SPLITS, BARACUDA_FLASH_FWD_WGMMA / BARACUDA_FLASH_BWD_WGMMA.
+struct FlashHint {
+  int16_t tile_bm = 0, tile_bn = 0, tile_warps = 0, tile_stages = 0;  // 0: the default tile
+  int16_t splits = -1;  // split-KV splits: -1 automatic, 0 never, n forced (capped at 64)
+  bool wgmma = true;    // false: the Hopper kernels are not used
+  bool has_tile() const { return tile_bm > 0; }
+};
+}  // namespace detail
 const char* diagonal_align_name(DiagonalAlign a);
 
 // ---------------------------------------------------------------------------
@@ -182,6 +195,7 @@ class FlashSdpaPlan : public PlanBase {
   FlashSdpaDescriptor desc_;
   bool use_cudnn_ = false;       // cuDNN fused attention chosen at select()
   bool cudnn_required_ = false;  // ... and required by the preference (no fallback)
+  detail::FlashHint hint_;       // variant overrides recorded at select()
 };
 
 // Backward: recomputes p from lse (D = rowsum(dy * y) first), each output tile
@@ -209,6 +223,7 @@ class FlashSdpaBackwardPlan : public PlanBase {
   FlashSdpaDescriptor desc_;
   bool use_cudnn_ = false;       // cuDNN fused attention chosen at select()
   bool cudnn_required_ = false;  // ... and required by the preference (no fallback)
+  detail::FlashHint hint_;       // variant overrides recorded at select()
 };
 
 }  // namespace baracuda

@@ -15,6 +15,7 @@
 
 #include "baracuda/core/dtype.hpp"
 #include "baracuda/core/status.hpp"
+#include "baracuda/ops/attention.hpp"
 
 namespace baracuda::cuda_flash {
 
@@ -56,6 +57,7 @@ struct FlashFwdParams {
   // for the split-KV path; too small or null: the kernels run without it.
   void* fwd_workspace = nullptr;
   size_t fwd_workspace_bytes = 0;
+  detail::FlashHint hint;  // variant overrides recorded by the plan at select()
 };
 
 struct FlashBwdParams : FlashFwdParams {
@@ -81,6 +83,7 @@ struct FlashShape {
   // into the exponent (not a positive normal f32 once times log2(e)): the
   // general kernels run (the variant names say which).
   bool features = false;
+  detail::FlashHint hint;  // variant overrides recorded by the plan at select()
 };
 
 // The feature-free tensor-core kernels fold scale * log2(e) into the exponent:
@@ -103,6 +106,7 @@ inline FlashShape shape_of(const FlashFwdParams& p) {
   s.total_q = p.total_q;
   s.total_kv = p.total_kv;
   s.features = uses_features(p);
+  s.hint = p.hint;
   return s;
 }
 

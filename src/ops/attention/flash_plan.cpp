@@ -3,6 +3,9 @@
 // tensor-core kernels for f16/bf16).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
 
 #include "core/plan_shell.hpp"
 #include "ops/attention/common.hpp"
@@ -88,7 +91,7 @@ Status validate(const char* plan, const FlashSdpaDescriptor& d, FlashSdpaDescrip
 bool tensor_cores(DType t) { return t == DType::F16 || t == DType::BF16; }
 
 #ifdef BARACUDA_WITH_CUDA
-cuda_flash::FlashShape flash_shape(const FlashSdpaDescriptor& d) {
+cuda_flash::FlashShape flash_shape(const FlashSdpaDescriptor& d, const detail::FlashHint& hint) {
   cuda_flash::FlashShape s;
   s.dtype = d.dtype;
   s.batch = d.batch;
@@ -102,6 +105,7 @@ cuda_flash::FlashShape flash_shape(const FlashSdpaDescriptor& d) {
   s.total_kv = d.total_kv;
   // Same rule as the kernels' dispatch (scale resolved by validate()).
   s.features = d.has_mask || d.alibi != AlibiMode::None || d.softcap > 0.0 || !cuda_flash::scale_folds(d.scale.value_or(1.0));
+  s.hint = hint;
   return s;
 }
 
@@ -248,11 +252,73 @@ struct FlashSetup {
   FlashSdpaDescriptor desc;
   bool use_cudnn = false;
   bool cudnn_required = false;
+  detail::FlashHint hint;
 };
+
+// The environment default of PlanPreference::variant, read at select() only.
+std::string env_variant(bool backward) {
+  std::string v;
+  auto add = [&](const char* key, const char* env) {
+    const char* e = std::getenv(env);
+    if (e == nullptr || *e == 0) return;
+    if (!v.empty()) v += ',';
+    v.append(key).append("=").append(e);
+  };
+  if (backward) {
+    add("wgmma", "BARACUDA_FLASH_BWD_WGMMA");
+  } else {
+    add("tile", "BARACUDA_FLASH_FWD_TILE");
+    add("splits", "BARACUDA_FLASH_FWD_SPLITS");
+    add("wgmma", "BARACUDA_FLASH_FWD_WGMMA");
+  }
+  return v;
+}
+
+// Parses "key=value,key=value" (keys: tile, splits, wgmma; the backward plan
+// takes wgmma only). Errors name the plan and the offending item.
+Result<detail::FlashHint> parse_hint(const char* plan, const std::string& spec, bool backward) {
+  detail::FlashHint h;
+  size_t pos = 0;
+  while (pos < spec.size()) {
+    size_t end = spec.find(',', pos);
+    if (end == std::string::npos) end = spec.size();
+    const std::string item = spec.substr(pos, end - pos);
+    pos = end + 1;
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq), val = eq == std::string::npos ? "" : item.substr(eq + 1);
+    char tail = 0;
+    if (key == "tile" && !backward) {
+      int bm = 0, bn = 0, w = 0, st = 0;
+      if (std::sscanf(val.c_str(), "%dx%dw%ds%d%c", &bm, &bn, &w, &st, &tail) != 4 || bm <= 0 || bn <= 0 || w <= 0 ||
+          st <= 0 || bm > 1024 || bn > 1024 || w > 32 || st > 8)
+        return detail::invalid(plan, "variant hint '", item, "': tile must look like 128x64w4s2");
+      h.tile_bm = static_cast<int16_t>(bm);
+      h.tile_bn = static_cast<int16_t>(bn);
+      h.tile_warps = static_cast<int16_t>(w);
+      h.tile_stages = static_cast<int16_t>(st);
+    } else if (key == "splits" && !backward) {
+      int n = -1;
+      if (std::sscanf(val.c_str(), "%d%c", &n, &tail) != 1 || n < 0)
+        return detail::invalid(plan, "variant hint '", item, "': splits must be an integer >= 0");
+      h.splits = static_cast<int16_t>(n > 64 ? 64 : n);
+    } else if (key == "wgmma") {
+      if (val != "0" && val != "1") return detail::invalid(plan, "variant hint '", item, "': wgmma must be 0 or 1");
+      h.wgmma = val == "1";
+    } else {
+      return detail::invalid(plan, "variant hint '", item, "': unknown key (", backward ? "wgmma" : "tile, splits, wgmma",
+                             ")");
+    }
+  }
+  return h;
+}
 Result<FlashSetup> setup_flash(PlanBase& plan, const char* name, const Stream& stream, const FlashSdpaDescriptor& desc,
                                const PlanPreference& pref, bool backward) {
   FlashSetup f;
   BARACUDA_RETURN_IF_ERROR(validate(name, desc, &f.desc));
+  auto hint = parse_hint(name, pref.variant.empty() ? env_variant(backward) : pref.variant, backward);
+  if (!hint) return hint.status();
+  f.hint = *hint;
   const FlashSdpaDescriptor& d = f.desc;
   detail::LibraryRoutes routes;
   routes.cudnn = true;
@@ -265,7 +331,7 @@ Result<FlashSetup> setup_flash(PlanBase& plan, const char* name, const Stream& s
   KernelSku& sku = detail::PlanAccess::sku(plan);
   size_t ws = 0;
   if (be->backend == Backend::Bespoke) {
-    const auto shape = flash_shape(d);
+    const auto shape = flash_shape(d, f.hint);
     if (!tensor_cores(d.dtype)) {
       sku.variant = "simt";
       ws = backward ? cuda_flash::backward_workspace_bytes_simt(shape) : 0;
@@ -366,6 +432,7 @@ Result<FlashSdpaPlan> FlashSdpaPlan::select(const Stream& stream, const FlashSdp
   plan.desc_ = f->desc;
   plan.use_cudnn_ = f->use_cudnn;
   plan.cudnn_required_ = f->cudnn_required;
+  plan.hint_ = f->hint;
   return plan;
 }
 
@@ -378,6 +445,7 @@ Status FlashSdpaPlan::run(const Stream& stream, Workspace ws, const FlashSdpaArg
 #ifdef BARACUDA_WITH_CUDA
         cuda_flash::FlashFwdParams p;
         fill_common(desc_, p, a.q, a.k, a.v, a.lse, a.mask, a.alibi_slopes, a.cu_seqlens_q, a.cu_seqlens_kv);
+        p.hint = hint_;
         p.y = a.y.data;
         p.lse = static_cast<float*>(a.lse.data);
         seq_strides(a.y, desc_.varlen, &p.y_sb, &p.y_sh, &p.y_ss);
@@ -411,6 +479,7 @@ Result<FlashSdpaBackwardPlan> FlashSdpaBackwardPlan::select(const Stream& stream
   plan.desc_ = f->desc;
   plan.use_cudnn_ = f->use_cudnn;
   plan.cudnn_required_ = f->cudnn_required;
+  plan.hint_ = f->hint;
   return plan;
 }
 
@@ -423,6 +492,7 @@ Status FlashSdpaBackwardPlan::run(const Stream& stream, Workspace ws, const Flas
 #ifdef BARACUDA_WITH_CUDA
         cuda_flash::FlashBwdParams p;
         fill_common(desc_, p, a.q, a.k, a.v, a.lse, a.mask, a.alibi_slopes, a.cu_seqlens_q, a.cu_seqlens_kv);
+        p.hint = hint_;
         p.y = const_cast<void*>(a.y.data);  // read only in the backward
         p.lse = static_cast<float*>(const_cast<void*>(a.lse.data));
         seq_strides(a.y, desc_.varlen, &p.y_sb, &p.y_sh, &p.y_ss);

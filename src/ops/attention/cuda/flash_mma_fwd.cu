@@ -52,7 +52,7 @@ struct Config {
 // Defaults: the configurations measured on an H200 (FlashAttention-2's
 // single-buffered schedule). The two-stage variants (s2) pass the same code
 // paths but were not yet timed or tested on a GPU: benchmark them with
-// BARACUDA_FLASH_FWD_TILE (bf16) before making one a default.
+// the variant hint "tile=..." (PlanPreference::variant) before making one a default.
 const Config kConfigs[] = {
     CFG(32, 128, 64, 4, 1, kPlain | kFeat),
     CFG(64, 128, 128, 4, 1, kPlain),  // 300 vs 279 TFLOP/s for 128x64 (8x16x2048x64)
@@ -80,15 +80,15 @@ const Config kConfigs[] = {
 int padded_dim(int64_t d) { return static_cast<int>((d + 31) / 32 * 32); }
 
 
-const Config* pick(int64_t head_dim, bool feat, DType dt) {
+// The tile for a head dim: the hinted one when it exists for the dtype, else
+// the default for plain / feature problems.
+const Config* pick(int64_t head_dim, bool feat, DType dt, const detail::FlashHint& h) {
   const int d = padded_dim(head_dim);
-  const char* env = std::getenv("BARACUDA_FLASH_FWD_TILE");  // read per call: tests switch it
-  if (env != nullptr) {
-    int bm = 0, bn = 0, w = 0, st = 0;
-    if (std::sscanf(env, "%dx%dw%ds%d", &bm, &bn, &w, &st) == 4)
-      for (const Config& c : kConfigs)
-        if (c.d == d && c.bm == bm && c.bn == bn && c.warps == w && c.stages == st && (dt == DType::BF16 || c.f16)) return &c;
-  }
+  if (h.has_tile())
+    for (const Config& c : kConfigs)
+      if (c.d == d && c.bm == h.tile_bm && c.bn == h.tile_bn && c.warps == h.tile_warps && c.stages == h.tile_stages &&
+          (dt == DType::BF16 || c.f16))
+        return &c;
   const int want = feat ? kFeat : kPlain;
   for (const Config& c : kConfigs)
     if (c.d == d && (c.default_for & want)) return &c;
@@ -120,12 +120,12 @@ struct SplitChoice {
 // per SM), capped by the key count; the fullest when none does. One split
 // without packing gains nothing over the single-pass kernel.
 SplitChoice choose_split(int64_t batch, int64_t heads, int64_t kv_heads, int64_t q_len, int64_t kv_len, int64_t head_dim,
-                         int sm_count) {
+                         int sm_count, const detail::FlashHint& hint) {
   SplitChoice c;
   if (sm_count <= 0 || batch <= 0 || heads <= 0 || kv_heads <= 0 || heads % kv_heads != 0 || q_len <= 0 ||
       q_len > kSplitRows || kv_len <= 0 || head_dim < 32 || head_dim > 256 || head_dim % 8 != 0)
     return c;
-  if (std::getenv("BARACUDA_FLASH_FWD_TILE") != nullptr) return c;
+  if (hint.has_tile()) return c;  // a hinted tile is a single-pass kernel
   const int64_t group = heads / kv_heads;
   c.pack = group > 1 && q_len * group <= kSplitRows ? static_cast<int>(group) : 1;
   const int64_t base = batch * (c.pack > 1 ? kv_heads : heads);
@@ -147,9 +147,8 @@ SplitChoice choose_split(int64_t batch, int64_t heads, int64_t kv_heads, int64_t
       best = static_cast<int>(sp);
     }
   }
-  if (const char* env = std::getenv("BARACUDA_FLASH_FWD_SPLITS"); env != nullptr && *env != 0) {
-    const int n = std::atoi(env);
-    if (n >= 0) best = n < kMaxSplits ? n : kMaxSplits;
+  if (hint.splits >= 0) {
+    best = hint.splits < kMaxSplits ? hint.splits : kMaxSplits;
     if (best == 0) return SplitChoice{};
   }
   if (best == 1 && c.pack == 1) return SplitChoice{};
@@ -172,7 +171,7 @@ Status forward_mma(const FlashFwdParams& p, int arch, int sm_count, void* stream
   if (p.kv_heads <= 0 || p.heads % p.kv_heads != 0)
     return Status(StatusCode::InvalidProblem, "FlashSdpaPlan: heads must be a multiple of kv_heads");
   if (p.dtype == DType::BF16 || p.dtype == DType::F16) {
-    const SplitChoice sc = choose_split(p.batch, p.heads, p.kv_heads, p.q_len, p.kv_len, p.head_dim, sm_count);
+    const SplitChoice sc = choose_split(p.batch, p.heads, p.kv_heads, p.q_len, p.kv_len, p.head_dim, sm_count, p.hint);
     if (sc.splits > 0 && p.fwd_workspace != nullptr && reinterpret_cast<uintptr_t>(p.fwd_workspace) % 16 == 0 &&
         p.fwd_workspace_bytes >= split_bytes(p.batch, p.heads, p.q_len, p.head_dim, sc.splits)) {
       const int d = padded_dim(p.head_dim);
@@ -185,7 +184,7 @@ Status forward_mma(const FlashFwdParams& p, int arch, int sm_count, void* stream
     const Status st = forward_wgmma(p, arch, &ran, stream);
     if (ran) return st;
   }
-  const Config* c = pick(p.head_dim, uses_features(p), p.dtype);
+  const Config* c = pick(p.head_dim, uses_features(p), p.dtype, p.hint);
   if (c == nullptr) return Status(StatusCode::Unsupported, "FlashSdpaPlan: no tensor-core forward configuration for this head dim");
   if (p.dtype == DType::BF16) return c->bf16(p, arch, sm_count, stream);
   if (p.dtype == DType::F16) return c->f16(p, arch, sm_count, stream);
@@ -193,7 +192,7 @@ Status forward_mma(const FlashFwdParams& p, int arch, int sm_count, void* stream
 }
 
 const char* forward_mma_variant(const FlashShape& s, int arch, int sm_count) {
-  const SplitChoice sc = choose_split(s.batch, s.heads, s.kv_heads, s.q_len, s.kv_len, s.head_dim, sm_count);
+  const SplitChoice sc = choose_split(s.batch, s.heads, s.kv_heads, s.q_len, s.kv_len, s.head_dim, sm_count, s.hint);
   if (sc.splits > 0) {
     // Names the split path's configuration (mma_fwd::SplitCfg); the plan copies the string.
     static thread_local std::string name;
@@ -204,13 +203,13 @@ const char* forward_mma_variant(const FlashShape& s, int arch, int sm_count) {
     return name.c_str();
   }
   if (forward_wgmma_eligible(s, arch)) return forward_wgmma_variant(s);
-  const Config* c = pick(s.head_dim, s.features, s.dtype);
+  const Config* c = pick(s.head_dim, s.features, s.dtype, s.hint);
   return c ? c->name : "mma16816-unsupported";
 }
 
 size_t forward_workspace_bytes_mma(const FlashShape& s, int arch, int sm_count) {
   if (arch < 80 || (s.dtype != DType::BF16 && s.dtype != DType::F16)) return 0;
-  const SplitChoice sc = choose_split(s.batch, s.heads, s.kv_heads, s.q_len, s.kv_len, s.head_dim, sm_count);
+  const SplitChoice sc = choose_split(s.batch, s.heads, s.kv_heads, s.q_len, s.kv_len, s.head_dim, sm_count, s.hint);
   return sc.splits > 0 ? split_bytes(s.batch, s.heads, s.q_len, s.head_dim, sc.splits) : 0;
 }
 

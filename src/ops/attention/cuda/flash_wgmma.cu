@@ -51,11 +51,9 @@ constexpr bool kBuiltSm90a = true;
 constexpr bool kBuiltSm90a = false;
 #endif
 
-bool env_off(const char* name) {
-  const char* e = std::getenv(name);
-  return e != nullptr && std::strcmp(e, "0") == 0;
-}
-bool env_allows() { return !env_off("BARACUDA_FLASH_FWD_WGMMA") && std::getenv("BARACUDA_FLASH_FWD_TILE") == nullptr; }
+// The plan's variant hint may switch the Hopper kernels off; a hinted
+// mma.sync tile also means "not the Hopper kernel".
+bool hint_allows(const detail::FlashHint& h) { return h.wgmma && !h.has_tile(); }
 
 // The kernels exist for head dims 64, 128 and 256; a smaller head dim (a
 // multiple of 8) runs in the next one up, its columns zero-filled by TMA, when
@@ -122,7 +120,7 @@ Launch pick(int64_t d) {
 bool forward_wgmma_eligible(const FlashShape& s, int arch) {
   return kBuiltSm90a && arch == 90 && !s.features && !s.varlen && (s.dtype == DType::BF16 || s.dtype == DType::F16) &&
          dim_ok(s.head_dim) && s.q_len > 0 && s.q_len < (int64_t{1} << 31) && s.kv_len < (int64_t{1} << 31) &&
-         s.kv_heads > 0 && s.heads % s.kv_heads == 0 && env_allows();
+         s.kv_heads > 0 && s.heads % s.kv_heads == 0 && hint_allows(s.hint);
 }
 
 const char* forward_wgmma_variant(const FlashShape& s) {
@@ -162,7 +160,7 @@ Status forward_wgmma(const FlashFwdParams& p, int arch, bool* ran, void* stream)
 bool backward_wgmma_eligible(const FlashShape& s, int arch) {
   return kBuiltSm90a && arch == 90 && !s.features && !s.varlen && (s.dtype == DType::BF16 || s.dtype == DType::F16) &&
          (padded_dim(s.head_dim) == 64 || padded_dim(s.head_dim) == 128) && s.q_len < (int64_t{1} << 31) && s.kv_len < (int64_t{1} << 31) &&
-         s.kv_heads > 0 && s.heads % s.kv_heads == 0 && !env_off("BARACUDA_FLASH_BWD_WGMMA");
+         s.kv_heads > 0 && s.heads % s.kv_heads == 0 && s.hint.wgmma;
 }
 
 const char* backward_wgmma_variant(const FlashShape& s) {
