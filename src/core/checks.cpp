@@ -38,6 +38,8 @@ Status check_size(const char* plan, const char* what, std::initializer_list<int6
 
 Status normalize_axes(const char* plan, const Dims& axes, int rank, uint32_t* mask) {
   *mask = 0;
+  if (!rank_ok(axes))
+    return Status(StatusCode::InvalidProblem, prefix(plan) + "axes list rank " + std::to_string(axes.rank) + " outside [0, 8]");
   if (axes.rank == 0) {
     *mask = rank >= 32 ? 0xffffffffu : ((1u << rank) - 1u);
     return Status::ok();

@@ -71,6 +71,10 @@ TEST(PlanShell, BrokenRankIsInvalidNotACrash) {
   ReduceDescriptor d;
   d.shape.rank = 12;
   expect_error(ReducePlan::select(kCpu, d).status(), StatusCode::InvalidProblem, "rank 12 outside [0, 8]");
+  d = ReduceDescriptor();
+  d.shape = {2, 3};
+  d.axes.rank = 40;
+  expect_error(ReducePlan::select(kCpu, d).status(), StatusCode::InvalidProblem, "ReducePlan: axes list rank 40 outside [0, 8]");
 }
 
 FlashSdpaDescriptor small_flash() {
