@@ -28,7 +28,7 @@ Result<ReduceBackwardPlan> ReduceBackwardPlan::select(const Stream& stream, cons
   if (desc.kind == ReduceKind::ArgMax || desc.kind == ReduceKind::ArgMin)
     return Status(StatusCode::InvalidProblem, std::string(kPlan) + ": " + reduce_kind_name(desc.kind) +
                                                   " has no gradient (its output is an index)");
-  if (!is_floating(desc.dtype))
+  if (!dtype_in(desc.dtype, {DType::F32, DType::F64, DType::F16, DType::BF16}))
     return Status(StatusCode::Unsupported, std::string(kPlan) + ": dtype " + std::string(dtype_name(desc.dtype)) +
                                                " has no gradient (f32, f64, f16, bf16 only)");
   Validated v;

@@ -42,7 +42,7 @@ Status validate(const char* plan, const ReduceDescriptor& d, Validated* v) {
   if (static_cast<int>(d.kind) > static_cast<int>(ReduceKind::ArgMin))
     return Status(StatusCode::InvalidProblem, p + "unknown ReduceKind " + std::to_string(static_cast<int>(d.kind)));
   BARACUDA_RETURN_IF_ERROR(detail::check_shape(plan, "input shape", d.shape));
-  const bool fp = is_floating(d.dtype);
+  const bool fp = dtype_in(d.dtype, {DType::F32, DType::F64, DType::F16, DType::BF16});
   const bool int_ok = d.dtype == DType::I32 || d.dtype == DType::I64;
   if (!fp && !(int_ok && integer_kind_ok(d.kind)))
     return Status(StatusCode::Unsupported, p + "kind " + reduce_kind_name(d.kind) + " does not support dtype " +

@@ -11,7 +11,7 @@ Result<ReduceToPlan> ReduceToPlan::select(const Stream& stream, const ReduceToDe
   const std::string p = std::string(kPlan) + ": ";
   BARACUDA_RETURN_IF_ERROR(detail::check_shape(kPlan, "input shape", d.shape));
   BARACUDA_RETURN_IF_ERROR(detail::check_shape(kPlan, "target shape", d.target));
-  if (!is_floating(d.dtype))
+  if (!dtype_in(d.dtype, {DType::F32, DType::F64, DType::F16, DType::BF16}))
     return Status(StatusCode::Unsupported, p + "dtype " + std::string(dtype_name(d.dtype)) + " not supported (f32, f64, f16, bf16)");
   if (d.target.rank > d.shape.rank)
     return Status(StatusCode::InvalidProblem, p + "target " + d.target.to_string() + " has more axes than the input " + d.shape.to_string());

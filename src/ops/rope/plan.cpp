@@ -39,7 +39,7 @@ Status invalid(const char* plan, const std::string& msg) { return Status(StatusC
 
 // ---- descriptor --------------------------------------------------------------
 Status validate(const char* plan, const RopeDescriptor& in, RopeDescriptor* out) {
-  if (!is_floating(in.dtype))
+  if (!dtype_in(in.dtype, {DType::F32, DType::F64, DType::F16, DType::BF16}))
     return Status(StatusCode::Unsupported,
                   pfx(plan) + "dtype " + std::string(dtype_name(in.dtype)) + " is not supported (f32, f64, f16, bf16)");
   if (static_cast<int>(in.pairs) > static_cast<int>(RopePairs::HalfSplit))
