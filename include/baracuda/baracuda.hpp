@@ -2,7 +2,11 @@
 #pragma once
 #include "baracuda/core/buffer.hpp"
 #include "baracuda/core/dtype.hpp"
+#include "baracuda/core/dtype_dispatch.hpp"
+#include "baracuda/core/float8.hpp"
 #include "baracuda/core/half.hpp"
+#include "baracuda/core/host_types.hpp"
+#include "baracuda/core/promotion.hpp"
 #include "baracuda/core/sku.hpp"
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/stream.hpp"

@@ -1,54 +1,76 @@
 #include "baracuda/core/dlpack.hpp"
 
+#include <optional>
+#include <string>
+
 #if __has_include(<dlpack/dlpack.h>)
 namespace baracuda {
 namespace {
 
+// What this dlpack.h can name: bool from DLPack 0.8 (DLPACK_VERSION 80; 1.x
+// has DLPACK_MAJOR_VERSION instead), the fp8 codes from 1.1.
+#if defined(DLPACK_MAJOR_VERSION) && DLPACK_MAJOR_VERSION >= 1
+#define BARACUDA_DLPACK_HAS_BOOL 1
+#if DLPACK_MAJOR_VERSION > 1 || DLPACK_MINOR_VERSION >= 1
+#define BARACUDA_DLPACK_HAS_FP8 1
+#endif
+#elif defined(DLPACK_VERSION) && DLPACK_VERSION >= 80
+#define BARACUDA_DLPACK_HAS_BOOL 1
+#endif
+
+// A dtype's DLPack type code (bits = 8 * dtype_size). `exact` is false where
+// the code also names another dtype (bool spelled uint8 before DLPack 0.8):
+// importing that code gives the other one.
+struct DLCode {
+  uint8_t code;
+  bool exact;
+};
+std::optional<DLCode> dl_code(DType t) {
+  if (!dtype_is_valid(t)) return std::nullopt;
+  switch (dtype_category(t)) {
+    case DTypeCategory::Bool:
+#ifdef BARACUDA_DLPACK_HAS_BOOL
+      return DLCode{kDLBool, true};
+#else
+      return DLCode{kDLUInt, false};
+#endif
+    case DTypeCategory::Integer: return DLCode{static_cast<uint8_t>(is_signed(t) ? kDLInt : kDLUInt), true};
+    case DTypeCategory::Floating:
+      if (t == DType::BF16) return DLCode{kDLBfloat, true};
+      if (is_float8(t)) {
+#ifdef BARACUDA_DLPACK_HAS_FP8
+        return DLCode{static_cast<uint8_t>(t == DType::F8E4M3 ? kDLFloat8_e4m3fn : kDLFloat8_e5m2), true};
+#else
+        return std::nullopt;
+#endif
+      }
+      return DLCode{kDLFloat, true};
+    case DTypeCategory::Complex: return DLCode{kDLComplex, true};
+  }
+  return std::nullopt;
+}
+
 Result<DType> dtype_from_dl(DLDataType t) {
   if (t.lanes != 1) return Status(StatusCode::Unsupported, "from_dlpack: vector lanes != 1 are not supported");
-  switch (t.code) {
-    case kDLFloat:
-      if (t.bits == 32) return DType::F32;
-      if (t.bits == 64) return DType::F64;
-      if (t.bits == 16) return DType::F16;
-      break;
-    case kDLBfloat:
-      if (t.bits == 16) return DType::BF16;
-      break;
-    case kDLInt:
-      if (t.bits == 8) return DType::I8;
-      if (t.bits == 32) return DType::I32;
-      if (t.bits == 64) return DType::I64;
-      break;
-    case kDLUInt:
-      if (t.bits == 8) return DType::U8;  // older DLPack spells bool as uint8
-      break;
-#if DLPACK_VERSION >= 80
-    case kDLBool:
-      if (t.bits == 8) return DType::Bool;
-      break;
-#endif
-    default: break;
+  for (DType d : kAllDTypes) {
+    const std::optional<DLCode> c = dl_code(d);
+    if (c && c->exact && c->code == t.code && dtype_size(d) * 8 == t.bits) return d;
   }
   return Status(StatusCode::Unsupported, "from_dlpack: DLPack dtype code " + std::to_string(t.code) + " bits " +
                                              std::to_string(t.bits) + " has no baracuda DType");
 }
 
-DLDataType dtype_to_dl(DType t) {
+Result<DLDataType> dtype_to_dl(DType t) {
+  if (!dtype_is_valid(t))
+    return Status(StatusCode::InvalidProblem, "to_dlpack: dtype value " + std::to_string(static_cast<int>(t)) + " is not a DType");
+  const std::optional<DLCode> c = dl_code(t);
+  if (!c)
+    return Status(StatusCode::Unsupported, "to_dlpack: dtype " + std::string(dtype_name(t)) +
+                                               " has no type code in this DLPack version (float8 codes need DLPack 1.1)");
   DLDataType d{};
-  d.lanes = 1;
+  d.code = c->code;
   d.bits = static_cast<uint8_t>(dtype_size(t) * 8);
-  switch (t) {
-    case DType::F32: case DType::F64: case DType::F16: d.code = kDLFloat; break;
-    case DType::BF16: d.code = kDLBfloat; break;
-    case DType::I8: case DType::I32: case DType::I64: d.code = kDLInt; break;
-    case DType::U8: d.code = kDLUInt; break;
-#if DLPACK_VERSION >= 80
-    case DType::Bool: d.code = kDLBool; break;
-#else
-    case DType::Bool: d.code = kDLUInt; break;
-#endif
-  }
+  d.lanes = 1;
   return d;
 }
 
@@ -91,11 +113,13 @@ Result<TensorMut> from_dlpack_mut(const DLTensor& t, int64_t capacity) { return 
 Status to_dlpack(const TensorRef& v, DLTensor* out, int64_t* shape_storage, int64_t* strides_storage) {
   if (!out || (v.rank() > 0 && (!shape_storage || !strides_storage)))
     return Status(StatusCode::InvalidProblem, "to_dlpack: null output or storage");
+  Result<DLDataType> dt = dtype_to_dl(v.dtype);  // before writing anything to *out
+  if (!dt) return dt.status();
   out->data = const_cast<void*>(v.data);
   out->device.device_type = v.device.is_cpu() ? kDLCPU : kDLCUDA;
   out->device.device_id = v.device.is_cpu() ? 0 : v.device.ordinal;
   out->ndim = v.rank();
-  out->dtype = dtype_to_dl(v.dtype);
+  out->dtype = *dt;
   for (int i = 0; i < v.rank(); ++i) {
     shape_storage[i] = v.shape[i];
     strides_storage[i] = v.strides[i];

@@ -32,6 +32,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <type_traits>
 #include <vector>
 
 #include "baracuda/baracuda.hpp"
@@ -106,77 +107,90 @@ inline Dims unravel(int64_t i, const Dims& shape) {
 // ---------------------------------------------------------------------------
 // Element access in any dtype
 // ---------------------------------------------------------------------------
-inline bool is_fp(DType t) { return baracuda::is_floating(t); }
+inline bool is_fp(DType t) { return baracuda::is_floating_point(t); }
+
+namespace detail {
+template <class T>
+inline constexpr bool is_complex_v = std::is_same_v<T, baracuda::complex64> || std::is_same_v<T, baracuda::complex128>;
+template <class T>
+inline constexpr bool is_narrow_float_v = std::is_same_v<T, half> || std::is_same_v<T, bfloat16>;
+
+// v rounded to an integer type: half away from zero, saturated.
+template <class T>
+T round_int(double v) {
+  return static_cast<T>(std::clamp<long long>(std::llround(v), std::numeric_limits<T>::min(), std::numeric_limits<T>::max()));
+}
+// v rounded (to nearest even) to a floating host type; f16/bf16 through
+// float, as the library rounds them; complex: the real part, imaginary 0.
+template <class T>
+T round_float(double v) {
+  if constexpr (is_narrow_float_v<T>) return T(static_cast<float>(v));
+  else if constexpr (is_complex_v<T>) return T(static_cast<typename T::value_type>(v), 0);
+  else return static_cast<T>(v);
+}
+// A T element as double (bool: any nonzero byte; complex: the real part).
+template <class T>
+double element_as_double(const void* base, int64_t off) {
+  if constexpr (std::is_same_v<T, bool>) return static_cast<const uint8_t*>(base)[off] != 0;
+  else if constexpr (is_complex_v<T>) return static_cast<const T*>(base)[off].real();
+  else return static_cast<double>(static_cast<const T*>(base)[off]);
+}
+}  // namespace detail
 
 // Rounds v to the nearest value representable in dtype t (RNE for FP;
-// round-half-away and saturation for integers).
+// round-half-away and saturation for integers; the real part for complex).
 inline double round_to(DType t, double v) {
-  switch (t) {
-    case DType::F32: return static_cast<double>(static_cast<float>(v));
-    case DType::F64: return v;
-    case DType::F16: return static_cast<double>(half(static_cast<float>(v)));
-    case DType::BF16: return static_cast<double>(bfloat16(static_cast<float>(v)));
-    case DType::I8: return static_cast<double>(static_cast<int8_t>(std::clamp(std::llround(v), -128ll, 127ll)));
-    case DType::U8: return static_cast<double>(static_cast<uint8_t>(std::clamp(std::llround(v), 0ll, 255ll)));
-    case DType::I32:
-      return static_cast<double>(static_cast<int32_t>(std::clamp<long long>(std::llround(v), INT32_MIN, INT32_MAX)));
-    case DType::I64: return static_cast<double>(std::llround(v));
-    case DType::Bool: return v != 0 ? 1.0 : 0.0;
-  }
-  return v;
+  return baracuda::dispatch_dtype<baracuda::AllTypes>(
+      t, [&](auto tag) -> double {
+        using T = typename decltype(tag)::type;
+        if constexpr (std::is_same_v<T, bool>) return v != 0 ? 1.0 : 0.0;
+        else if constexpr (std::is_integral_v<T>) return static_cast<double>(detail::round_int<T>(v));
+        else {
+          const T r = detail::round_float<T>(v);
+          return detail::element_as_double<T>(&r, 0);
+        }
+      },
+      [&] { return v; });
 }
 
 // Element `off` of `base` as double.
 inline double to_double(const void* base, DType t, int64_t off) {
-  switch (t) {
-    case DType::F32: return static_cast<const float*>(base)[off];
-    case DType::F64: return static_cast<const double*>(base)[off];
-    case DType::F16: return static_cast<double>(static_cast<const half*>(base)[off]);
-    case DType::BF16: return static_cast<double>(static_cast<const bfloat16*>(base)[off]);
-    case DType::I8: return static_cast<const int8_t*>(base)[off];
-    case DType::U8: return static_cast<const uint8_t*>(base)[off];
-    case DType::I32: return static_cast<const int32_t*>(base)[off];
-    case DType::I64: return static_cast<double>(static_cast<const int64_t*>(base)[off]);
-    case DType::Bool: return static_cast<const uint8_t*>(base)[off] != 0;
-  }
-  return kNaN;
+  return baracuda::dispatch_dtype<baracuda::AllTypes>(
+      t, [&](auto tag) { return detail::element_as_double<typename decltype(tag)::type>(base, off); }, [] { return kNaN; });
 }
 inline int64_t to_i64(const void* base, DType t, int64_t off) {
-  switch (t) {
-    case DType::I8: return static_cast<const int8_t*>(base)[off];
-    case DType::U8: return static_cast<const uint8_t*>(base)[off];
-    case DType::I32: return static_cast<const int32_t*>(base)[off];
-    case DType::I64: return static_cast<const int64_t*>(base)[off];
-    case DType::Bool: return static_cast<const uint8_t*>(base)[off] != 0;
-    default: return static_cast<int64_t>(to_double(base, t, off));
-  }
+  return baracuda::dispatch_dtype<baracuda::AllTypes>(
+      t, [&](auto tag) -> int64_t {
+        using T = typename decltype(tag)::type;
+        if constexpr (std::is_same_v<T, bool>) return static_cast<const uint8_t*>(base)[off] != 0;
+        else if constexpr (std::is_integral_v<T>) return static_cast<const T*>(base)[off];
+        else return static_cast<int64_t>(to_double(base, t, off));
+      },
+      [&] { return static_cast<int64_t>(to_double(base, t, off)); });
 }
 inline void store_double(void* base, DType t, int64_t off, double v) {
-  switch (t) {
-    case DType::F32: static_cast<float*>(base)[off] = static_cast<float>(v); break;
-    case DType::F64: static_cast<double*>(base)[off] = v; break;
-    case DType::F16: static_cast<half*>(base)[off] = half(static_cast<float>(v)); break;
-    case DType::BF16: static_cast<bfloat16*>(base)[off] = bfloat16(static_cast<float>(v)); break;
-    case DType::I8: static_cast<int8_t*>(base)[off] = static_cast<int8_t>(round_to(t, v)); break;
-    case DType::U8: static_cast<uint8_t*>(base)[off] = static_cast<uint8_t>(round_to(t, v)); break;
-    case DType::I32: static_cast<int32_t*>(base)[off] = static_cast<int32_t>(round_to(t, v)); break;
-    case DType::I64: static_cast<int64_t*>(base)[off] = std::llround(v); break;
-    case DType::Bool: static_cast<uint8_t*>(base)[off] = v != 0; break;
-  }
+  baracuda::dispatch_dtype<baracuda::AllTypes>(
+      t, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        if constexpr (std::is_same_v<T, bool>) static_cast<uint8_t*>(base)[off] = v != 0;
+        else if constexpr (std::is_integral_v<T>) static_cast<T*>(base)[off] = detail::round_int<T>(v);
+        else static_cast<T*>(base)[off] = detail::round_float<T>(v);
+      },
+      [] {});
 }
 inline void store_i64(void* base, DType t, int64_t off, int64_t v) {
-  switch (t) {
-    case DType::I8: static_cast<int8_t*>(base)[off] = static_cast<int8_t>(v); break;
-    case DType::U8: static_cast<uint8_t*>(base)[off] = static_cast<uint8_t>(v); break;
-    case DType::I32: static_cast<int32_t*>(base)[off] = static_cast<int32_t>(v); break;
-    case DType::I64: static_cast<int64_t*>(base)[off] = v; break;
-    default: store_double(base, t, off, static_cast<double>(v)); break;
-  }
+  baracuda::dispatch_dtype<baracuda::AllTypes>(
+      t, [&](auto tag) {
+        using T = typename decltype(tag)::type;
+        if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) static_cast<T*>(base)[off] = static_cast<T>(v);
+        else store_double(base, t, off, static_cast<double>(v));
+      },
+      [] {});
 }
 
 // Poison: bytes that make an unwritten element obviously wrong: all-ones bytes
 // are a NaN in every FP dtype; 0x7f.. is a huge positive integer.
-inline uint8_t poison_byte(DType t) { return is_fp(t) ? 0xff : 0x7f; }
+inline uint8_t poison_byte(DType t) { return is_fp(t) || baracuda::is_complex(t) ? 0xff : 0x7f; }
 // A second, different poison whose FP values are FINITE (0x5a5a.. is finite in
 // f16/bf16/f32/f64), so an unwritten element is caught even where the expected
 // value is NaN.
