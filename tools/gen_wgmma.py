@@ -1,10 +1,10 @@
 #!/usr/bin/env python3
-"""Writes src/cuda/wgmma_ops.cuh: the wgmma.mma_async wrappers (sm_90a) that the
-Hopper kernels use. Each shape needs one inline-asm statement with N/2
+"""Writes src/cuda/sm90/wgmma_ops.cuh: the wgmma.mma_async wrappers (sm_90a)
+that the Hopper kernels use. Each shape needs one inline-asm statement with N/2
 accumulator operands, which is tedious and error-prone by hand; run this
 script after changing the lists below:
 
-    python3 tools/gen_wgmma.py > src/cuda/wgmma_ops.cuh
+    python3 tools/gen_wgmma.py > src/cuda/sm90/wgmma_ops.cuh
 """
 
 SS_N = [64, 128]          # A and B from shared memory (descriptors)
@@ -66,7 +66,7 @@ def main():
 //     A fragment of this warp's 16 rows), B from shared memory N-major
 //     (transposed: B stored [k][n], n contiguous).
 // accumulate == 0 ignores d's old contents (d = A B). The caller issues
-// wgmma_fence() before, and commit / wait after (src/cuda/hopper.cuh).
+// wgmma_fence() before, and commit / wait after (src/cuda/sm90/hopper.cuh).
 // Accumulator layout per warp w of the warpgroup (rows 16w..16w+15), with
 // g = lane / 4, t = lane % 4: d[4j + 0, 1] = D[g][8j + 2t, +1],
 // d[4j + 2, 3] = D[g + 8][8j + 2t, +1] (the mma.m16n8 C layout, per 8 columns).
@@ -76,7 +76,7 @@ def main():
 
 #include <cstdint>
 
-#include "cuda/hopper.cuh"
+#include "cuda/sm90/hopper.cuh"
 
 namespace baracuda::cuda_sm90 {
 

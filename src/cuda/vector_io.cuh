@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/align.hpp"
 #include "cuda/numeric.cuh"
 
 namespace baracuda::dev {
@@ -17,9 +18,8 @@ namespace baracuda::dev {
 template <class T>
 inline constexpr int kVec16 = static_cast<int>(16 / sizeof(T));
 
-__host__ __device__ __forceinline__ bool is_aligned16(const void* p) {
-  return (reinterpret_cast<uintptr_t>(p) & 15u) == 0;
-}
+// The vector width's alignment test (core/align.hpp), here for kernels.
+using detail::is_aligned16;
 
 // Streaming read-only vector load of Bytes (8 or 16) into 32-bit words.
 // no_allocate keeps once-read data from evicting L1 lines other warps still

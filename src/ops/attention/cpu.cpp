@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "core/host_elements.hpp"
+#include "core/strided_view.hpp"
 
 namespace baracuda::cpu_attention {
 namespace {
@@ -21,35 +22,34 @@ using detail::store_f;
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
 // A [b, h, row, d] accessor over a dense [B,H,S,D] view, or a packed varlen
-// [T,H,D] view (b ignored, row = the packed row).
+// [T,H,D] view (b ignored, row = the packed row): the view's address map and
+// its dtype.
 template <class Ptr>
 struct View4 {
-  Ptr data = nullptr;
+  detail::StridedView<4, Ptr> at;
   DType dtype = DType::F32;
-  int64_t sb = 0, sh = 0, ss = 0, sd = 0;
-  int64_t off(int64_t b, int64_t h, int64_t s, int64_t d) const { return b * sb + h * sh + s * ss + d * sd; }
-  double get(int64_t b, int64_t h, int64_t s, int64_t d) const { return load_f(data, dtype, off(b, h, s, d)); }
+  double get(int64_t b, int64_t h, int64_t s, int64_t d) const { return load_f(at.data, dtype, at.offset(b, h, s, d)); }
 };
 template <class Ptr>
 void set(const View4<Ptr>& v, int64_t b, int64_t h, int64_t s, int64_t d, double x) {
-  store_f(v.data, v.dtype, v.off(b, h, s, d), x);
+  store_f(v.at.data, v.dtype, v.at.offset(b, h, s, d), x);
 }
 
 template <class T>
 View4<decltype(T::data)> dense4(const T& t) {
-  return {t.data, t.dtype, t.strides[0], t.strides[1], t.strides[2], t.strides[3]};
+  return {detail::view_of<4>(t), t.dtype};
 }
 // [T,H,D] (varlen) or [B,H,S,D] (dense)
 template <class T>
 View4<decltype(T::data)> seq4(const T& t, bool varlen) {
-  if (varlen) return {t.data, t.dtype, 0, t.strides[1], t.strides[0], t.strides[2]};
+  if (varlen) return {{t.data, 0, t.strides[1], t.strides[0], t.strides[2]}, t.dtype};
   return dense4(t);
 }
 // lse: [H,T] (varlen) or [B,H,S] (dense); d ignored
 template <class T>
 View4<decltype(T::data)> lse4(const T& t, bool varlen) {
-  if (varlen) return {t.data, t.dtype, 0, t.strides[0], t.strides[1], 0};
-  return {t.data, t.dtype, t.strides[0], t.strides[1], t.strides[2], 0};
+  if (varlen) return {{t.data, 0, t.strides[0], t.strides[1], 0}, t.dtype};
+  return {{t.data, t.strides[0], t.strides[1], t.strides[2], 0}, t.dtype};
 }
 
 // Diagonal rules shared by both plans (attention.hpp).

@@ -12,6 +12,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/align.hpp"
+
 #if defined(BARACUDA_WITH_CUDNN) && defined(BARACUDA_WITH_CUDA)
 #define BARACUDA_CUDNN_SDPA 1
 #include <cuda_runtime.h>
@@ -40,7 +42,7 @@ std::string row_major_str(int64_t a, int64_t b, int64_t c) {
   return s;
 }
 
-bool aligned16(const void* p) { return (reinterpret_cast<uintptr_t>(p) & 15u) == 0; }
+using detail::is_aligned16;
 
 Status check_common(const char* plan, const cuda_flash::FlashFwdParams& p) {
   if (!(p.dtype == DType::F16 || p.dtype == DType::BF16))
@@ -58,12 +60,12 @@ Status check_common(const char* plan, const cuda_flash::FlashFwdParams& p) {
                         {"v", p.v, p.v_sb, p.v_sh, p.v_ss, p.kv_heads, p.kv_len},
                         {"y", p.y, p.y_sb, p.y_sh, p.y_ss, p.heads, p.q_len}};
   for (const View& v : views) {
-    if (v.ptr && !aligned16(v.ptr)) return unsupported(plan, std::string(v.name) + " must be 16-byte aligned");
+    if (v.ptr && !is_aligned16(v.ptr)) return unsupported(plan, std::string(v.name) + " must be 16-byte aligned");
     if ((p.batch > 1 && v.sb <= 0) || (v.n1 > 1 && v.sh <= 0) || (v.n2 > 1 && v.ss <= 0))
       return unsupported(plan, std::string(v.name) + " strides must be positive (no stride-0 broadcast)");
   }
   if (p.lse) {
-    if (!aligned16(p.lse)) return unsupported(plan, "lse must be 16-byte aligned");
+    if (!is_aligned16(p.lse)) return unsupported(plan, "lse must be 16-byte aligned");
     const bool packed = (p.q_len <= 1 || p.lse_ss == 1) && (p.heads <= 1 || p.lse_sh == p.q_len) &&
                         (p.batch <= 1 || p.lse_sb == int64_t{p.heads} * p.q_len);
     if (!packed)
@@ -102,11 +104,11 @@ Status check_backward(const cuda_flash::FlashBwdParams& p) {
                         {"dk", p.dk, p.dk_sb, p.dk_sh, p.dk_ss, p.kv_heads, p.kv_len},
                         {"dv", p.dv, p.dv_sb, p.dv_sh, p.dv_ss, p.kv_heads, p.kv_len}};
   for (const View& v : views) {
-    if (v.ptr && !aligned16(v.ptr)) return unsupported(kBwd, std::string(v.name) + " must be 16-byte aligned");
+    if (v.ptr && !is_aligned16(v.ptr)) return unsupported(kBwd, std::string(v.name) + " must be 16-byte aligned");
     if ((p.batch > 1 && v.sb <= 0) || (v.n1 > 1 && v.sh <= 0) || (v.n2 > 1 && v.ss <= 0))
       return unsupported(kBwd, std::string(v.name) + " strides must be positive (no stride-0 broadcast)");
   }
-  if (p.workspace && !aligned16(p.workspace)) return unsupported(kBwd, "workspace must be 16-byte aligned");
+  if (p.workspace && !is_aligned16(p.workspace)) return unsupported(kBwd, "workspace must be 16-byte aligned");
   return Status::ok();
 }
 
@@ -790,7 +792,7 @@ Status execute(const char* plan_name, const Problem& p, void* stream, void* work
                   std::string(plan_name) + ": cuDNN: workspace of " + std::to_string(ws_bytes) + " bytes, this plan needs " +
                       std::to_string(b.info.workspace_bytes),
                   b.info.workspace_bytes, ws_bytes);
-  if (b.info.workspace_bytes && (!workspace || !aligned16(workspace)))
+  if (b.info.workspace_bytes && (!workspace || !is_aligned16(workspace)))
     return unsupported(plan_name, "workspace must be a 16-byte aligned device pointer");
   char* ws = static_cast<char*>(workspace);
   io.emplace_back(kScale, &scale);

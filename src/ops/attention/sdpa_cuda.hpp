@@ -1,7 +1,7 @@
 // Interface between SdpaPlan / SdpaBackwardPlan (plain C++) and the CUDA
 // materialized-attention kernels (sdpa_*.cu). No CUDA headers: the stream is void*.
 //
-// Every tensor is addressed through 4-d element strides [b, h, i, d] (any
+// Every tensor is a 4-d view [b, h, i, d] (data + element strides, any
 // strides, including 0 for the mask); k/v use kv head hk = h / (heads / kv_heads).
 // probs and the ds workspace hold `acc` elements (float for f16/bf16/f32 inputs,
 // double for f64). Semantics: include/baracuda/ops/attention.hpp.
@@ -11,22 +11,18 @@
 
 #include "baracuda/core/dtype.hpp"
 #include "baracuda/core/status.hpp"
+#include "core/strided_view.hpp"
 
 namespace baracuda::cuda_sdpa {
 
-struct Strides4 {
-  int64_t b = 0, h = 0, s = 0, d = 0;
-};
+using detail::StridedView;
 
 struct SdpaFwdParams {
   DType dtype = DType::F32;
-  const void* q = nullptr;
-  const void* k = nullptr;
-  const void* v = nullptr;
-  const float* mask = nullptr;  // null = no mask
-  void* y = nullptr;
-  void* probs = nullptr;        // accumulator dtype
-  Strides4 q_st, k_st, v_st, mask_st /* s = query row, d = key column */, y_st, p_st /* s = row, d = column */;
+  StridedView<4> q, k, v;
+  StridedView<4, const float*> mask;  // [b, h, query row, key column]; data null = no mask
+  StridedView<4, void*> y;
+  StridedView<4, void*> probs;        // [b, h, row, column], accumulator dtype
   int batch = 0, heads = 0, kv_heads = 0;
   int64_t q_len = 0, kv_len = 0, head_dim = 0, head_dim_v = 0;
   double scale = 1.0;
@@ -35,11 +31,8 @@ struct SdpaFwdParams {
 };
 
 struct SdpaBwdParams : SdpaFwdParams {
-  const void* dy = nullptr;
-  void* dq = nullptr;
-  void* dk = nullptr;
-  void* dv = nullptr;
-  Strides4 dy_st, dq_st, dk_st, dv_st;
+  StridedView<4> dy;
+  StridedView<4, void*> dq, dk, dv;
   void* ds = nullptr;  // workspace: [B,H,Q,K] contiguous, accumulator dtype
 };
 

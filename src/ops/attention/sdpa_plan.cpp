@@ -54,17 +54,12 @@ Shapes shapes_of(const SdpaDescriptor& d) {
 }
 
 #ifdef BARACUDA_WITH_CUDA
-cuda_sdpa::Strides4 st4(const TensorRef& t) { return {t.strides[0], t.strides[1], t.strides[2], t.strides[3]}; }
-
 void fill_common(const SdpaDescriptor& d, cuda_sdpa::SdpaFwdParams& p, const TensorRef& q, const TensorRef& k,
                  const TensorRef& v) {
   p.dtype = d.dtype;
-  p.q = q.data;
-  p.k = k.data;
-  p.v = v.data;
-  p.q_st = st4(q);
-  p.k_st = st4(k);
-  p.v_st = st4(v);
+  p.q = detail::view_of<4>(q);
+  p.k = detail::view_of<4>(k);
+  p.v = detail::view_of<4>(v);
   p.batch = static_cast<int>(d.batch);
   p.heads = static_cast<int>(d.heads);
   p.kv_heads = static_cast<int>(d.kv_heads);
@@ -117,14 +112,9 @@ Status SdpaPlan::run(const Stream& stream, Workspace ws, const SdpaArgs& a) cons
 #ifdef BARACUDA_WITH_CUDA
         cuda_sdpa::SdpaFwdParams p;
         fill_common(desc_, p, a.q, a.k, a.v);
-        if (desc_.has_mask) {
-          p.mask = static_cast<const float*>(a.mask.data);
-          p.mask_st = st4(a.mask);
-        }
-        p.y = a.y.data;
-        p.y_st = st4(a.y);
-        p.probs = a.probs.data;
-        p.p_st = st4(a.probs);
+        if (desc_.has_mask) p.mask = detail::view_of<4>(a.mask).typed<const float>();
+        p.y = detail::view_of<4>(a.y);
+        p.probs = detail::view_of<4>(a.probs);
         return cuda_sdpa::forward(p, 0, stream.native_handle());
 #else
         return detail::no_cuda(kFwd);
@@ -176,16 +166,11 @@ Status SdpaBackwardPlan::run(const Stream& stream, Workspace ws, const SdpaBackw
 #ifdef BARACUDA_WITH_CUDA
         cuda_sdpa::SdpaBwdParams p;
         fill_common(desc_, p, a.q, a.k, a.v);
-        p.probs = const_cast<void*>(a.probs.data);  // read only in the backward
-        p.p_st = st4(a.probs);
-        p.dy = a.dy.data;
-        p.dy_st = st4(a.dy);
-        p.dq = a.dq.data;
-        p.dq_st = st4(a.dq);
-        p.dk = a.dk.data;
-        p.dk_st = st4(a.dk);
-        p.dv = a.dv.data;
-        p.dv_st = st4(a.dv);
+        p.probs = detail::view_of<4>(a.probs).with_data(const_cast<void*>(a.probs.data));  // read only in the backward
+        p.dy = detail::view_of<4>(a.dy);
+        p.dq = detail::view_of<4>(a.dq);
+        p.dk = detail::view_of<4>(a.dk);
+        p.dv = detail::view_of<4>(a.dv);
         p.ds = ws.ptr;
         return cuda_sdpa::backward(p, 0, stream.native_handle());
 #else

@@ -8,20 +8,16 @@
 
 #include "baracuda/core/status.hpp"
 #include "baracuda/ops/rope.hpp"
+#include "core/strided_view.hpp"
 
 namespace baracuda::cuda_rope {
-
-// A logical [B, heads, S, D] view: data + element strides.
-struct View4 {
-  const void* data = nullptr;
-  int64_t sb = 0, sh = 0, ss = 0, sd = 0;
-};
 
 struct Launch {
   RopeDescriptor desc;  // validated, rotary_dim resolved
   bool backward = false;
-  View4 x[2];           // inputs: q (dy_q), k (dy_k); x[1] unused when heads[1] == 0
-  View4 y[2];           // outputs: q_out (dq), k_out (dk); y[i].data may equal x[i].data (in place)
+  // Logical [B, heads, S, D] views (data + element strides).
+  detail::StridedView<4> x[2];         // inputs: q (dy_q), k (dy_k); x[1] unused when heads[1] == 0
+  detail::StridedView<4, void*> y[2];  // outputs: q_out (dq), k_out (dk); y[i].data may equal x[i].data (in place)
   bool in_place[2] = {false, false};  // y[i] is exactly x[i] (pass-through dims are then not rewritten)
   int64_t heads[2] = {0, 0};          // H, and Hk or 0 without k
   const void* positions = nullptr;

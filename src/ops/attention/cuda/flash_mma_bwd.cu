@@ -11,7 +11,7 @@
 
 #include "core/cuda_device.hpp"
 #include "ops/attention/cuda/flash_mma_bwd.cuh"
-#include "ops/attention/cuda/mma_utils.cuh"
+#include "cuda/sm80/mma.cuh"
 #include "ops/attention/flash_cuda.hpp"
 
 namespace baracuda::cuda_flash {

@@ -7,7 +7,7 @@
 #include "core/cuda_device.hpp"
 #include "cuda/smem_optin.cuh"
 #include "ops/attention/cuda/flash_mma_bwd.cuh"
-#include "ops/attention/cuda/mma_utils.cuh"
+#include "cuda/sm80/mma.cuh"
 
 namespace baracuda::cuda_flash::mma_bwd {
 

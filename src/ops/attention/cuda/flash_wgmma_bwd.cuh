@@ -29,9 +29,9 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include "cuda/hopper.cuh"
+#include "cuda/sm90/hopper.cuh"
 #include "cuda/smem_optin.cuh"
-#include "cuda/wgmma_ops.cuh"
+#include "cuda/sm90/wgmma_ops.cuh"
 #include "ops/attention/cuda/flash_mma_bwd.cuh"
 #include "ops/attention/cuda/flash_mma_fwd.cuh"
 

@@ -24,7 +24,7 @@
 // SM); setmaxnreg then moves registers from the producer warpgroup (40) to the
 // consumers (232), which hold the S and O accumulators.
 // Tiles sit in shared memory in the 128-byte swizzled layout that TMA writes
-// and wgmma reads (src/cuda/hopper.cuh). Out-of-range rows (past q_len /
+// and wgmma reads (src/cuda/sm90/hopper.cuh). Out-of-range rows (past q_len /
 // kv_len) and columns (past head_dim) are zero-filled by TMA; the key rules
 // (causal, window, kv_len) are applied on edge tiles only, exactly as in the
 // mma.sync kernel (flash_mma_fwd.cuh), whose helpers this file reuses.
@@ -35,9 +35,9 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
-#include "cuda/hopper.cuh"
+#include "cuda/sm90/hopper.cuh"
 #include "cuda/smem_optin.cuh"
-#include "cuda/wgmma_ops.cuh"
+#include "cuda/sm90/wgmma_ops.cuh"
 #include "ops/attention/cuda/flash_mma_fwd.cuh"
 
 namespace baracuda::cuda_flash::wgmma_fwd {

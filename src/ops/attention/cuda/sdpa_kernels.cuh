@@ -74,8 +74,7 @@ struct Operand {
 template <class Acc>
 struct GemmParams {
   Operand a, b;
-  void* c = nullptr;
-  int64_t c_sb = 0, c_sh = 0, c_sm = 0, c_sn = 0;
+  StridedView<4, void*> c;      // [b, head, m, n]
   int64_t M = 0, N = 0, R = 0;  // rows, columns, reduction length per group
   int groups = 1;               // outer reduction loop over heads
   int hout = 1;                 // heads of the output batch (z = b * hout + hz)
@@ -144,7 +143,7 @@ __global__ void __launch_bounds__(kGemmThreads) gemm_kernel(const GemmParams<Acc
   const bool b_red_fast = reduction_is_faster(p.b.so, p.b.sr);
   const TA* a_all = static_cast<const TA*>(p.a.ptr);
   const TB* b_all = static_cast<const TB*>(p.b.ptr);
-  TC* c_all = static_cast<TC*>(p.c);
+  TC* c_all = static_cast<TC*>(p.c.data);
 
   for (int64_t t = blockIdx.x; t < p.tiles; t += gridDim.x) {
     const int64_t tn = t % p.tiles_n;
@@ -214,7 +213,7 @@ __global__ void __launch_bounds__(kGemmThreads) gemm_kernel(const GemmParams<Acc
       __syncthreads();
     }
 
-    TC* cb = c_all + bz * p.c_sb + static_cast<int64_t>(hz) * p.c_sh;
+    TC* cb = c_all + bz * p.c.stride[0] + static_cast<int64_t>(hz) * p.c.stride[1];
 #pragma unroll
     for (int r = 0; r < 4; ++r) {
       const int64_t m = m0 + ty + 16 * r;
@@ -222,7 +221,7 @@ __global__ void __launch_bounds__(kGemmThreads) gemm_kernel(const GemmParams<Acc
 #pragma unroll
       for (int c = 0; c < 4; ++c) {
         const int64_t n = n0 + tx + 16 * c;
-        if (n < p.N) cb[m * p.c_sm + n * p.c_sn] = dev::from_acc<TC, Acc>(p.alpha * acc[r][c]);
+        if (n < p.N) cb[m * p.c.stride[2] + n * p.c.stride[3]] = dev::from_acc<TC, Acc>(p.alpha * acc[r][c]);
       }
     }
   }
@@ -268,10 +267,8 @@ __device__ __forceinline__ Acc warp_max(Acc v) {
 // probs[b,h,i,:] holds scale * q_i . k_j (for the allowed j); replaced by p.
 template <class Acc>
 struct SoftmaxParams {
-  Acc* probs = nullptr;
-  Strides4 p_st;
-  const float* mask = nullptr;
-  Strides4 m_st;
+  StridedView<4, Acc*> probs;
+  StridedView<4, const float*> mask;  // data null = no mask
   RowGeom geom;
   int64_t rows = 0;
 };
@@ -285,12 +282,13 @@ __global__ void __launch_bounds__(kRowThreads) softmax_kernel(const SoftmaxParam
     const int64_t i = row % p.geom.q_len;
     const int64_t bh = row / p.geom.q_len;
     const int64_t h = bh % p.geom.heads, b = bh / p.geom.heads;
-    Acc* s = p.probs + b * p.p_st.b + h * p.p_st.h + i * p.p_st.s;
-    const float* mk = p.mask ? p.mask + b * p.m_st.b + h * p.m_st.h + i * p.m_st.s : nullptr;
+    Acc* s = p.probs.data + b * p.probs.stride[0] + h * p.probs.stride[1] + i * p.probs.stride[2];
+    const float* mk =
+        p.mask.data ? p.mask.data + b * p.mask.stride[0] + h * p.mask.stride[1] + i * p.mask.stride[2] : nullptr;
     const int64_t hi = allowed_keys(p.geom, i);
     auto score = [&](int64_t j) {
-      Acc x = s[j * p.p_st.d];
-      if (mk) x += static_cast<Acc>(mk[j * p.m_st.d]);
+      Acc x = s[j * p.probs.stride[3]];
+      if (mk) x += static_cast<Acc>(mk[j * p.mask.stride[3]]);
       return x;
     };
     Acc mx = dev::lowest_value<Acc>();
@@ -305,7 +303,7 @@ __global__ void __launch_bounds__(kRowThreads) softmax_kernel(const SoftmaxParam
     for (int64_t j = lane; j < p.geom.kv_len; j += 32) {
       Acc v = Acc(0);
       if (!empty && j < hi) v = dev::acc_exp(score(j) - mx) / sum;
-      s[j * p.p_st.d] = v;
+      s[j * p.probs.stride[3]] = v;
     }
   }
 }
@@ -315,8 +313,7 @@ __global__ void __launch_bounds__(kRowThreads) softmax_kernel(const SoftmaxParam
 template <class Acc>
 struct SoftmaxBwdParams {
   Acc* ds = nullptr;
-  const Acc* probs = nullptr;
-  Strides4 p_st;
+  StridedView<4, const Acc*> probs;
   RowGeom geom;
   int64_t rows = 0;
 };
@@ -331,14 +328,14 @@ __global__ void __launch_bounds__(kRowThreads) softmax_bwd_kernel(const SoftmaxB
     const int64_t bh = row / p.geom.q_len;
     const int64_t h = bh % p.geom.heads, b = bh / p.geom.heads;
     Acc* ds = p.ds + row * p.geom.kv_len;
-    const Acc* pr = p.probs + b * p.p_st.b + h * p.p_st.h + i * p.p_st.s;
+    const Acc* pr = p.probs.data + b * p.probs.stride[0] + h * p.probs.stride[1] + i * p.probs.stride[2];
     const int64_t hi = allowed_keys(p.geom, i);
     Acc dot = Acc(0);
-    for (int64_t j = lane; j < hi; j += 32) dot += ds[j] * pr[j * p.p_st.d];
+    for (int64_t j = lane; j < hi; j += 32) dot += ds[j] * pr[j * p.probs.stride[3]];
     dot = warp_sum(dot);
     for (int64_t j = lane; j < p.geom.kv_len; j += 32) {
       Acc v = Acc(0);
-      if (j < hi) v = pr[j * p.p_st.d] * (ds[j] - dot);
+      if (j < hi) v = pr[j * p.probs.stride[3]] * (ds[j] - dot);
       ds[j] = v;
     }
   }
@@ -359,14 +356,15 @@ inline RowGeom row_geom(const SdpaFwdParams& p) {
   return g;
 }
 
-// Operand over a tensor [b, head, outer, red] with strides st (outer = s or d).
-inline Operand operand(const void* ptr, const Strides4& st, bool outer_is_s, int mul, int div) {
+// Operand over a [b, h, s, d] view read as [b, head, outer, red] (outer = s or d).
+template <class Ptr>
+Operand operand(const StridedView<4, Ptr>& t, bool outer_is_s, int mul, int div) {
   Operand o;
-  o.ptr = ptr;
-  o.sb = st.b;
-  o.sh = st.h;
-  o.so = outer_is_s ? st.s : st.d;
-  o.sr = outer_is_s ? st.d : st.s;
+  o.ptr = t.data;
+  o.sb = t.stride[0];
+  o.sh = t.stride[1];
+  o.so = outer_is_s ? t.stride[2] : t.stride[3];
+  o.sr = outer_is_s ? t.stride[3] : t.stride[2];
   o.mul = mul;
   o.div = div;
   return o;
@@ -385,10 +383,9 @@ Status run_forward(const SdpaFwdParams& p, cudaStream_t stream) {
   // S = scale * Q K^T into probs (above-diagonal tiles skipped with causal).
   {
     GemmParams<Acc> g;
-    g.a = operand(p.q, p.q_st, true, 1, 1);   // [i, d]
-    g.b = operand(p.k, p.k_st, true, 1, G);   // [j, d]
+    g.a = operand(p.q, true, 1, 1);   // [i, d]
+    g.b = operand(p.k, true, 1, G);   // [j, d]
     g.c = p.probs;
-    g.c_sb = p.p_st.b, g.c_sh = p.p_st.h, g.c_sm = p.p_st.s, g.c_sn = p.p_st.d;
     g.M = p.q_len, g.N = p.kv_len, g.R = p.head_dim;
     g.hout = p.heads, g.nz = nz;
     g.alpha = static_cast<Acc>(p.scale);
@@ -401,10 +398,8 @@ Status run_forward(const SdpaFwdParams& p, cudaStream_t stream) {
   const int64_t rows = nz * p.q_len;
   if (rows > 0 && p.kv_len > 0) {
     SoftmaxParams<Acc> s;
-    s.probs = static_cast<Acc*>(p.probs);
-    s.p_st = p.p_st;
+    s.probs = p.probs.typed<Acc>();
     s.mask = p.mask;
-    s.m_st = p.mask_st;
     s.geom = geom;
     s.rows = rows;
     softmax_kernel<Acc><<<row_grid(rows), kRowThreads, 0, stream>>>(s);
@@ -414,10 +409,9 @@ Status run_forward(const SdpaFwdParams& p, cudaStream_t stream) {
   // Y = P V (reduction cut at the diagonal with causal).
   {
     GemmParams<Acc> g;
-    g.a = operand(p.probs, p.p_st, true, 1, 1);  // [i, j]
-    g.b = operand(p.v, p.v_st, false, 1, G);     // [d, j]: outer d, reduction j
+    g.a = operand(p.probs, true, 1, 1);  // [i, j]
+    g.b = operand(p.v, false, 1, G);     // [d, j]: outer d, reduction j
     g.c = p.y;
-    g.c_sb = p.y_st.b, g.c_sh = p.y_st.h, g.c_sm = p.y_st.s, g.c_sn = p.y_st.d;
     g.M = p.q_len, g.N = p.head_dim_v, g.R = p.kv_len;
     g.hout = p.heads, g.nz = nz;
     g.causal = p.causal ? Causal::RedUpToRow : Causal::None;
@@ -434,11 +428,7 @@ Status run_backward(const SdpaBwdParams& p, cudaStream_t stream) {
   const int64_t nz = static_cast<int64_t>(p.batch) * p.heads;
   const int64_t nzk = static_cast<int64_t>(p.batch) * p.kv_heads;
   // ds workspace [B,H,Q,K] contiguous.
-  Strides4 ds_st;
-  ds_st.d = 1;
-  ds_st.s = p.kv_len;
-  ds_st.h = p.q_len * p.kv_len;
-  ds_st.b = p.heads * ds_st.h;
+  const StridedView<4, void*> ds = {p.ds, p.heads * (p.q_len * p.kv_len), p.q_len * p.kv_len, p.kv_len, 1};
   const Causal skip = p.causal ? Causal::SkipAbove : Causal::None;
   const Causal up_to_row = p.causal ? Causal::RedUpToRow : Causal::None;
   const Causal from_row = p.causal ? Causal::RedFromRow : Causal::None;
@@ -446,10 +436,9 @@ Status run_backward(const SdpaBwdParams& p, cudaStream_t stream) {
   // dP = dY V^T into ds.
   {
     GemmParams<Acc> g;
-    g.a = operand(p.dy, p.dy_st, true, 1, 1);  // [i, d]
-    g.b = operand(p.v, p.v_st, true, 1, G);    // [j, d]
-    g.c = p.ds;
-    g.c_sb = ds_st.b, g.c_sh = ds_st.h, g.c_sm = ds_st.s, g.c_sn = ds_st.d;
+    g.a = operand(p.dy, true, 1, 1);  // [i, d]
+    g.b = operand(p.v, true, 1, G);    // [j, d]
+    g.c = ds;
     g.M = p.q_len, g.N = p.kv_len, g.R = p.head_dim_v;
     g.hout = p.heads, g.nz = nz;
     g.causal = skip;
@@ -462,8 +451,7 @@ Status run_backward(const SdpaBwdParams& p, cudaStream_t stream) {
   if (rows > 0 && p.kv_len > 0) {
     SoftmaxBwdParams<Acc> s;
     s.ds = static_cast<Acc*>(p.ds);
-    s.probs = static_cast<const Acc*>(p.probs);
-    s.p_st = p.p_st;
+    s.probs = p.probs.typed<const Acc>();
     s.geom = geom;
     s.rows = rows;
     softmax_bwd_kernel<Acc><<<row_grid(rows), kRowThreads, 0, stream>>>(s);
@@ -474,10 +462,9 @@ Status run_backward(const SdpaBwdParams& p, cudaStream_t stream) {
   // dQ = scale * ds K.
   {
     GemmParams<Acc> g;
-    g.a = operand(p.ds, ds_st, true, 1, 1);    // [i, j]
-    g.b = operand(p.k, p.k_st, false, 1, G);   // [d, j]
+    g.a = operand(ds, true, 1, 1);    // [i, j]
+    g.b = operand(p.k, false, 1, G);  // [d, j]
     g.c = p.dq;
-    g.c_sb = p.dq_st.b, g.c_sh = p.dq_st.h, g.c_sm = p.dq_st.s, g.c_sn = p.dq_st.d;
     g.M = p.q_len, g.N = p.head_dim, g.R = p.kv_len;
     g.hout = p.heads, g.nz = nz;
     g.alpha = static_cast<Acc>(p.scale);
@@ -489,10 +476,9 @@ Status run_backward(const SdpaBwdParams& p, cudaStream_t stream) {
   // dK[b,hk] = scale * sum over the group's heads of ds^T Q.
   {
     GemmParams<Acc> g;
-    g.a = operand(p.ds, ds_st, false, G, 1);  // [j, i]
-    g.b = operand(p.q, p.q_st, false, G, 1);  // [d, i]
+    g.a = operand(ds, false, G, 1);   // [j, i]
+    g.b = operand(p.q, false, G, 1);  // [d, i]
     g.c = p.dk;
-    g.c_sb = p.dk_st.b, g.c_sh = p.dk_st.h, g.c_sm = p.dk_st.s, g.c_sn = p.dk_st.d;
     g.M = p.kv_len, g.N = p.head_dim, g.R = p.q_len;
     g.groups = G;
     g.hout = p.kv_heads, g.nz = nzk;
@@ -505,10 +491,9 @@ Status run_backward(const SdpaBwdParams& p, cudaStream_t stream) {
   // dV[b,hk] = sum over the group's heads of P^T dY.
   {
     GemmParams<Acc> g;
-    g.a = operand(p.probs, p.p_st, false, G, 1);  // [j, i]
-    g.b = operand(p.dy, p.dy_st, false, G, 1);    // [d, i]
+    g.a = operand(p.probs, false, G, 1);  // [j, i]
+    g.b = operand(p.dy, false, G, 1);     // [d, i]
     g.c = p.dv;
-    g.c_sb = p.dv_st.b, g.c_sh = p.dv_st.h, g.c_sm = p.dv_st.s, g.c_sn = p.dv_st.d;
     g.M = p.kv_len, g.N = p.head_dim_v, g.R = p.q_len;
     g.groups = G;
     g.hout = p.kv_heads, g.nz = nzk;

@@ -24,63 +24,21 @@
 // end so the rows the partial pass read last are still in L2. S == 1:
 // colprod_kernel<TM_APPLY> alone, without others.
 //
-// Private to backward_kernels.cuh, which includes it after its helpers
-// (kept_offsets, Vec, align16, check_launch, ...).
+// The geometry (ColProdCfg, choose_colprod) and the layout test
+// (colprod_fits) live in backward_planner.cuh. Private to
+// src/ops/reduce/cuda/backward*.
 #pragma once
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstdint>
+#include <type_traits>
+
+#include "ops/reduce/cuda/backward_common.cuh"
+#include "ops/reduce/cuda/backward_planner.cuh"
 
 namespace baracuda::cuda_reduce::bw {
-
-constexpr int kColWarps = 8;                 // warps per block (along the rows), at most
-constexpr int kColThreads = 32 * kColWarps;
-constexpr int kColCombineWarps = 32;         // combine: warps per block (along the segments), at most
-
-// Rows a thread holds in registers, at most: 16 x 16 bytes (8 for f64, whose
-// suffix products take two registers each).
-template <class T>
-constexpr int colprod_k() {
-  return sizeof(T) == 8 ? 8 : 16;
-}
-inline int colprod_k(DType t) { return t == DType::F64 ? 8 : 16; }
-inline int colprod_v(DType t) { return t == DType::F64 ? 2 : t == DType::F32 ? 4 : 8; }
-
-struct ColProdCfg {
-  int warps = kColWarps;  // warps per block
-  int k = 1;              // rows per thread
-  int64_t CB = 1;         // column blocks (32 x V columns each)
-  int64_t S = 1;          // row segments (warps * k rows each)
-};
-
-// Depends only on (dtype, M, L, sm_count), so backward_workspace_bytes() can
-// size the workspace without the strides. Full-size blocks (8 warps x K rows),
-// shrunk (k and warps halved in turn, down to 4 rows per block) while a block
-// has twice the rows of the slice or the grid has fewer than ~2 waves of warps.
-// Then k is evened out over the S segments (S unchanged, less idle work in the
-// last segment).
-inline ColProdCfg choose_colprod(int K, int V, int64_t M, int64_t L, int sm_count) {
-  ColProdCfg c;
-  c.k = K;
-  c.CB = ceil_div(M, int64_t{32} * V);
-  const int64_t target_warps = 32 * static_cast<int64_t>(std::max(sm_count, 1));
-  auto rows = [&] { return static_cast<int64_t>(c.warps) * c.k; };
-  auto warps_total = [&] { return c.CB * ceil_div(L, rows()) * c.warps; };
-  while (rows() > 4 && (rows() >= 2 * L || warps_total() < target_warps)) {
-    if (c.k >= c.warps) {
-      c.k /= 2;
-    } else {
-      c.warps /= 2;
-    }
-  }
-  c.S = ceil_div(L, rows());
-  c.k = static_cast<int>(ceil_div(L, c.S * c.warps));  // <= k: S * warps * k >= L still
-  return c;
-}
-
-// part[S][M] + others[S][M] in the accumulator type (0 when S == 1).
-inline size_t colprod_ws_bytes(DType dtype, int64_t M, int64_t S) {
-  if (S <= 1) return 0;
-  const size_t a = dtype == DType::F64 ? 8 : 4;
-  return 2 * align16(static_cast<size_t>(M) * static_cast<size_t>(S) * a);
-}
 
 template <class T>
 struct ColProdParams {
@@ -304,27 +262,11 @@ __global__ void __launch_bounds__(32 * kColCombineWarps) colprod_combine_kernel(
   }
 }
 
-// Launches the column path when the layout allows it: one reduced dim (after
-// coalescing), the innermost kept dim is contiguous for x and dx and splits
-// into whole 16-byte vectors, every other stride of x and dx is a multiple of
-// V, both are 16-byte aligned, and
-// the workspace holds what choose_colprod asks for (backward_workspace_bytes()
-// covers it). Returns false (nothing launched) otherwise.
+// Launches the column path for a problem colprod_fits() accepted, with the
+// geometry it chose.
 template <class T>
-bool try_col_prod(const Problem& pb, Status* st) {
+Status launch_col_prod(const Problem& pb, const ColProdCfg& c) {
   using A = acc_t<T>;
-  constexpr int V = static_cast<int>(16 / sizeof(T));
-  constexpr int K = colprod_k<T>();
-  if (pb.row_order || pb.nk < 1 || pb.nr != 1 || pb.kst[kKx][0] != 1 || pb.kst[kKdx][0] != 1 || pb.ksize[0] % V != 0 ||
-      !aligned16(pb.x) || !aligned16(pb.dx))
-    return false;
-  for (int d = 1; d < pb.nk; ++d)
-    if (pb.kst[kKx][d] % V != 0 || pb.kst[kKdx][d] % V != 0) return false;
-  if (pb.rst[0][0] % V != 0 || pb.rst[1][0] % V != 0) return false;
-  const ColProdCfg c = choose_colprod(K, V, pb.M, pb.L, pb.sm_count);
-  const size_t need = colprod_ws_bytes(pb.dtype, pb.M, c.S);
-  if (need > pb.ws_bytes || (need > 0 && pb.ws == nullptr) || c.CB * c.S > INT_MAX) return false;
-
   ColProdParams<T> cp{};
   cp.nk = pb.nk;
   for (int d = 0; d < kMaxRank; ++d) {
@@ -346,16 +288,14 @@ bool try_col_prod(const Problem& pb, Status* st) {
   const int threads = 32 * c.warps;
   if (c.S == 1) {  // the apply pass alone, others == nullptr
     colprod_kernel<TM_APPLY, T><<<grid, threads, 0, pb.stream>>>(cp);
-    *st = check_launch("ReduceBackwardPlan: column prod kernel");
-    return true;
+    return check_launch("ReduceBackwardPlan: column prod kernel");
   }
   char* ws = static_cast<char*>(pb.ws);
   A* part = reinterpret_cast<A*>(ws);
   A* others = reinterpret_cast<A*>(ws + align16(static_cast<size_t>(pb.M) * static_cast<size_t>(c.S) * sizeof(A)));
   cp.part = part;
   colprod_kernel<TM_PARTIAL, T><<<grid, threads, 0, pb.stream>>>(cp);
-  *st = check_launch("ReduceBackwardPlan: column prod partial kernel");
-  if (!st->is_ok()) return true;
+  BARACUDA_RETURN_IF_ERROR(check_launch("ReduceBackwardPlan: column prod partial kernel"));
 
   ColCombineParams<T> cc{};
   cc.part = part;
@@ -364,20 +304,15 @@ bool try_col_prod(const Problem& pb, Status* st) {
   cc.S = c.S;
   const int cw = static_cast<int>(std::clamp<int64_t>(ceil_div(c.S, 2), 1, kColCombineWarps));
   const int64_t cblocks = ceil_div(pb.M, 32);
-  if (cblocks > INT_MAX) {
-    *st = Status(StatusCode::Unsupported, "ReduceBackwardPlan: too many outputs");
-    return true;
-  }
+  if (cblocks > INT_MAX) return Status(StatusCode::Unsupported, "ReduceBackwardPlan: too many outputs");
   colprod_combine_kernel<T><<<static_cast<unsigned>(cblocks), 32 * cw, 0, pb.stream>>>(cc);
-  *st = check_launch("ReduceBackwardPlan: column prod combine kernel");
-  if (!st->is_ok()) return true;
+  BARACUDA_RETURN_IF_ERROR(check_launch("ReduceBackwardPlan: column prod combine kernel"));
 
   cp.part = nullptr;
   cp.others = others;
   cp.reverse = 1;
   colprod_kernel<TM_APPLY, T><<<grid, threads, 0, pb.stream>>>(cp);
-  *st = check_launch("ReduceBackwardPlan: column prod apply kernel");
-  return true;
+  return check_launch("ReduceBackwardPlan: column prod apply kernel");
 }
 
 }  // namespace baracuda::cuda_reduce::bw

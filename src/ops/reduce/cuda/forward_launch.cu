@@ -24,6 +24,7 @@
 #include <cstdint>
 #include <string>
 
+#include "core/int_math.hpp"
 #include "ops/reduce/cuda/forward_common.cuh"
 
 namespace baracuda::cuda_reduce {
@@ -36,22 +37,10 @@ using fwd::kThreads;
 constexpr int64_t kMaxSplits = 4096;
 constexpr unsigned kGridPerSm = 32;  // grid.x cap (blocks loop beyond it)
 
-int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
-int64_t pow2_ceil(int64_t v) {
-  int64_t p = 1;
-  while (p < v) p <<= 1;
-  return p;
-}
-int64_t pow2_floor(int64_t v) {
-  int64_t p = 1;
-  while (p * 2 <= v) p <<= 1;
-  return p;
-}
-int log2_exact(int64_t v) {
-  int l = 0;
-  while ((int64_t{1} << l) < v) ++l;
-  return l;
-}
+using detail::ceil_div;
+using detail::log2_ceil;
+using detail::pow2_ceil;
+using detail::pow2_floor;
 
 // Calls f(Op{}) for the op that implements (kind, dtype); returns false when
 // the combination is unsupported.
@@ -248,7 +237,7 @@ FwdParams plan(ReduceKind kind, DType dtype, const detail::ReduceLayout& L, int 
     while (kThreads / LX > R && LX * 2 <= std::min<int64_t>(kThreads, pow2_ceil(ncv))) LX *= 2;
     const int64_t RY = kThreads / LX;
     const int U = P.vec * esize >= 16 ? 4 : 8;  // as in column_kernel
-    P.lx_log2 = log2_exact(LX);
+    P.lx_log2 = log2_ceil(LX);
     const int64_t units = (num_out / C) * ceil_div(ncv, LX);
     const int64_t wave = sms * resident_blocks(kind, dtype, P.vec > 1 ? Kern::ColumnVec : Kern::ColumnScalar);
     const int64_t quantum = RY * U;  // rows of one full batch of every row slot

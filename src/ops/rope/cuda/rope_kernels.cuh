@@ -39,7 +39,10 @@
 #include <string>
 #include <type_traits>
 
+#include "core/align.hpp"
 #include "core/cuda_device.hpp"
+#include "core/int_math.hpp"
+#include "core/strided_view.hpp"
 #include "cuda/numeric.cuh"
 #include "ops/rope/rope_cuda.hpp"
 
@@ -50,29 +53,14 @@ constexpr int64_t kMaxTokensPerBlock = 64;
 constexpr int64_t kTableBytes = 16 * 1024;
 constexpr int kParamFreqs = 256;  // inv_freq values passed in the kernel parameters
 
-struct DView {
-  const void* in;
-  void* out;
-  int64_t isb, ish, iss, isd;
-  int64_t osb, osh, oss, osd;
-};
+using detail::FastDiv;
+using detail::StridedView;
 
-// n / d for n < 2^31 by a multiply-high and a shift (Granlund-Montgomery
-// division by an invariant integer): shift = ceil(log2 d),
-// mult = floor(2^32 (2^shift - d) / d) + 1, q = (umulhi(n, mult) + n) >> shift.
-struct FastDiv {
-  uint32_t d = 1, mult = 1, shift = 0;
+// One side (q or k) of the kernel: input and output [b, h, s, d] views.
+struct DView {
+  StridedView<4> in;
+  StridedView<4, void*> out;
 };
-inline FastDiv make_fastdiv(uint32_t d) {
-  FastDiv f;
-  f.d = d;
-  while ((uint64_t{1} << f.shift) < d) ++f.shift;
-  f.mult = static_cast<uint32_t>(((uint64_t{1} << 32) * ((uint64_t{1} << f.shift) - d)) / d + 1);
-  return f;
-}
-__device__ __forceinline__ uint32_t fast_div(uint32_t n, const FastDiv& f) {
-  return (__umulhi(n, f.mult) + n) >> f.shift;
-}
 
 struct Params {
   DView v[2];              // 0: q side, 1: k side
@@ -198,19 +186,19 @@ template <class T, RopePairs P, bool kVec>
 __device__ __forceinline__ Unit locate(const Params& p, int64_t b0, int64_t s0, int w) {
   using X = Tr<T, P, kVec>;
   Unit U;
-  const uint32_t r = fast_div(static_cast<uint32_t>(w), p.div_row);
+  const uint32_t r = p.div_row.div(static_cast<uint32_t>(w));
   const int c = w - static_cast<int>(r) * p.items_row;
-  const uint32_t tl = fast_div(r, p.div_hg);
+  const uint32_t tl = p.div_hg.div(r);
   U.head0 = (static_cast<int>(r) - static_cast<int>(tl) * p.n_hg) * X::kBatch;
   U.tl = static_cast<int>(tl);
   token_bs(p, b0, s0, U.tl, U.b, U.s);
   U.rot = c < p.n_rot;
   const int d0 = U.rot ? c * X::V : p.R + (c - p.n_rot) * X::VP;
   U.pair0 = X::kInter ? c * (X::V / 2) : c * X::V;
-  U.in_off0 = U.b * p.v[0].isb + U.s * p.v[0].iss + d0 * p.v[0].isd;
-  U.out_off0 = U.b * p.v[0].osb + U.s * p.v[0].oss + d0 * p.v[0].osd;
-  U.in_off1 = U.b * p.v[1].isb + U.s * p.v[1].iss + d0 * p.v[1].isd;
-  U.out_off1 = U.b * p.v[1].osb + U.s * p.v[1].oss + d0 * p.v[1].osd;
+  U.in_off0 = p.v[0].in.offset(U.b, 0, U.s, d0);
+  U.out_off0 = p.v[0].out.offset(U.b, 0, U.s, d0);
+  U.in_off1 = p.v[1].in.offset(U.b, 0, U.s, d0);
+  U.out_off1 = p.v[1].out.offset(U.b, 0, U.s, d0);
   return U;
 }
 
@@ -230,10 +218,12 @@ __device__ __forceinline__ Item<T> item(const Params& p, const Unit& U, int u) {
   const int hh = U.head0 + u;
   const bool k = hh >= p.H;
   const int64_t h = k ? hh - p.H : hh;
-  it.in = static_cast<const T*>(k ? p.v[1].in : p.v[0].in) + ((k ? U.in_off1 : U.in_off0) + h * (k ? p.v[1].ish : p.v[0].ish));
-  it.out = static_cast<T*>(k ? p.v[1].out : p.v[0].out) + ((k ? U.out_off1 : U.out_off0) + h * (k ? p.v[1].osh : p.v[0].osh));
-  it.isd = k ? p.v[1].isd : p.v[0].isd;
-  it.osd = k ? p.v[1].osd : p.v[0].osd;
+  it.in = static_cast<const T*>(k ? p.v[1].in.data : p.v[0].in.data) +
+          ((k ? U.in_off1 : U.in_off0) + h * (k ? p.v[1].in.stride[1] : p.v[0].in.stride[1]));
+  it.out = static_cast<T*>(k ? p.v[1].out.data : p.v[0].out.data) +
+           ((k ? U.out_off1 : U.out_off0) + h * (k ? p.v[1].out.stride[1] : p.v[0].out.stride[1]));
+  it.isd = k ? p.v[1].in.stride[3] : p.v[0].in.stride[3];
+  it.osd = k ? p.v[1].out.stride[3] : p.v[0].out.stride[3];
   it.kind = hh >= p.HH ? 0 : U.rot ? 1 : ((k ? p.skip_pass[1] : p.skip_pass[0]) ? 0 : 2);
   return it;
 }
@@ -363,17 +353,15 @@ __global__ void __launch_bounds__(kThreads, (Tr<T, P, kVec>::kMinBlocks)) rope_k
 }
 
 // ---- host side ----------------------------------------------------------------------
-inline bool aligned16(const void* ptr) { return (reinterpret_cast<uintptr_t>(ptr) & 15u) == 0; }
-
 // Every view of a side with heads: unit stride along D, 16-byte aligned rows.
 inline bool views_allow_vec(const Launch& l) {
   const int64_t v = vec_elems(l.desc.dtype);
   const RopeDescriptor& d = l.desc;
-  auto ok = [&](const View4& x, int64_t heads) {
-    if (x.sd != 1 || !aligned16(x.data)) return false;
-    if (d.batch > 1 && x.sb % v != 0) return false;
-    if (heads > 1 && x.sh % v != 0) return false;
-    if (d.seq_len > 1 && x.ss % v != 0) return false;
+  auto ok = [&](const auto& x, int64_t heads) {
+    if (x.stride[3] != 1 || !detail::is_aligned16(x.data)) return false;
+    if (d.batch > 1 && x.stride[0] % v != 0) return false;
+    if (heads > 1 && x.stride[1] % v != 0) return false;
+    if (d.seq_len > 1 && x.stride[2] % v != 0) return false;
     return true;
   };
   for (int w = 0; w < 2; ++w)
@@ -388,9 +376,7 @@ Status launch_impl(const Launch& l) {
   const RopeDescriptor& d = l.desc;
   Params p{};
   for (int w = 0; w < 2; ++w) {
-    const View4& x = l.x[w];
-    const View4& y = l.y[w];
-    p.v[w] = {x.data, const_cast<void*>(y.data), x.sb, x.sh, x.ss, x.sd, y.sb, y.sh, y.ss, y.sd};
+    p.v[w] = {l.x[w], l.y[w]};
     p.skip_pass[w] = (l.in_place[w] || l.heads[w] == 0) ? 1 : 0;
   }
   p.S = d.seq_len;
@@ -412,8 +398,8 @@ Status launch_impl(const Launch& l) {
   p.items_row = static_cast<int>(n_rot + n_pass);
   p.n_hg = static_cast<int>(n_hg);
   p.units_token = static_cast<int>(units_token);
-  p.div_row = make_fastdiv(static_cast<uint32_t>(p.items_row));
-  p.div_hg = make_fastdiv(static_cast<uint32_t>(p.n_hg));
+  p.div_row = FastDiv(static_cast<uint32_t>(p.items_row));
+  p.div_hg = FastDiv(static_cast<uint32_t>(p.n_hg));
 
   const int64_t row_bytes = static_cast<int64_t>(p.half) * static_cast<int64_t>(sizeof(CS<Acc>));
   int64_t tb = (X::kUnitsPerBlock + units_token - 1) / units_token;

@@ -7,7 +7,7 @@
 //     A fragment of this warp's 16 rows), B from shared memory N-major
 //     (transposed: B stored [k][n], n contiguous).
 // accumulate == 0 ignores d's old contents (d = A B). The caller issues
-// wgmma_fence() before, and commit / wait after (src/cuda/hopper.cuh).
+// wgmma_fence() before, and commit / wait after (src/cuda/sm90/hopper.cuh).
 // Accumulator layout per warp w of the warpgroup (rows 16w..16w+15), with
 // g = lane / 4, t = lane % 4: d[4j + 0, 1] = D[g][8j + 2t, +1],
 // d[4j + 2, 3] = D[g + 8][8j + 2t, +1] (the mma.m16n8 C layout, per 8 columns).
@@ -17,7 +17,7 @@
 
 #include <cstdint>
 
-#include "cuda/hopper.cuh"
+#include "cuda/sm90/hopper.cuh"
 
 namespace baracuda::cuda_sm90 {
 
