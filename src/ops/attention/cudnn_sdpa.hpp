@@ -16,7 +16,9 @@
 // tens to hundreds of ms), cached per device keyed by the problem (dtype,
 // shape, strides, causal/alignment, stats, deterministic; not the scale, which
 // is a by-value operand) and reused. One cudnnHandle per device, created lazily;
-// calls are serialized per device and set the handle's stream every time.
+// calls are serialized per device and set the handle's stream every time. The
+// handles, graph builder, plan building, cache and capture rule are the shared
+// cuDNN backend (src/backends/cudnn/); this route adds the attention graphs.
 //
 // Graph capture: running an already-built plan is capture-safe (cudnnSetStream
 // and cudnnBackendExecute only enqueue kernels). Building one is not (handle

@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <string>
 
+#include "core/capture.hpp"
 #include "core/plan_shell.hpp"
 #include "ops/attention/common.hpp"
 #include "ops/attention/cpu.hpp"
@@ -193,17 +194,6 @@ bool default_prefers_cudnn(const FlashSdpaDescriptor& d, bool backward) {
   return true;
 }
 
-// Building a cuDNN plan allocates and compiles: never while the stream
-// captures a graph (an error from the query counts as capturing).
-bool capturing(const Stream& stream) {
-  cudaStreamCaptureStatus cs = cudaStreamCaptureStatusNone;
-  if (cudaStreamIsCapturing(static_cast<cudaStream_t>(stream.native_handle()), &cs) != cudaSuccess) {
-    (void)cudaGetLastError();
-    return true;
-  }
-  return cs != cudaStreamCaptureStatusNone;
-}
-
 // Decides the cuDNN route at select(): returns the plan info when cuDNN will
 // run the problem, nothing when the plan stays bespoke, or an error when cuDNN
 // was required and cannot.
@@ -221,7 +211,7 @@ Result<CudnnChoice> choose_cudnn(const char* plan, const Stream& stream, const F
   if (be.backend != Backend::Bespoke || preferred_elsewhere || !(asked || default_prefers_cudnn(d, backward))) return c;
   std::string why;
   Status st = Status::ok();
-  if (capturing(stream)) {
+  if (detail::stream_is_capturing(stream)) {  // building a cuDNN plan allocates and compiles
     st = Status(StatusCode::Unsupported, "the stream is capturing a CUDA graph and building a cuDNN plan is not capture-safe "
                                          "(select the plan before capturing)");
   } else if (!cudnn_sdpa::supports(d, be.arch, backward, &why)) {

@@ -16,6 +16,7 @@
 
 #include "core/cuda_device.hpp"
 #include "cuda/numeric.cuh"
+#include "cuda/row_reduce.cuh"
 #include "cuda/vector_io.cuh"
 #include "cuda/warp_reduce.cuh"
 #include "ops/reduce/reduce_cuda.hpp"
@@ -401,27 +402,9 @@ __device__ __forceinline__ Offsets decode_kept(const FwdParams& P, int64_t id, i
 }
 
 // Combines the states of each aligned group of G threads of the block
-// (G a power of two <= kThreads); the group's first thread gets the result.
-// Every thread of the block must call it (it may __syncthreads).
-template <class Op>
-__device__ __forceinline__ typename Op::State group_reduce(typename Op::State st, int G,
-                                                           typename Op::State* smem /* kThreads/32 */) {
-  using State = typename Op::State;
-  auto comb = [](const State& a, const State& b) { return Op::combine(a, b); };
-  st = dev::warp_reduce(st, G < 32 ? G : 32, comb);
-  if (G > 32) {
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
-    const int wpg = G >> 5;  // warps per group
-    if (lane == 0) smem[warp] = st;
-    __syncthreads();
-    if ((warp & (wpg - 1)) == 0) {
-      st = lane < wpg ? smem[warp + lane] : Op::init();
-      st = dev::warp_reduce(st, wpg, comb);
-    }
-    __syncthreads();  // smem is reused by the next output
-  }
-  return st;
-}
+// (G a power of two <= kThreads); the group's first thread gets the result
+// (the shared row-reduction block, src/cuda/row_reduce.cuh).
+using dev::group_reduce;
 
 // Lets a programmatically dependent finalize grid get scheduled early (no-op
 // without PDL or before sm_90). Safe anywhere: the dependent still waits for

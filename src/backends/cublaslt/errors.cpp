@@ -1,0 +1,15 @@
+#ifdef BARACUDA_WITH_CUDA
+#include "backends/cublaslt/errors.hpp"
+
+#include <string>
+
+namespace baracuda::cublaslt {
+
+Status library_status(const char* plan, cublasStatus_t s, const char* step) {
+  const StatusCode code = s == CUBLAS_STATUS_NOT_SUPPORTED ? StatusCode::Unsupported : StatusCode::LibraryError;
+  return Status(code, std::string(plan) + ": cuBLASLt: " + cublasLtGetStatusName(s) + " (" + cublasLtGetStatusString(s) +
+                          ") while " + step);
+}
+
+}  // namespace baracuda::cublaslt
+#endif

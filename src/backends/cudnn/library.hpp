@@ -1,0 +1,45 @@
+// cuDNN as a shared library backend: what every family's cuDNN route asks
+// first (is cuDNN in this build, which version is loaded, is it usable) and the
+// message style of its errors. Plain C++ interface: no cuDNN or CUDA headers,
+// and it links in every build (without cuDNN: in_build() and available() are
+// false, version() is 0).
+//
+// The rest of src/backends/cudnn/ needs cuDNN's headers and compiles to
+// nothing without BARACUDA_WITH_CUDNN:
+//   errors.hpp          cudnnStatus_t -> Status (Unsupported / LibraryError)
+//   descriptor.hpp      owning cudnnBackendDescriptor_t
+//   graph.hpp           operation-graph builder (tensors, pointwise, matmul, reduction, reshape)
+//   execution_plan.hpp  heuristics -> engine config -> execution plan (+ engine name and
+//                       determinism), and running a plan with a variant pack
+//   handle.hpp          one handle per device, used under a per-device lock
+//   plan_cache.hpp      built plans per (device, problem key), and the capture rule
+#pragma once
+#include <cstddef>
+#include <string>
+
+#include "baracuda/core/status.hpp"
+
+namespace baracuda::cudnn {
+
+// True when the library was built with cuDNN (BARACUDA_WITH_CUDNN).
+bool in_build();
+
+// cudnnGetVersion() of the loaded library (e.g. 91900); 0 without cuDNN.
+size_t version();
+
+// Built with cuDNN and the loaded library is a usable 9.x: the backend API of
+// 9.0 or newer, and not 9.10.0 / 9.10.1, whose f16/bf16 fused attention has
+// known wrong-result bugs. One rule for every route (simple and conservative);
+// a family that needs a finer rule adds it in its own supports().
+bool available();
+
+// Why available() is false, for a plan's message: "this build has no cuDNN
+// (BARACUDA_WITH_CUDNN is off)" or "cuDNN <version> is not usable (needs 9.x,
+// not 9.10.0/9.10.1)". Empty when available().
+std::string unavailable_reason();
+
+// Status(Unsupported, "<plan>: cuDNN: <what>"): the problem is one cuDNN (or
+// this route) cannot run; the caller may fall back to another backend.
+Status unsupported(const char* plan, const std::string& what);
+
+}  // namespace baracuda::cudnn
