@@ -1,14 +1,23 @@
 #!/usr/bin/env python3
-"""Joins baracuda_bench and torch_reduce.py results by case name.
+"""Joins one family's baracuda_bench and torch_bench.py results by case name.
 
-    python3 bench/compare.py OURS.json [TORCH.json] [--markdown PATH] [--out PATH] [--summary-only]
+    python3 bench/compare.py OURS.json [TORCH.json] [--family F] [--markdown PATH] [--out PATH] [--summary-only]
 
-Prints, per case: our time, torch's time, speedup = torch_us / ours_us (> 1:
-baracuda is faster), our GB/s and % of the device copy bandwidth, the variant.
-Then a summary per (op, dir, dtype): geometric-mean and worst speedup, mean %
-of copy bandwidth. --markdown writes the same as markdown; --out writes one
-combined JSON (both tools' metadata + joined cases + summary), the file to
-commit under bench/results/. TORCH.json may be missing: ours alone is shown.
+The family (reduce, rope: bandwidth; attention: TFLOP/s) is read from OURS.json
+(--family overrides). TORCH.json may be missing: ours alone is shown.
+
+Bandwidth families print, per case: our time, torch's time, speedup = torch_us /
+ours_us (> 1: baracuda is faster), our GB/s and % of the device copy bandwidth,
+the variant. Then a summary per (op, dir, dtype): geometric-mean and worst
+speedup, mean % of copy bandwidth. --markdown writes the same as markdown; --out
+writes one combined JSON (both tools' metadata + joined cases + summary), the
+file to commit under bench/results/.
+
+Attention prints, per case, TFLOP/s of our default route, of our bespoke kernels
+(timed too when the default is cuDNN), of PyTorch's FlashAttention-2 and cuDNN
+SDPA backends, and the ratios default / best torch and bespoke / FA2; TFLOP/s
+with our flop count on both sides. --markdown writes that table, --out the rows
+with both sides' metadata.
 """
 import argparse
 import json
@@ -134,19 +143,7 @@ def errors(rows):
     return out
 
 
-def main():
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("ours")
-    ap.add_argument("torch", nargs="?")
-    ap.add_argument("--markdown", help="write a markdown report here")
-    ap.add_argument("--out", help="write the combined JSON here")
-    ap.add_argument("--summary-only", action="store_true", help="print only the per-op summary")
-    args = ap.parse_args()
-
-    ours, torch = load(args.ours), load(args.torch)
-    if ours is None:
-        print("compare: cannot read %s" % args.ours, file=sys.stderr)
-        return 1
+def compare_bandwidth(ours, torch, args):
     rows = join(ours, torch)
     summary = summarise(rows)
     errs = errors(rows)
@@ -175,6 +172,115 @@ def main():
         print("\n%d errors%s" % (len(errs), ":" if not args.summary_only else " (first 10):"))
         print("\n".join("  " + e for e in (errs[:10] if args.summary_only else errs)))
     return 0
+
+
+# ---- attention: TFLOP/s, PyTorch's FA2 and cuDNN backends side by side -------------------
+
+ATTN_BACKENDS = ("flash", "cudnn")
+
+
+def case_flops(c, t):
+    """The flop count ours used (its TFLOP/s x its time), so both sides share one
+    convention; when ours did not run, torch_bench's (the same count), else the
+    standard one."""
+    if c.get("tflops") and c.get("time_us"):
+        return c["tflops"] * 1e12 * c["time_us"] * 1e-6
+    if t.get("flops"):
+        return t["flops"]
+    f = (10 if c["dir"] == "bwd" else 4) * c["B"] * c["H"] * c["Q"] * c["K"] * c["D"]
+    if c["causal"] and c["Q"] == c["K"]:
+        f /= 2
+    return f
+
+
+def attention_rows(ours, torch):
+    """One row per case of ours: our default route and bespoke kernels, each torch
+    backend's time and TFLOP/s (or why it did not run), the ratios."""
+    tcases = {c["name"]: c for c in (torch or {}).get("cases", [])}
+    rows = []
+    for c in ours["cases"]:
+        t = tcases.get(c["name"], {})
+        bespoke_default = "[bespoke" in c.get("sku", "")  # else the default is cuDNN and bespoke was timed apart
+        r = dict(name=c["name"], dir=c["dir"], dtype=c["dtype"], ours_tflops=c.get("tflops"), ours_us=c.get("time_us"),
+                 variant=c.get("variant", ""), sku=c.get("sku", ""),
+                 bespoke_tflops=c.get("bespoke_tflops") or (c.get("tflops") if bespoke_default else None),
+                 bespoke_variant=c.get("bespoke_variant") or (c.get("variant") if bespoke_default else ""))
+        for be in ATTN_BACKENDS:
+            us = t.get(be + "_us")
+            err = t.get(be + "_error") or t.get("error") or (None if t else "no torch result")
+            if be + "_us" in t:  # absent: the case was never run on torch (not expressible, no result)
+                r[be + "_us"] = us
+            r[be + "_tflops"] = case_flops(c, t) / (us * 1e-6) / 1e12 if us else None
+            if err:
+                r[be + "_error"] = err
+        best = max([x for x in (r.get("flash_tflops"), r.get("cudnn_tflops")) if x] or [0]) or None
+        r["vs_flash"] = r["ours_tflops"] / r["flash_tflops"] if r["ours_tflops"] and r.get("flash_tflops") else None
+        r["vs_best"] = r["ours_tflops"] / best if r["ours_tflops"] and best else None
+        r["bespoke_vs_flash"] = r["bespoke_tflops"] / r["flash_tflops"] if r["bespoke_tflops"] and r.get("flash_tflops") else None
+        rows.append(r)
+    return rows
+
+
+def na(x, f="%.1f"):
+    return f % x if x else "n/a"
+
+
+def compare_attention(ours, torch, args):
+    rows = attention_rows(ours, torch)
+    tmeta = torch or {}
+    meta = dict(torch=tmeta.get("torch"), cuda=tmeta.get("cuda"), cudnn=tmeta.get("cudnn"), device=tmeta.get("device"),
+                ours_device=ours.get("device"), date=ours.get("date"))
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(dict(meta=meta, ours_meta={k: v for k, v in ours.items() if k != "cases"}, rows=rows), f, indent=1)
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write("| case | default route | TFLOP/s | bespoke TFLOP/s | torch FA2 | torch cuDNN | default/best torch | bespoke/FA2 |\n"
+                    "|---|---|---|---|---|---|---|---|\n")
+            for r in rows:
+                route = ("cudnn " if "[cudnn" in r["sku"] else "bespoke ") + r["variant"]
+                f.write("| %s | %s | %s | %s | %s | %s | %s | %s |\n" % (
+                    r["name"], route, na(r["ours_tflops"]), na(r["bespoke_tflops"]), na(r.get("flash_tflops")),
+                    na(r.get("cudnn_tflops")), na(r["vs_best"], "%.2fx"), na(r["bespoke_vs_flash"], "%.2fx")))
+            f.write("\n%s\n" % json.dumps(meta))
+    if not torch:
+        print("no torch results")
+    for r in rows:
+        print("%-46s ours %7s  bespoke %7s  fa2 %7s  cudnn %7s  ours/best %6s  bespoke/fa2 %6s" % (
+            r["name"], na(r["ours_tflops"]), na(r["bespoke_tflops"]), na(r.get("flash_tflops")), na(r.get("cudnn_tflops")),
+            na(r["vs_best"], "%.2fx"), na(r["bespoke_vs_flash"], "%.2fx")))
+    return 0
+
+
+# ---- main ----------------------------------------------------------------------------------
+
+FAMILY_ALIASES = {"attn": "attention"}
+
+
+def family_of(ours):
+    """The family a baracuda_bench JSON file holds (its tool names the case set)."""
+    return "attention" if ours.get("bench") == "baracuda_attn_bench" else {
+        "baracuda_bench": "reduce", "baracuda_rope_bench": "rope"}.get(ours.get("tool"), "reduce")
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("ours")
+    ap.add_argument("torch", nargs="?")
+    ap.add_argument("--family", choices=("reduce", "attention", "attn", "rope"), help="default: read from OURS.json")
+    ap.add_argument("--markdown", help="write a markdown report here")
+    ap.add_argument("--out", help="write the combined JSON here")
+    ap.add_argument("--summary-only", action="store_true", help="print only the per-op summary (bandwidth families)")
+    args = ap.parse_args()
+
+    ours, torch = load(args.ours), load(args.torch)
+    if ours is None:
+        print("compare: cannot read %s" % args.ours, file=sys.stderr)
+        return 1
+    family = FAMILY_ALIASES.get(args.family, args.family) or family_of(ours)
+    if family == "attention":
+        return compare_attention(ours, torch, args)
+    return compare_bandwidth(ours, torch, args)
 
 
 if __name__ == "__main__":

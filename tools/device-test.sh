@@ -9,16 +9,18 @@
 #   RESULTS       output folder (default ./device-results); gets at most 8 files:
 #                 env.txt build.log ctest.log run.log (quickstart + bench output)
 #                 [ctest-junit.xml, only when BENCH!=1]
-#                 bench.tgz (every bench's ours/torch JSON, compare markdown)
+#                 bench.tgz (per family: ours/torch JSON, compare markdown + JSON)
 #   BUILD_DIR     build folder (default build)
 #   CLEAN         1 (default): delete BUILD_DIR first; 0: reuse it (incremental)
 #   JOBS          build parallelism (default: all cores)
 #   CTEST_ARGS    extra ctest arguments, e.g. "-R cuda -j4"
 #   CTEST_TIMEOUT per-test timeout in seconds (default 300)
 #   BENCH         1: run the benchmarks (default 0)
-#   BENCH_SET     which benchmarks (default "reduce attn rope")
+#   BENCH_SET     which baracuda_bench families, each against PyTorch
+#                 (default "reduce attn rope"; attn = attention)
 #   BENCH_FILTER  only bench cases whose name contains this (e.g. "sum.fwd")
-#   BENCH_ITERS   timed iterations per case (default: the tools' own, 30)
+#   BENCH_ITERS   timed iterations per case (default: each family's own,
+#                 30; attention 20)
 # Every stage runs even when an earlier one failed (as far as its inputs
 # exist); the exit status is non-zero when any stage failed.
 set -euo pipefail
@@ -124,47 +126,36 @@ else
 fi
 
 # ---- benchmarks ------------------------------------------------------------------------
-# Each bench writes into $BENCH_OUT; everything is packed into bench.tgz at the
-# end (the results folder may hold only a few files).
+# One family at a time: bench/baracuda_bench --family F, then bench/torch_bench.py
+# --family F (PyTorch, same case names) and bench/compare.py, all into
+# $BENCH_OUT; everything is packed into bench.tgz (the results folder may hold
+# only a few files).
 BENCH_OUT="$(mkdir -p "$BUILD_DIR" && cd "$BUILD_DIR" && pwd)/bench-results"
 if [[ "$BENCH" == 1 ]]; then
   rm -rf "$BENCH_OUT"; mkdir -p "$BENCH_OUT"
+  BB="$BUILD_DIR/bench/baracuda_bench"
   BARGS=()
   [[ -n "$BENCH_FILTER" ]] && BARGS+=(--filter "$BENCH_FILTER")
   [[ -n "$BENCH_ITERS" ]] && BARGS+=(--iters "$BENCH_ITERS")
   for SET in $BENCH_SET; do
     case "$SET" in
-      reduce) BB="$BUILD_DIR/bench/baracuda_bench" ;;
-      attn) BB="$BUILD_DIR/bench/baracuda_attn_bench" ;;
-      rope) BB="$BUILD_DIR/bench/baracuda_rope_bench" ;;
+      reduce|rope) FAMILY=$SET ;;
+      attn|attention) FAMILY=attention ;;
       *) fail "bench: unknown set $SET"; continue ;;
     esac
     if [[ ! -x "$BB" ]]; then fail "bench $SET: $BB not built"; continue; fi
-    echo "### $BB ${BARGS[*]}" >> "$RESULTS/run.log"
+    echo "### $BB --family $FAMILY ${BARGS[*]}" >> "$RESULTS/run.log"
     # rc 3 = ran, but some cases failed (listed in the JSON)
-    if "$BB" --json "$BENCH_OUT/${SET}_ours.json" "${BARGS[@]}" 2>&1 | tee -a "$RESULTS/run.log"; then
+    if "$BB" --family "$FAMILY" --json "$BENCH_OUT/${SET}_ours.json" "${BARGS[@]}" 2>&1 | tee -a "$RESULTS/run.log"; then
       note "bench $SET ours: ok ($(elapsed))"
     else fail "bench $SET ours: FAILED or some cases failed (rc=${PIPESTATUS[0]}) ($(elapsed))"; fi
     [[ -f "$BENCH_OUT/${SET}_ours.json" ]] || continue
     # PyTorch side by side, in the same run.
-    case "$SET" in
-      reduce)
-        python3 bench/torch_reduce.py --json "$BENCH_OUT/reduce_torch.json" "${BARGS[@]}" >> "$RESULTS/run.log" 2>&1 \
-          || note "bench reduce torch: some cases failed or no torch"
-        python3 bench/compare.py "$BENCH_OUT/reduce_ours.json" "$BENCH_OUT/reduce_torch.json" \
-          --markdown "$BENCH_OUT/reduce_compare.md" --out "$BENCH_OUT/reduce_results.json" >> "$RESULTS/run.log" 2>&1 \
-          || fail "compare reduce: FAILED" ;;
-      attn)
-        python3 bench/torch_attention.py "$BENCH_OUT/attn_ours.json" --json "$BENCH_OUT/attn_results.json" \
-          --markdown "$BENCH_OUT/attn_compare.md" 2>&1 | tee -a "$RESULTS/run.log" \
-          || note "bench attn torch: failed or no torch" ;;
-      rope)
-        python3 bench/torch_rope.py --json "$BENCH_OUT/rope_torch.json" "${BARGS[@]}" >> "$RESULTS/run.log" 2>&1 \
-          || note "bench rope torch: some cases failed or no torch"
-        python3 bench/compare.py "$BENCH_OUT/rope_ours.json" "$BENCH_OUT/rope_torch.json" \
-          --markdown "$BENCH_OUT/rope_compare.md" --out "$BENCH_OUT/rope_results.json" >> "$RESULTS/run.log" 2>&1 \
-          || fail "compare rope: FAILED" ;;
-    esac
+    python3 bench/torch_bench.py --family "$FAMILY" --json "$BENCH_OUT/${SET}_torch.json" "${BARGS[@]}" \
+      >> "$RESULTS/run.log" 2>&1 || note "bench $SET torch: some cases failed or no torch"
+    python3 bench/compare.py "$BENCH_OUT/${SET}_ours.json" "$BENCH_OUT/${SET}_torch.json" \
+      --markdown "$BENCH_OUT/${SET}_compare.md" --out "$BENCH_OUT/${SET}_results.json" >> "$RESULTS/run.log" 2>&1 \
+      || fail "compare $SET: FAILED"
     note "bench $SET torch + compare: done ($(elapsed))"
     # packed after every set, so a run stopped by a time limit keeps what finished
     tar -C "$BENCH_OUT" -czf "$RESULTS/bench.tgz" .
@@ -182,7 +173,7 @@ fi
 if [[ "$BENCH" == 1 ]]; then
   for SET in $BENCH_SET; do
     case "$SET" in
-      attn) [[ -f "$BENCH_OUT/attn_compare.md" ]] && cat "$BENCH_OUT/attn_compare.md" ;;
+      attn|attention) [[ -f "$BENCH_OUT/${SET}_compare.md" ]] && cat "$BENCH_OUT/${SET}_compare.md" ;;
       *) [[ -f "$BENCH_OUT/${SET}_ours.json" ]] && python3 bench/compare.py "$BENCH_OUT/${SET}_ours.json" \
            "$BENCH_OUT/${SET}_torch.json" --summary-only || true ;;
     esac

@@ -1,7 +1,6 @@
-#!/usr/bin/env python3
-"""Times PyTorch's eager RoPE on the cases of baracuda_rope_bench.
+"""Family "rope": PyTorch's eager RoPE on the cases of baracuda_bench --family rope.
 
-    python3 bench/torch_rope.py [--json PATH] [--filter SUBSTR] [--iters N] [--warmup N] [--list]
+    python3 bench/torch_bench.py --family rope [--json PATH] [--filter SUBSTR] [--iters N] [--warmup N] [--list]
 
 RoPE written the usual eager way (Hugging Face's apply_rotary_pos_emb):
     q_embed = q * cos + rotate_half(q) * sin,   rotate_half(x) = cat(-x2, x1)
@@ -11,7 +10,7 @@ with cos / sin [B, 1, S, D] in the input dtype, built once from position_ids
 the kernel for "rope" and reads an f32 [S, D/2] table for "rope_cache").
 "rope_interleaved": pairs (2i, 2i+1), cos / sin [B, 1, S, D/2]:
     stack((x1 cos - x2 sin, x1 sin + x2 cos), -1).flatten(-2), x1 = x[..., 0::2].
-Same names, byte counting and method as bench/rope_bench.cpp, so
+Same names, byte counting and method as bench/cases/rope.cpp, so
 bench/compare.py can join the two JSON files by case name:
   * each case: warm-up, then `iters` runs each between its own pair of CUDA
     events, median; the timed runs are queued behind torch.cuda._sleep;
@@ -21,9 +20,11 @@ bench/compare.py can join the two JSON files by case name:
   * bytes counted as baracuda's: q, k read + two outputs written + positions
     (+ the f32 cos/sin table for rope_cache), whatever PyTorch itself moves.
 """
-import sys
+from . import common
 
-from bench_common import run_bandwidth_bench
+TOOL = "torch_rope"
+NOTES = "eager HF-style RoPE; cos/sin built outside the timing; bytes counted as baracuda's"
+ITERS, WARMUP = 30, 5
 
 OPS = ["rope", "rope_cache", "rope_interleaved"]
 SHAPE = (4, 32, 4096, 128)  # B, H (= Hk), S, D
@@ -37,7 +38,7 @@ def case_name(op, direction, dtype, shape):
 
 
 def all_cases():
-    # Same order as rope_bench.cpp.
+    # Same order as cases/rope.cpp.
     out = []
     for op in OPS:
         for direction in ("fwd", "bwd"):
@@ -112,10 +113,9 @@ def prepare_case(torch, c, rotate_bytes):
     return counted, nsets, launch
 
 
-def main():
-    return run_bandwidth_bench("torch_rope", __doc__, all_cases, prepare_case,
-                               "eager HF-style RoPE; cos/sin built outside the timing; bytes counted as baracuda's")
+start = common.bandwidth_start
+row = common.bandwidth_row
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def run_case(torch, c, meta, args):
+    return common.bandwidth_case(torch, prepare_case, c, meta, args)

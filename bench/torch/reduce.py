@@ -1,9 +1,8 @@
-#!/usr/bin/env python3
-"""Times the PyTorch equivalents of baracuda_bench's reduction cases.
+"""Family "reduce": the PyTorch equivalents of baracuda_bench's reduction cases.
 
-    python3 bench/torch_reduce.py [--json PATH] [--filter SUBSTR] [--iters N] [--warmup N] [--list]
+    python3 bench/torch_bench.py --family reduce [--json PATH] [--filter SUBSTR] [--iters N] [--warmup N] [--list]
 
-Same cases, names, byte counting and method as bench/reduce_bench.cpp, so
+Same cases, names, byte counting and method as bench/cases/reduce.cpp, so
 bench/compare.py can join the two by case name:
   * each case: warm-up, then `iters` runs each between its own pair of CUDA
     events, median; the timed runs are queued behind torch.cuda._sleep so
@@ -17,9 +16,12 @@ bench/compare.py can join the two by case name:
     ReduceBackwardPlan reads them), whatever PyTorch itself reads.
 """
 import math
-import sys
 
-from bench_common import run_bandwidth_bench
+from . import common
+
+TOOL = "torch_reduce"
+NOTES = "backward = autograd.grad(y, x, dy)[0].contiguous(); bytes counted as baracuda's"
+ITERS, WARMUP = 30, 5
 
 KINDS = ["sum", "mean", "max", "min", "prod", "norm2", "logsumexp", "var", "std", "argmax"]
 NO_BACKWARD = {"argmax"}
@@ -37,7 +39,7 @@ def case_name(kind, direction, dtype, shape, axes):
 
 
 def all_cases():
-    # Same order as reduce_bench.cpp.
+    # Same order as cases/reduce.cpp.
     out = []
     for kind in KINDS:
         for direction in ("fwd", "bwd"):
@@ -116,10 +118,9 @@ def prepare_case(torch, c, rotate_bytes):
     return counted, nsets, launch
 
 
-def main():
-    return run_bandwidth_bench("torch_reduce", __doc__, all_cases, prepare_case,
-                               "backward = autograd.grad(y, x, dy)[0].contiguous(); bytes counted as baracuda's")
+start = common.bandwidth_start
+row = common.bandwidth_row
 
 
-if __name__ == "__main__":
-    sys.exit(main())
+def run_case(torch, c, meta, args):
+    return common.bandwidth_case(torch, prepare_case, c, meta, args)

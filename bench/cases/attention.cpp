@@ -1,43 +1,29 @@
-// baracuda_attn_bench: times FlashSdpaPlan (forward) and FlashSdpaBackwardPlan
-// with CUDA events and reports TFLOP/s, against the device's cuBLAS bf16 GEMM
-// rate measured in the same run (when the bench is built with cuBLAS).
+// Family "attention" (--family attn too): FlashSdpaPlan (forward) and
+// FlashSdpaBackwardPlan, TFLOP/s against the device's cuBLAS bf16 GEMM rate
+// measured when the family starts (when the bench is built with cuBLAS).
+// bench/torch/attention.py times PyTorch's SDPA on the same case names.
 //
-//   baracuda_attn_bench [--json PATH] [--filter SUBSTR] [--iters N] [--warmup N] [--list]
-//
-// Method: warm-up runs, then `iters` runs each between its own pair of events
-// (queued behind a spin kernel so host launch overhead never sits inside an
-// event pair), median time. Small problems rotate among several input sets so
-// that one sweep touches >= 256 MiB. Data: uniform(-1, 1).
+// Small problems rotate among several input sets so that one sweep touches
+// >= 256 MiB. Data: uniform(-1, 1).
 // FLOPs (FlashAttention's convention): forward 4*B*H*Q*K*D, halved for causal;
 // backward 2.5x the forward.
+// Each case runs on the default route (whatever select() picks) and, when that
+// is not our own kernel (cuDNN), again with PlanPreference{Bespoke, required}.
 //
 // Cases are one table (kCases): add a row to add a case ("bwd" rows time the
 // backward plan on the forward's y / lse).
-#include <cuda_runtime_api.h>
-
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
-#include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
 
-#ifdef BARACUDA_BENCH_CUBLAS
-#include <cublas_v2.h>
-#endif
+#include "../registry.hpp"
 
-#include "baracuda/baracuda.hpp"
-#include "bench_common.hpp"
-#include "bench_kernels.hpp"
-
-using namespace baracuda;
-using namespace baracuda::bench;
-
+namespace baracuda::bench {
 namespace {
 
-// ---- cases ----------------------------------------------------------------------
 struct AttnCase {
   const char* name;
   bool bwd;
@@ -101,11 +87,7 @@ double flops_of(const AttnCase& c) {
   return f;
 }
 
-// Strings in this bench's JSON drop control characters (bench_common's json_str escapes them).
-std::string json_s(const std::string& s) { return json_str(s, ControlChars::Drop); }
-
 struct Res {
-  const AttnCase* c = nullptr;
   std::string error, variant, sku;
   double us = 0, tflops = 0, frac = 0;
   int sets = 0;
@@ -150,7 +132,7 @@ struct Set {
 };
 
 // Times case `c` with the plans `pref` selects; fills r.us / tflops / variant / sku.
-void run_case(const Env& env, const AttnCase& c, Res& r, const PlanPreference& pref = {}) {
+void time_case(const Env& env, const AttnCase& c, Res& r, const PlanPreference& pref = {}) {
   const FlashSdpaDescriptor d = descriptor_of(c);
   Result<FlashSdpaPlan> fplan = FlashSdpaPlan::select(env.stream, d, pref);
   status_check(fplan.status(), "FlashSdpaPlan::select");
@@ -221,12 +203,12 @@ void run_case(const Env& env, const AttnCase& c, Res& r, const PlanPreference& p
     status_check(bplan->can_implement(sets[0].ba), "can_implement");
     Buffer ws = attn_buffer(bplan->workspace_size());
     const Workspace w(ws.data(), bplan->workspace_size());
-    ms = time_median_ms(env.cs, env.opt->warmup, env.opt->iters, [&](int i) {
+    ms = time_median_ms(env.cs, env.warmup, env.iters, [&](int i) {
       status_check(bplan->run(env.stream, w, sets[static_cast<size_t>(i % r.sets)].ba), "run");
     });
   } else {
     status_check(fplan->can_implement(sets[0].fa), "can_implement");
-    ms = time_median_ms(env.cs, env.opt->warmup, env.opt->iters, [&](int i) {
+    ms = time_median_ms(env.cs, env.warmup, env.iters, [&](int i) {
       status_check(fplan->run(env.stream, fw, sets[static_cast<size_t>(i % r.sets)].fa), "run");
     });
   }
@@ -234,138 +216,92 @@ void run_case(const Env& env, const AttnCase& c, Res& r, const PlanPreference& p
   r.tflops = flops_of(c) / (ms * 1e-3) / 1e12;
 }
 
-// cuBLAS bf16 GEMM rate (8192^3, f32 accumulate): the tensor-core ceiling measured in this run.
-double gemm_ceiling_tflops(const Env& env) {
-#ifdef BARACUDA_BENCH_CUBLAS
-  const int n = 8192;
-  Buffer a = attn_buffer(size_t{2} * n * n), b = attn_buffer(size_t{2} * n * n), c = attn_buffer(size_t{2} * n * n);
-  fill(env, a, DType::BF16, size_t{1} * n * n);
-  fill(env, b, DType::BF16, size_t{1} * n * n);
-  cublasHandle_t h = nullptr;
-  if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) return 0;
-  cublasSetStream(h, env.cs);
-  const float alpha = 1.f, beta = 0.f;
-  bool ok = true;
-  const double ms = time_median_ms(env.cs, 3, 10, [&](int) {
-    ok &= cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a.data(), CUDA_R_16BF, n, b.data(), CUDA_R_16BF, n, &beta,
-                       c.data(), CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
-  });
-  cublasDestroy(h);
-  return ok ? 2.0 * n * n * static_cast<double>(n) / (ms * 1e-3) / 1e12 : 0;
-#else
-  (void)env;
-  return 0;
-#endif
+// The default route; then, when that is not ours, our bespoke kernels too.
+void run_case(const Env& env, const AttnCase& c, Res& r) {
+  time_case(env, c, r);
+  r.frac = env.gemm_tflops > 0 ? r.tflops / env.gemm_tflops : 0;
+  if (r.sku.find("[bespoke-cuda") != std::string::npos) return;
+  Res b;
+  PlanPreference bespoke;
+  bespoke.backend = Backend::Bespoke;
+  bespoke.require_backend = true;
+  try {
+    time_case(env, c, b, bespoke);
+    r.bespoke_us = b.us;
+    r.bespoke_tflops = b.tflops;
+    r.bespoke_variant = b.variant;
+  } catch (const std::exception& e) {
+    r.bespoke_error = e.what();
+  }
 }
 
-struct Meta : DeviceMeta {
-  double gemm_tflops = 0;
-};
-
-void write_json(const std::string& path, const Meta& m, const std::vector<Res>& rs) {
-  std::ostringstream j;
-  j << "{\n  \"bench\": \"baracuda_attn_bench\",\n  \"date\": " << json_s(m.date) << ",\n  \"device\": " << json_s(m.device)
-    << ",\n  \"sm\": " << m.cc_major << m.cc_minor << ",\n  \"sms\": " << m.sms << ",\n  \"cuda_runtime\": " << json_s(m.runtime)
-    << ",\n  \"cuda_driver\": " << json_s(m.driver) << ",\n  \"gemm_bf16_tflops\": " << json_num(m.gemm_tflops)
-    << ",\n  \"cases\": [";
-  for (size_t i = 0; i < rs.size(); ++i) {
-    const Res& r = rs[i];
-    const AttnCase& c = *r.c;
-    j << (i ? ",\n" : "\n") << "    {\"name\": " << json_s(c.name) << ", \"op\": \"flash_sdpa\", \"dir\": \"" << (c.bwd ? "bwd" : "fwd")
-      << "\", \"dtype\": " << json_s(std::string(dtype_name(c.dtype))) << ", \"B\": " << c.B << ", \"H\": " << c.H << ", \"Hk\": " << c.Hk
-      << ", \"Q\": " << c.Q << ", \"K\": " << c.K << ", \"D\": " << c.D << ", \"causal\": " << (c.causal ? "true" : "false")
-      << ", \"layout\": \"" << (c.bshd ? "bshd" : "bhsd") << "\"";
-    if (r.error.empty())
-      j << ", \"time_us\": " << json_num(r.us) << ", \"tflops\": " << json_num(r.tflops) << ", \"frac_gemm\": " << json_num(r.frac)
-        << ", \"sets\": " << r.sets;
-    else
-      j << ", \"error\": " << json_s(r.error);
-    j << ", \"variant\": " << json_s(r.variant) << ", \"sku\": " << json_s(r.sku);
-    if (r.bespoke_us > 0)
-      j << ", \"bespoke_us\": " << json_num(r.bespoke_us) << ", \"bespoke_tflops\": " << json_num(r.bespoke_tflops)
-        << ", \"bespoke_variant\": " << json_s(r.bespoke_variant);
-    if (!r.bespoke_error.empty()) j << ", \"bespoke_error\": " << json_s(r.bespoke_error);
-    j << "}";
+std::string row_of(const AttnCase& c, const Res& r) {
+  char line[256];
+  if (!r.error.empty()) {
+    std::snprintf(line, sizeof line, "%-46s FAILED: ", c.name);
+    return line + r.error;
   }
-  j << "\n  ]\n}\n";
-  std::ofstream f(path);
-  f << j.str();
+  std::snprintf(line, sizeof line, "%-46s %10.1f %9.1f %5.1f%%  ", c.name, r.us, r.tflops, 100 * r.frac);
+  std::string row = line + r.variant;
+  if (r.bespoke_us > 0) row += "  | bespoke " + std::to_string(r.bespoke_tflops).substr(0, 6) + " TFLOP/s " + r.bespoke_variant;
+  return row;
+}
+
+JsonObject json_of(const AttnCase& c, const Res& r) {
+  JsonObject j;
+  j.str("name", c.name)
+      .str("op", "flash_sdpa")
+      .str("dir", c.bwd ? "bwd" : "fwd")
+      .str("dtype", std::string(dtype_name(c.dtype)))
+      .integer("B", c.B)
+      .integer("H", c.H)
+      .integer("Hk", c.Hk)
+      .integer("Q", c.Q)
+      .integer("K", c.K)
+      .integer("D", c.D)
+      .boolean("causal", c.causal)
+      .str("layout", c.bshd ? "bshd" : "bhsd");
+  if (r.error.empty())
+    j.num("time_us", r.us).num("tflops", r.tflops).num("frac_gemm", r.frac).integer("sets", r.sets);
+  else
+    j.str("error", r.error);
+  j.str("variant", r.variant).str("sku", r.sku);
+  if (r.bespoke_us > 0)
+    j.num("bespoke_us", r.bespoke_us).num("bespoke_tflops", r.bespoke_tflops).str("bespoke_variant", r.bespoke_variant);
+  if (!r.bespoke_error.empty()) j.str("bespoke_error", r.bespoke_error);
+  return j;
+}
+
+// Family::start: the GEMM ceiling, the table header, the JSON header.
+JsonObject start(Env& env) {
+  env.gemm_tflops = gemm_ceiling_tflops(env);
+  const DeviceMeta& m = env.meta;
+  std::printf("device: %s (sm_%d%d, %d SMs), CUDA runtime %s, driver %s\n", m.device.c_str(), m.cc_major, m.cc_minor, m.sms,
+              m.runtime.c_str(), m.driver.c_str());
+  std::printf("cuBLAS bf16 GEMM 8192^3: %.1f TFLOP/s; %d iters, median\n\n", env.gemm_tflops, env.iters);
+  std::printf("%-46s %10s %9s %6s  %s\n", "case", "time_us", "TFLOP/s", "%gemm", "variant");
+  JsonObject h;
+  h.str("bench", "baracuda_attn_bench")
+      .str("date", utc_now())
+      .str("device", m.device)
+      .raw("sm", std::to_string(m.cc_major) + std::to_string(m.cc_minor))
+      .integer("sms", m.sms)
+      .str("cuda_runtime", m.runtime)
+      .str("cuda_driver", m.driver)
+      .num("gemm_bf16_tflops", env.gemm_tflops);
+  return h;
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  Options o;
-  o.iters = 20;  // attention cases run longer: fewer runs than bench_common's defaults
-  o.warmup = 3;
-  std::vector<const AttnCase*> all, cases;
-  for (const AttnCase& c : kCases) all.push_back(&c);
-  if (const int rc = select_cases(argc, argv, o, all, [](const AttnCase* c) { return c->name; }, cases); rc >= 0)
-    return rc;
-
-  Meta m;
-  Env env;
-  env.opt = &o;
-  try {
-    static_cast<DeviceMeta&>(m) = query_device();
-    open_stream(env);
-    m.gemm_tflops = gemm_ceiling_tflops(env);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "baracuda_attn_bench: setup failed: %s\n", e.what());
-    return 1;
-  }
-  std::printf("device: %s (sm_%d%d, %d SMs), CUDA runtime %s, driver %s\n", m.device.c_str(), m.cc_major, m.cc_minor, m.sms,
-              m.runtime.c_str(), m.driver.c_str());
-  std::printf("cuBLAS bf16 GEMM 8192^3: %.1f TFLOP/s; %d iters, median\n\n", m.gemm_tflops, o.iters);
-  std::printf("%-46s %10s %9s %6s  %s\n", "case", "time_us", "TFLOP/s", "%gemm", "variant");
-
-  std::vector<Res> results;
-  int failed = 0;
-  bool context_lost = false;
-  for (const AttnCase* c : cases) {
-    Res r;
-    r.c = c;
-    if (context_lost) {
-      r.error = "skipped: CUDA context lost in an earlier case";
-    } else {
-      try {
-        run_case(env, *c, r);
-        r.frac = m.gemm_tflops > 0 ? r.tflops / m.gemm_tflops : 0;
-        if (r.sku.find("[bespoke-cuda") == std::string::npos) {  // default route is not ours: time our kernels too
-          Res b;
-          b.c = c;
-          PlanPreference bespoke;
-          bespoke.backend = Backend::Bespoke;
-          bespoke.require_backend = true;
-          try {
-            run_case(env, *c, b, bespoke);
-            r.bespoke_us = b.us;
-            r.bespoke_tflops = b.tflops;
-            r.bespoke_variant = b.variant;
-          } catch (const std::exception& e) {
-            r.bespoke_error = e.what();
-          }
-        }
-      } catch (const std::exception& e) {
-        r.error = e.what();
-        if (context_lost_after_error(env.cs)) {
-          context_lost = true;
-          r.error += " [CUDA context lost]";
-        }
-      }
-    }
-    if (r.error.empty())
-      std::printf("%-46s %10.1f %9.1f %5.1f%%  %s%s\n", c->name, r.us, r.tflops, 100 * r.frac, r.variant.c_str(),
-                  r.bespoke_us > 0 ? ("  | bespoke " + std::to_string(r.bespoke_tflops).substr(0, 6) + " TFLOP/s " + r.bespoke_variant).c_str()
-                                   : "");
-    else
-      std::printf("%-46s FAILED: %s\n", c->name, r.error.c_str());
-    std::fflush(stdout);
-    failed += !r.error.empty();
-    results.push_back(std::move(r));
-    if (!o.json.empty()) write_json(o.json, m, results);
-  }
-  std::printf("\n%zu cases, %d failed\n", results.size(), failed);
-  if (env.cs && !context_lost) cudaStreamDestroy(env.cs);
-  return failed ? 3 : 0;
+void register_attention(Registry& reg) {
+  // Attention cases run longer: fewer runs than the bandwidth families.
+  reg.add_family(Family{"attention", "attn", 20, 3, start});
+  for (const AttnCase& c : kCases)
+    reg.add_case(Case{"attention", c.name, [&c](Env& env) {
+                        const Res r = run_guarded<Res>(env, [&](Env& e, Res& res) { run_case(e, c, res); });
+                        return Outcome{r.error.empty(), row_of(c, r), json_of(c, r)};
+                      }});
 }
+
+}  // namespace baracuda::bench
