@@ -4,6 +4,7 @@
 
 #include "core/checks.hpp"
 #include "core/cuda_device.hpp"
+#include "core/families.hpp"
 
 namespace baracuda {
 
@@ -21,7 +22,10 @@ Result<BackendChoice> choose_backend(const char* plan, const Stream& stream, con
                                      bool cudnn_route) {
   detail::LibraryRoutes routes;
   routes.cudnn = cudnn_route;
-  return detail::choose_backend(plan, "attention", stream, pref, routes);
+  auto be = detail::choose_backend(plan, "attention", stream, pref, routes);
+  if (be && be->backend == Backend::Bespoke && !BARACUDA_KERNELS_ATTENTION)
+    return detail::family_not_built(plan, "attention");
+  return be;
 }
 
 Status validate_problem(const char* plan, DType dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t q_len,

@@ -2,6 +2,7 @@
 
 #include "core/checks.hpp"
 #include "core/cuda_device.hpp"
+#include "core/families.hpp"
 #include "core/layout.hpp"
 #include "ops/reduce/common.hpp"
 #include "ops/reduce/cpu.hpp"
@@ -73,7 +74,9 @@ Status validate(const char* plan, const ReduceDescriptor& d, Validated* v) {
 }
 
 Result<BackendChoice> choose_backend(const char* plan, const Stream& stream, const PlanPreference& pref) {
-  return detail::choose_backend(plan, "reduction", stream, pref);
+  auto be = detail::choose_backend(plan, "reduction", stream, pref);
+  if (be && be->backend == Backend::Bespoke && !BARACUDA_KERNELS_REDUCE) return detail::family_not_built(plan, "reduce");
+  return be;
 }
 
 

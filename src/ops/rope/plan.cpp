@@ -10,6 +10,7 @@
 #include "core/checks.hpp"
 #include "core/dispatch.hpp"
 #include "core/cuda_device.hpp"
+#include "core/families.hpp"
 #include "ops/rope/cpu.hpp"
 #include "ops/rope/rope_cuda.hpp"
 
@@ -81,7 +82,9 @@ Status validate(const char* plan, const RopeDescriptor& in, RopeDescriptor* out)
 // ---- backend -------------------------------------------------------------------
 using detail::BackendChoice;
 Result<BackendChoice> choose_backend(const char* plan, const Stream& stream, const PlanPreference& pref) {
-  return detail::choose_backend(plan, "RoPE", stream, pref);
+  auto be = detail::choose_backend(plan, "RoPE", stream, pref);
+  if (be && be->backend == Backend::Bespoke && !BARACUDA_KERNELS_ROPE) return detail::family_not_built(plan, "rope");
+  return be;
 }
 
 KernelSku make_sku(const BackendChoice& be, const RopeDescriptor& d, bool backward) {
