@@ -4,6 +4,7 @@
 
 #include "core/cuda_device.hpp"
 #include "core/error.hpp"
+#include "core/families.hpp"
 #include "core/plan_shell.hpp"
 
 namespace baracuda::detail {
@@ -59,6 +60,10 @@ KernelSku make_sku(const BackendChoice& be, DType dtype, std::string op, std::st
   sku.variant = std::move(variant);
   sku.precision = default_precision(dtype, be.backend);
   return sku;
+}
+
+Status family_not_built(const char* plan, const char* family) {
+  return unsupported(plan, "this build has no ", family, " CUDA kernels (BARACUDA_FAMILIES=", BARACUDA_FAMILIES_VALUE, ")");
 }
 
 Status no_cuda(const char* plan) {

@@ -30,4 +30,8 @@ Result<BackendChoice> choose_backend(const char* plan, const char* family, const
 // f32) in f32. Deterministic and bit-stable by default.
 PrecisionGuarantee default_precision(DType dtype, Backend backend);
 
+// "<plan>: this build has no <family> CUDA kernels (BARACUDA_FAMILIES=<value>)"
+// (Unsupported): a family the build option left out (core/families.hpp).
+Status family_not_built(const char* plan, const char* family);
+
 }  // namespace baracuda::detail

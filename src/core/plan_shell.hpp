@@ -40,14 +40,24 @@ struct PlanAccess {
 // dtype and name, the variant, and the family-wide default precision.
 KernelSku make_sku(const BackendChoice& be, DType dtype, std::string op, std::string variant);
 
-// The select prologue (after the plan validated its descriptor).
-// `family` completes "backend X has no <family> implementation".
-inline Result<BackendChoice> setup_plan(PlanBase& plan, const char* name, const char* family, const Stream& stream,
+// What the shell needs to know of a plan's family.
+struct Family {
+  const char* noun;         // completes "backend X has no <noun> implementation"
+  const char* option_name;  // the family's name in BARACUDA_FAMILIES
+  bool kernels_built;       // BARACUDA_KERNELS_<FAMILY> (core/families.hpp)
+};
+
+// The select prologue (after the plan validated its descriptor): the backend
+// for the stream and preference (a CUDA stream is refused, naming the option,
+// when the build left the family's kernels out), the plan's name, device and
+// SM count, and the SKU's common fields.
+inline Result<BackendChoice> setup_plan(PlanBase& plan, const char* name, const Family& family, const Stream& stream,
                                         const PlanPreference& pref, DType dtype, std::string op,
                                         LibraryRoutes routes = {}) {
   PlanAccess::set_name(plan, name);
-  auto be = choose_backend(name, family, stream, pref, routes);
+  auto be = choose_backend(name, family.noun, stream, pref, routes);
   if (!be) return be.status();
+  if (be->backend != Backend::CpuReference && !family.kernels_built) return family_not_built(name, family.option_name);
   PlanAccess::set_device(plan, stream.device(), be->sm_count);
   PlanAccess::sku(plan) = make_sku(*be, dtype, std::move(op), be->backend == Backend::CpuReference ? "reference" : "");
   return be;

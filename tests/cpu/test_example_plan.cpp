@@ -41,7 +41,8 @@ Result<ScalePlan> ScalePlan::select(const Stream& stream, const ScaleDescriptor&
   if (!std::isfinite(d.alpha)) return detail::invalid("ScalePlan", "alpha ", d.alpha, " must be finite");
   ScalePlan plan;
   plan.desc_ = d;
-  auto be = detail::setup_plan(plan, "ScalePlan", "scale", stream, pref, d.dtype, "example.scale");
+  auto be = detail::setup_plan(plan, "ScalePlan", detail::Family{"scale", "example", true}, stream, pref, d.dtype,
+                               "example.scale");
   if (!be) return be.status();
   return plan;
 }

@@ -4,6 +4,7 @@
 
 #include "core/checks.hpp"
 #include "core/cuda_device.hpp"
+#include "core/families.hpp"
 
 namespace baracuda {
 

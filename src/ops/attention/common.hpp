@@ -8,8 +8,12 @@
 
 #include "baracuda/ops/attention.hpp"
 #include "core/dispatch.hpp"
+#include "core/families.hpp"
+#include "core/plan_shell.hpp"
 
 namespace baracuda::attention_detail {
+
+inline constexpr detail::Family kFamily{"attention", "attention", BARACUDA_KERNELS_ATTENTION};
 
 using detail::BackendChoice;
 

@@ -312,7 +312,7 @@ Result<FlashSetup> setup_flash(PlanBase& plan, const char* name, const Stream& s
   const FlashSdpaDescriptor& d = f.desc;
   detail::LibraryRoutes routes;
   routes.cudnn = true;
-  auto be = detail::setup_plan(plan, name, "attention", stream, pref, d.dtype,
+  auto be = detail::setup_plan(plan, name, kFamily, stream, pref, d.dtype,
                                backward ? "flash_sdpa.backward" : "flash_sdpa.forward", routes);
   if (!be) return be.status();
   if (be->backend == Backend::Bespoke && tensor_cores(d.dtype) && be->arch < 80)

@@ -81,7 +81,7 @@ DType SdpaBackwardPlan::probs_dtype() const { return accumulator_dtype(desc_.dty
 Result<SdpaPlan> SdpaPlan::select(const Stream& stream, const SdpaDescriptor& desc, const PlanPreference& pref) {
   SdpaPlan plan;
   BARACUDA_RETURN_IF_ERROR(validate(kFwd, desc, &plan.desc_));
-  auto be = detail::setup_plan(plan, kFwd, "attention", stream, pref, desc.dtype, "sdpa.forward");
+  auto be = detail::setup_plan(plan, kFwd, kFamily, stream, pref, desc.dtype, "sdpa.forward");
   if (!be) return be.status();
   if (be->backend == Backend::Bespoke) plan.sku_.variant = "materialized-tiled";
   return plan;
@@ -127,7 +127,7 @@ Result<SdpaBackwardPlan> SdpaBackwardPlan::select(const Stream& stream, const Sd
   SdpaBackwardPlan plan;
   BARACUDA_RETURN_IF_ERROR(validate(kBwd, desc, &plan.desc_));
   const SdpaDescriptor& d = plan.desc_;
-  auto be = detail::setup_plan(plan, kBwd, "attention", stream, pref, d.dtype, "sdpa.backward");
+  auto be = detail::setup_plan(plan, kBwd, kFamily, stream, pref, d.dtype, "sdpa.backward");
   if (!be) return be.status();
   if (be->backend == Backend::Bespoke) {
     int64_t bytes = 0;  // ds [B,H,Q,K] in the accumulator dtype

@@ -31,7 +31,7 @@ Result<ReduceBackwardPlan> ReduceBackwardPlan::select(const Stream& stream, cons
   Validated v;
   BARACUDA_RETURN_IF_ERROR(validate(kPlan, desc, &v));
   ReduceBackwardPlan plan;
-  auto be = detail::setup_plan(plan, kPlan, "reduction", stream, pref, desc.dtype,
+  auto be = detail::setup_plan(plan, kPlan, kFamily, stream, pref, desc.dtype,
                                std::string("reduce_backward.") + reduce_kind_name(desc.kind));
   if (!be) return be.status();
   plan.desc_ = v.desc;

@@ -5,8 +5,12 @@
 
 #include "baracuda/ops/reduce.hpp"
 #include "core/dispatch.hpp"
+#include "core/families.hpp"
+#include "core/plan_shell.hpp"
 
 namespace baracuda::reduce_detail {
+
+inline constexpr detail::Family kFamily{"reduction", "reduce", BARACUDA_KERNELS_REDUCE};
 
 struct Validated {
   ReduceDescriptor desc;  // axes normalised: sorted, non-negative

@@ -82,7 +82,7 @@ Result<ReducePlan> ReducePlan::select(const Stream& stream, const ReduceDescript
   BARACUDA_RETURN_IF_ERROR(validate(kPlan, desc, &v));
   const ReduceKind k = desc.kind;
   ReducePlan plan;
-  auto be = detail::setup_plan(plan, kPlan, "reduction", stream, pref, desc.dtype, std::string("reduce.") + reduce_kind_name(k));
+  auto be = detail::setup_plan(plan, kPlan, kFamily, stream, pref, desc.dtype, std::string("reduce.") + reduce_kind_name(k));
   if (!be) return be.status();
   plan.desc_ = v.desc;
   plan.out_shape_ = v.out_shape;

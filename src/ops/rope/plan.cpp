@@ -8,6 +8,7 @@
 #include <string>
 
 #include "core/checked_math.hpp"
+#include "core/families.hpp"
 #include "core/plan_shell.hpp"
 #include "ops/rope/cpu.hpp"
 #include "ops/rope/rope_cuda.hpp"
@@ -32,6 +33,8 @@ const char* rope_positions_name(RopePositions p) {
 
 namespace rope_detail {
 namespace {
+
+constexpr detail::Family kFamily{"RoPE", "rope", BARACUDA_KERNELS_ROPE};
 
 using detail::invalid;
 
@@ -183,7 +186,7 @@ Status run_cuda(const PlanBase& plan, int sm_count, const RopeDescriptor& d, boo
 // The select prologue of both plans (they differ in name and op).
 Status setup(PlanBase& plan, const char* name, const char* op, const Stream& stream, const PlanPreference& pref,
              const RopeDescriptor& d) {
-  auto be = detail::setup_plan(plan, name, "RoPE", stream, pref, d.dtype, op);
+  auto be = detail::setup_plan(plan, name, kFamily, stream, pref, d.dtype, op);
   if (!be) return be.status();
   if (be->backend != Backend::CpuReference) detail::PlanAccess::sku(plan).variant = cuda_rope::variant_for(d);
   return Status::ok();

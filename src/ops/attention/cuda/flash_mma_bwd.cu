@@ -1,23 +1,57 @@
 // Tensor-core flash-attention backward (f16 / bf16): workspace, preprocess
 // kernel (lse2, dsum) and head-dimension dispatch. The dK/dV and dQ kernels
-// live in flash_mma_bwd.cuh, instantiated per dtype and padded head dimension
-// in flash_mma_bwd_<dtype>_d<D1>_<D2>.cu.
+// live in flash_mma_bwd.cuh; their instantiations (dtype x padded head dim) are
+// listed in ../manifest.cmake and generated into their own TUs.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <algorithm>
+#include <array>
 #include <string>
 
 #include "core/cuda_device.hpp"
 #include "ops/attention/cuda/flash_mma_bwd.cuh"
 #include "cuda/sm80/mma.cuh"
 #include "ops/attention/flash_cuda.hpp"
+#include "ops/attention/manifest.hpp"  // generated from ops/attention/manifest.cmake
 
 namespace baracuda::cuda_flash {
 namespace {
 
 using mma_bwd::BwdArgs;
+
+// "mma16816-bwd-d<D>-kv<keys>q<query step>[x2]-q<query rows>k<key step>": the
+// dK/dV CTA (keys x query step, x2 when two warps share a key block) and the dQ
+// CTA (query rows x key step), read from the kernels' tile rules.
+template <int kD>
+const char* bwd_variant_name() {
+  using Tile = mma_bwd::BwdTile<kD>;
+  static const std::string name = "mma16816-bwd-d" + std::to_string(kD) + "-kv" + std::to_string(Tile::kBN) + "q" +
+                                   std::to_string(Tile::kBM) + (Tile::kWD > 1 ? "x" + std::to_string(Tile::kWD) : "") +
+                                   "-q" + std::to_string(Tile::kQBM) + "k" + std::to_string(Tile::kQBN);
+  return name.c_str();
+}
+
+using BwdLaunch = Status (*)(const BwdArgs&, void*);
+struct BwdKernel {
+  DType dtype;
+  int d;
+  BwdLaunch launch;
+  const char* (*name)();
+};
+#define BWD(DT, T, D) BwdKernel{DType::DT, D, &mma_bwd::launch_bwd<T, D>, &bwd_variant_name<D>},
+const std::array<BwdKernel, BARACUDA_FLASH_MMA_BWD_COUNT> kBwdKernels{{BARACUDA_FLASH_MMA_BWD_KERNELS(BWD)}};
+#undef BWD
+
+// The kernel of the padded head dim, null when this build left it out
+// (BARACUDA_FLASH_HEAD_DIMS).
+const BwdKernel* bwd_kernel(DType dt, int64_t head_dim) {
+  const int d = static_cast<int>((head_dim + 31) / 32 * 32);
+  for (const BwdKernel& k : kBwdKernels)
+    if (k.dtype == dt && k.d == d) return &k;
+  return nullptr;
+}
 
 // Rows of the workspace arrays: one per (b, h, query row) dense, (h, packed
 // query row) varlen. Each array is padded to a multiple of 4 floats.
@@ -111,19 +145,12 @@ Status run_backward(const FlashBwdParams& p, int arch, void* stream) {
     const Status st_w = backward_wgmma(a, arch, &ran, stream);
     if (ran) return st_w;
   }
-  switch ((p.head_dim + 31) / 32) {
-    case 1: return mma_bwd::launch_bwd<T, 32>(a, stream);
-    case 2: return mma_bwd::launch_bwd<T, 64>(a, stream);
-    case 3: return mma_bwd::launch_bwd<T, 96>(a, stream);
-    case 4: return mma_bwd::launch_bwd<T, 128>(a, stream);
-    case 5: return mma_bwd::launch_bwd<T, 160>(a, stream);
-    case 6: return mma_bwd::launch_bwd<T, 192>(a, stream);
-    case 7: return mma_bwd::launch_bwd<T, 224>(a, stream);
-    case 8: return mma_bwd::launch_bwd<T, 256>(a, stream);
-    default: break;
-  }
-  return Status(StatusCode::Unsupported,
-                "FlashSdpaBackwardPlan: tensor-core backward supports head dims 32..256, got " + std::to_string(p.head_dim));
+  const BwdKernel* k = bwd_kernel(p.dtype, p.head_dim);
+  if (k == nullptr)
+    return Status(StatusCode::Unsupported, "FlashSdpaBackwardPlan: no tensor-core backward kernel for head dim " +
+                                               std::to_string(p.head_dim) + " in this build (BARACUDA_FLASH_HEAD_DIMS=" +
+                                               BARACUDA_FLASH_HEAD_DIMS_VALUE + ")");
+  return k->launch(a, stream);
 }
 
 }  // namespace
@@ -149,18 +176,8 @@ Status backward_mma(const FlashBwdParams& p, int arch, int sm_count, void* strea
 
 const char* backward_mma_variant(const FlashShape& s, int arch) {
   if (backward_wgmma_eligible(s, arch)) return backward_wgmma_variant(s);
-  // dK/dV CTA: keys x query step (warps sharing a key block); dQ CTA: query rows x key step. 8 warps each.
-  switch ((s.head_dim + 31) / 32) {
-    case 1: return "mma16816-bwd-d32-kv128q64-q128k64";
-    case 2: return "mma16816-bwd-d64-kv128q64-q128k64";
-    case 3: return "mma16816-bwd-d96-kv128q64-q128k64";
-    case 4: return "mma16816-bwd-d128-kv128q64-q128k64";
-    case 5: return "mma16816-bwd-d160-kv64q64x2-q128k64";
-    case 6: return "mma16816-bwd-d192-kv64q64x2-q128k64";
-    case 7: return "mma16816-bwd-d224-kv64q32x2-q128k32";
-    case 8: return "mma16816-bwd-d256-kv64q32x2-q128k32";
-    default: return "mma16816-bwd-unsupported";
-  }
+  const BwdKernel* k = s.head_dim >= 1 && s.head_dim <= 256 ? bwd_kernel(s.dtype, s.head_dim) : nullptr;
+  return k != nullptr ? k->name() : "mma16816-bwd-unsupported";
 }
 
 }  // namespace baracuda::cuda_flash

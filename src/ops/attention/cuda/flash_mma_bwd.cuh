@@ -104,7 +104,7 @@ __device__ __forceinline__ float bwd_exp2(float x) {
 
 // Launches the dK/dV and dQ kernels for padded head dim kD (the preprocess
 // kernel must have filled a.lse2 / a.dsum). Defined in
-// flash_mma_bwd_kernels.cuh, instantiated in flash_mma_bwd_<dtype>_d*.cu.
+// flash_mma_bwd_kernels.cuh, instantiated as listed in ../manifest.cmake.
 template <class T, int kD>
 Status launch_bwd(const BwdArgs& a, void* stream);
 

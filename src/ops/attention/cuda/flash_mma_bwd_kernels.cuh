@@ -517,6 +517,6 @@ Status launch_bwd(const BwdArgs& a, void* stream) {
 
 }  // namespace baracuda::cuda_flash::mma_bwd
 
-// One explicit instantiation per (dtype, padded head dim), grouped by files.
+// One explicit instantiation per (dtype, padded head dim) of ../manifest.cmake, grouped into generated TUs.
 #define BARACUDA_FLASH_MMA_BWD_INSTANTIATE(T, D) \
   template baracuda::Status baracuda::cuda_flash::mma_bwd::launch_bwd<T, D>(const baracuda::cuda_flash::mma_bwd::BwdArgs&, void*);

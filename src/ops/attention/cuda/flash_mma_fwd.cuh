@@ -889,9 +889,9 @@ Status launch_fwd_split(const FlashFwdParams& p, int splits, int pack, void* str
 
 }  // namespace baracuda::cuda_flash::mma_fwd
 
-// Explicit instantiations live in flash_mma_fwd_<dtype>_d<D>.cu, one file per
-// (dtype, padded head dim), each holding the tile configurations the
-// dispatcher (flash_mma_fwd.cu) may pick for it.
+// Explicit instantiations: the rows of ../manifest.cmake, generated into one TU
+// per (dtype, padded head dim) holding the tile configurations the dispatcher
+// (flash_mma_fwd.cu) may pick for it.
 #define BARACUDA_FLASH_MMA_FWD_INSTANTIATE(T, D, BM, BN, W, S)                                           \
   template baracuda::Status baracuda::cuda_flash::mma_fwd::launch_fwd<T, D, BM, BN, W, S>(               \
       const baracuda::cuda_flash::FlashFwdParams&, int, int, void*);

@@ -1,46 +1,34 @@
 // Hopper flash attention (wgmma + TMA): eligibility, tensor maps and dispatch
 // for the forward (kernel in flash_wgmma_fwd.cuh) and the backward (kernels in
-// flash_wgmma_bwd.cuh), one instantiation file per dtype and head dim.
+// flash_wgmma_bwd.cuh), instantiated per dtype and head dim as listed in
+// ../manifest.cmake (one generated TU each).
 // forward_mma() and backward_mma() try this path first on sm_90.
 //
-// BARACUDA_FLASH_FWD_WGMMA=0 / BARACUDA_FLASH_BWD_WGMMA=0 turn the path off
-// (benchmarks compare it with the mma.sync kernels); BARACUDA_FLASH_FWD_TILE,
-// which picks an mma.sync forward configuration, turns the forward off too.
+// The variant hint wgmma=0 (PlanPreference::variant; environment defaults
+// BARACUDA_FLASH_FWD_WGMMA=0 / BARACUDA_FLASH_BWD_WGMMA=0, read by select())
+// turns the path off (benchmarks compare it with the mma.sync kernels); a
+// hinted mma.sync forward tile turns the forward off too.
 #include <cuda.h>
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 #include <cudaTypedefs.h>
 
+#include <array>
 #include <cstdint>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "ops/attention/cuda/flash_wgmma_bwd.cuh"
 #include "ops/attention/cuda/flash_wgmma_fwd.cuh"
 #include "ops/attention/flash_cuda.hpp"
 
-// The kernels are compiled once, in the instantiation files.
-extern template baracuda::Status baracuda::cuda_flash::wgmma_fwd::launch_wgmma_kernel<__nv_bfloat16, 64>(
-    const baracuda::cuda_flash::wgmma_fwd::WgArgs&, int, int, int, void*);
-extern template baracuda::Status baracuda::cuda_flash::wgmma_fwd::launch_wgmma_kernel<__nv_bfloat16, 128>(
-    const baracuda::cuda_flash::wgmma_fwd::WgArgs&, int, int, int, void*);
-extern template baracuda::Status baracuda::cuda_flash::wgmma_fwd::launch_wgmma_kernel<__nv_bfloat16, 256>(
-    const baracuda::cuda_flash::wgmma_fwd::WgArgs&, int, int, int, void*);
-extern template baracuda::Status baracuda::cuda_flash::wgmma_fwd::launch_wgmma_kernel<__half, 64>(
-    const baracuda::cuda_flash::wgmma_fwd::WgArgs&, int, int, int, void*);
-extern template baracuda::Status baracuda::cuda_flash::wgmma_fwd::launch_wgmma_kernel<__half, 128>(
-    const baracuda::cuda_flash::wgmma_fwd::WgArgs&, int, int, int, void*);
-extern template baracuda::Status baracuda::cuda_flash::wgmma_fwd::launch_wgmma_kernel<__half, 256>(
-    const baracuda::cuda_flash::wgmma_fwd::WgArgs&, int, int, int, void*);
-extern template baracuda::Status baracuda::cuda_flash::wgmma_bwd::launch_wgmma_bwd<__nv_bfloat16, 64>(
-    const baracuda::cuda_flash::wgmma_bwd::WgBwdArgs&, const baracuda::cuda_flash::wgmma_bwd::WgBwdArgs&, void*);
-extern template baracuda::Status baracuda::cuda_flash::wgmma_bwd::launch_wgmma_bwd<__nv_bfloat16, 128>(
-    const baracuda::cuda_flash::wgmma_bwd::WgBwdArgs&, const baracuda::cuda_flash::wgmma_bwd::WgBwdArgs&, void*);
-extern template baracuda::Status baracuda::cuda_flash::wgmma_bwd::launch_wgmma_bwd<__half, 64>(
-    const baracuda::cuda_flash::wgmma_bwd::WgBwdArgs&, const baracuda::cuda_flash::wgmma_bwd::WgBwdArgs&, void*);
-extern template baracuda::Status baracuda::cuda_flash::wgmma_bwd::launch_wgmma_bwd<__half, 128>(
-    const baracuda::cuda_flash::wgmma_bwd::WgBwdArgs&, const baracuda::cuda_flash::wgmma_bwd::WgBwdArgs&, void*);
+#include "ops/attention/manifest.hpp"  // generated from ops/attention/manifest.cmake
+
+// The kernels are compiled once, in their generated instantiation TUs.
+BARACUDA_FLASH_WGMMA_FWD_EXTERN
+BARACUDA_FLASH_WGMMA_BWD_EXTERN
 
 namespace baracuda::cuda_flash {
 namespace {
@@ -55,16 +43,65 @@ constexpr bool kBuiltSm90a = false;
 // mma.sync tile also means "not the Hopper kernel".
 bool hint_allows(const detail::FlashHint& h) { return h.wgmma && !h.has_tile(); }
 
-// The kernels exist for head dims 64, 128 and 256; a smaller head dim (a
-// multiple of 8) runs in the next one up, its columns zero-filled by TMA, when
-// at least 3/4 of the padded work is real (measured: the padded wgmma kernel
-// still beats the mma.sync kernel there).
+// The kernels exist for head dims 64, 128 and 256 (forward; the backward 64
+// and 128); a smaller head dim (a multiple of 8) runs in the next one up, its
+// columns zero-filled by TMA, when at least 3/4 of the padded work is real
+// (measured: the padded wgmma kernel still beats the mma.sync kernel there).
 int padded_dim(int64_t d) {
   if (d <= 0 || d % 8 != 0 || d > 256) return 0;
   const int64_t p = d <= 64 ? 64 : (d <= 128 ? 128 : 256);
   return 4 * d >= 3 * p ? static_cast<int>(p) : 0;
 }
-bool dim_ok(int64_t d) { return padded_dim(d) != 0; }
+
+// "wgmma-tma-d<D>-q<query rows>k<keys>s<stages>", from the kernel's tile rules.
+template <int kD>
+const char* fwd_variant_name() {
+  using C = wgmma_fwd::WgCfg<kD>;
+  static const std::string name = "wgmma-tma-d" + std::to_string(kD) + "-q" + std::to_string(C::kBM) + "k" +
+                                   std::to_string(C::kBN) + "s" + std::to_string(C::kStages);
+  return name.c_str();
+}
+// "wgmma-tma-bwd-d<D>-kv<keys>q<query step>-q<query rows>k<key step>": the
+// dK/dV CTA, then the dQ CTA.
+template <int kD>
+const char* bwd_variant_name() {
+  using C1 = wgmma_bwd::DkdvCfg<kD>;
+  using C2 = wgmma_bwd::DqCfg<kD>;
+  static const std::string name = "wgmma-tma-bwd-d" + std::to_string(kD) + "-kv" + std::to_string(C1::kBN) + "q" +
+                                   std::to_string(C1::kBM) + "-q" + std::to_string(C2::kBM) + "k" + std::to_string(C2::kBN);
+  return name.c_str();
+}
+
+using Launch = Status (*)(const wgmma_fwd::WgArgs&, int, int, int, void*);
+using BwdLaunch = Status (*)(const wgmma_bwd::WgBwdArgs&, const wgmma_bwd::WgBwdArgs&, void*);
+struct FwdKernel {
+  DType dtype;
+  int d;
+  Launch launch;
+  const char* (*name)();
+};
+struct BwdKernel {
+  DType dtype;
+  int d;
+  BwdLaunch launch;
+  const char* (*name)();
+};
+#define FWD(DT, T, D) FwdKernel{DType::DT, D, &wgmma_fwd::launch_wgmma_kernel<T, D>, &fwd_variant_name<D>},
+#define BWD(DT, T, D) BwdKernel{DType::DT, D, &wgmma_bwd::launch_wgmma_bwd<T, D>, &bwd_variant_name<D>},
+const std::array<FwdKernel, BARACUDA_FLASH_WGMMA_FWD_COUNT> kFwdKernels{{BARACUDA_FLASH_WGMMA_FWD_KERNELS(FWD)}};
+const std::array<BwdKernel, BARACUDA_FLASH_WGMMA_BWD_COUNT> kBwdKernels{{BARACUDA_FLASH_WGMMA_BWD_KERNELS(BWD)}};
+#undef FWD
+#undef BWD
+
+// The kernel for the shape's dtype and padded head dim; null when there is none
+// (or this build left it out: BARACUDA_FLASH_HEAD_DIMS).
+template <class Kernel, size_t N>
+const Kernel* find_kernel(const std::array<Kernel, N>& kernels, DType dt, int64_t head_dim) {
+  const int d = padded_dim(head_dim);
+  for (const Kernel& k : kernels)
+    if (k.dtype == dt && k.d == d) return &k;
+  return nullptr;
+}
 
 // The driver's tensor-map encoder, found through the runtime (no link to libcuda).
 PFN_cuTensorMapEncodeTiled_v12000 encoder() {
@@ -104,32 +141,18 @@ bool make_map(CUtensorMap* m, DType dt, const void* ptr, int64_t d, int64_t rows
              CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
-using Launch = Status (*)(const wgmma_fwd::WgArgs&, int, int, int, void*);
-template <class T>
-Launch pick(int64_t d) {
-  switch (padded_dim(d)) {
-    case 64: return &wgmma_fwd::launch_wgmma_kernel<T, 64>;
-    case 128: return &wgmma_fwd::launch_wgmma_kernel<T, 128>;
-    case 256: return &wgmma_fwd::launch_wgmma_kernel<T, 256>;
-    default: return nullptr;
-  }
-}
-
 }  // namespace
 
 bool forward_wgmma_eligible(const FlashShape& s, int arch) {
   return kBuiltSm90a && arch == 90 && !s.features && !s.varlen && (s.dtype == DType::BF16 || s.dtype == DType::F16) &&
-         dim_ok(s.head_dim) && s.q_len > 0 && s.q_len < (int64_t{1} << 31) && s.kv_len < (int64_t{1} << 31) &&
+         find_kernel(kFwdKernels, s.dtype, s.head_dim) != nullptr && s.q_len > 0 && s.q_len < (int64_t{1} << 31) &&
+         s.kv_len < (int64_t{1} << 31) &&
          s.kv_heads > 0 && s.heads % s.kv_heads == 0 && hint_allows(s.hint);
 }
 
 const char* forward_wgmma_variant(const FlashShape& s) {
-  switch (padded_dim(s.head_dim)) {
-    case 64: return "wgmma-tma-d64-q128k128s2";
-    case 128: return "wgmma-tma-d128-q128k128s2";
-    case 256: return "wgmma-tma-d256-q128k64s2";
-    default: return "wgmma-unsupported";
-  }
+  const FwdKernel* k = find_kernel(kFwdKernels, s.dtype, s.head_dim);
+  return k != nullptr ? k->name() : "wgmma-unsupported";
 }
 
 Status forward_wgmma(const FlashFwdParams& p, int arch, bool* ran, void* stream) {
@@ -151,20 +174,22 @@ Status forward_wgmma(const FlashFwdParams& p, int arch, bool* ran, void* stream)
   wa.f.softcap = 0.f;
   wa.f.softcap_in = 0.f;
   wa.f.group = p.heads / p.kv_heads;
-  const Launch fn = p.dtype == DType::BF16 ? pick<__nv_bfloat16>(p.head_dim) : pick<__half>(p.head_dim);
-  if (fn == nullptr) return Status::ok();
+  const FwdKernel* k = find_kernel(kFwdKernels, p.dtype, p.head_dim);
+  if (k == nullptr) return Status::ok();
   *ran = true;
-  return fn(wa, p.q_len, p.heads, p.batch, stream);
+  return k->launch(wa, p.q_len, p.heads, p.batch, stream);
 }
 
 bool backward_wgmma_eligible(const FlashShape& s, int arch) {
   return kBuiltSm90a && arch == 90 && !s.features && !s.varlen && (s.dtype == DType::BF16 || s.dtype == DType::F16) &&
-         (padded_dim(s.head_dim) == 64 || padded_dim(s.head_dim) == 128) && s.q_len < (int64_t{1} << 31) && s.kv_len < (int64_t{1} << 31) &&
+         find_kernel(kBwdKernels, s.dtype, s.head_dim) != nullptr && s.q_len < (int64_t{1} << 31) &&
+         s.kv_len < (int64_t{1} << 31) &&
          s.kv_heads > 0 && s.heads % s.kv_heads == 0 && s.hint.wgmma;
 }
 
 const char* backward_wgmma_variant(const FlashShape& s) {
-  return padded_dim(s.head_dim) == 64 ? "wgmma-tma-bwd-d64-kv128q64-q128k64" : "wgmma-tma-bwd-d128-kv128q64-q128k64";
+  const BwdKernel* k = find_kernel(kBwdKernels, s.dtype, s.head_dim);
+  return k != nullptr ? k->name() : "wgmma-unsupported";
 }
 
 Status backward_wgmma(const mma_bwd::BwdArgs& a, int arch, bool* ran, void* stream) {
@@ -186,15 +211,10 @@ Status backward_wgmma(const mma_bwd::BwdArgs& a, int arch, bool* ran, void* stre
       return Status::ok();  // strides TMA cannot describe: the caller takes the mma.sync kernels
     w.a = a;
   }
-  using BwdLaunch = Status (*)(const wgmma_bwd::WgBwdArgs&, const wgmma_bwd::WgBwdArgs&, void*);
-  BwdLaunch fn = nullptr;
-  if (p.dtype == DType::BF16)
-    fn = padded_dim(p.head_dim) == 64 ? &wgmma_bwd::launch_wgmma_bwd<__nv_bfloat16, 64>
-                                      : &wgmma_bwd::launch_wgmma_bwd<__nv_bfloat16, 128>;
-  else
-    fn = padded_dim(p.head_dim) == 64 ? &wgmma_bwd::launch_wgmma_bwd<__half, 64> : &wgmma_bwd::launch_wgmma_bwd<__half, 128>;
+  const BwdKernel* k = find_kernel(kBwdKernels, p.dtype, p.head_dim);
+  if (k == nullptr) return Status::ok();
   *ran = true;
-  return fn(w1, w2, stream);
+  return k->launch(w1, w2, stream);
 }
 
 }  // namespace baracuda::cuda_flash

@@ -255,7 +255,7 @@ Status launch_wgmma_kernel(const WgArgs& wa, int q_len, int heads, int batch, vo
 
 }  // namespace baracuda::cuda_flash::wgmma_fwd
 
-// One explicit instantiation per (dtype, head dim), each in its own .cu file.
+// One explicit instantiation per (dtype, head dim) of ../manifest.cmake, each in its own generated TU.
 #define BARACUDA_FLASH_WGMMA_FWD_INSTANTIATE(T, D)                                     \
   template baracuda::Status baracuda::cuda_flash::wgmma_fwd::launch_wgmma_kernel<T, D>( \
       const baracuda::cuda_flash::wgmma_fwd::WgArgs&, int, int, int, void*);

@@ -1,23 +1,22 @@
 // Materialized attention (CUDA): problem checks and dtype dispatch. The kernels
-// and their drivers live in sdpa_kernels.cuh, instantiated per dtype in
-// sdpa_<dtype>.cu.
+// and their drivers run_forward<T> / run_backward<T> live in sdpa_kernels.cuh,
+// instantiated for the dtypes listed in ../manifest.cmake (one generated TU each).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
 #include <string>
 
+#include "ops/attention/manifest.hpp"  // generated from ops/attention/manifest.cmake
 #include "ops/attention/sdpa_cuda.hpp"
 
 namespace baracuda::cuda_sdpa {
 
 namespace detail_k {
-Status forward_f32(const SdpaFwdParams&, cudaStream_t);
-Status forward_f64(const SdpaFwdParams&, cudaStream_t);
-Status forward_f16(const SdpaFwdParams&, cudaStream_t);
-Status forward_bf16(const SdpaFwdParams&, cudaStream_t);
-Status backward_f32(const SdpaBwdParams&, cudaStream_t);
-Status backward_f64(const SdpaBwdParams&, cudaStream_t);
-Status backward_f16(const SdpaBwdParams&, cudaStream_t);
-Status backward_bf16(const SdpaBwdParams&, cudaStream_t);
+template <class T>
+Status run_forward(const SdpaFwdParams& p, cudaStream_t stream);
+template <class T>
+Status run_backward(const SdpaBwdParams& p, cudaStream_t stream);
 }  // namespace detail_k
 
 namespace {
@@ -41,10 +40,10 @@ Status forward(const SdpaFwdParams& p, int /*sm_count*/, void* stream) {
   if (empty) return Status::ok();
   const auto s = static_cast<cudaStream_t>(stream);
   switch (p.dtype) {
-    case DType::F32: return detail_k::forward_f32(p, s);
-    case DType::F64: return detail_k::forward_f64(p, s);
-    case DType::F16: return detail_k::forward_f16(p, s);
-    case DType::BF16: return detail_k::forward_bf16(p, s);
+#define CASE(DT, T) \
+  case DType::DT: return detail_k::run_forward<T>(p, s);
+    BARACUDA_SDPA_KERNELS(CASE)
+#undef CASE
     default: return Status(StatusCode::Unsupported, "SdpaPlan: CUDA path supports f32, f64, f16, bf16");
   }
 }
@@ -57,10 +56,10 @@ Status backward(const SdpaBwdParams& p, int /*sm_count*/, void* stream) {
     return Status(StatusCode::InvalidProblem, "SdpaBackwardPlan: CUDA backward needs the ds workspace");
   const auto s = static_cast<cudaStream_t>(stream);
   switch (p.dtype) {
-    case DType::F32: return detail_k::backward_f32(p, s);
-    case DType::F64: return detail_k::backward_f64(p, s);
-    case DType::F16: return detail_k::backward_f16(p, s);
-    case DType::BF16: return detail_k::backward_bf16(p, s);
+#define CASE(DT, T) \
+  case DType::DT: return detail_k::run_backward<T>(p, s);
+    BARACUDA_SDPA_KERNELS(CASE)
+#undef CASE
     default: return Status(StatusCode::Unsupported, "SdpaBackwardPlan: CUDA path supports f32, f64, f16, bf16");
   }
 }

@@ -1,6 +1,6 @@
 // Materialized attention (SdpaPlan / SdpaBackwardPlan), CUDA: kernel templates
-// and the per-dtype drivers run_forward<T> / run_backward<T>, instantiated in
-// sdpa_<dtype>.cu and dispatched from sdpa.cu.
+// and the per-dtype drivers run_forward<T> / run_backward<T>, instantiated for
+// the dtypes of ../manifest.cmake (generated TUs) and dispatched from sdpa.cu.
 //
 // Three kernels do all the work:
 //  * gemm_kernel      C[z][m,n] = alpha * sum_g sum_k A[z,g][m,k] * B[z,g][k,n]

@@ -1,5 +1,6 @@
 // Reduction backward (CUDA): problem setup and dispatch. The kernels live in
-// backward_kernels.cuh and are instantiated per dtype in backward_<dtype>.cu.
+// backward_kernels.cuh; run_typed<T> below calls their parts, which are
+// instantiated per (dtype, part) in the TUs generated from ../manifest.cmake.
 //
 // Algorithms per kind (every operand in the input's rank; dy, y broadcast):
 //   Sum, Mean, Norm2, LogSumExp  one elementwise pass
@@ -21,6 +22,11 @@
 #include <cuda_runtime.h>
 
 #include "ops/reduce/cuda/backward_kernels.cuh"
+#include "ops/reduce/manifest.hpp"  // generated from ops/reduce/manifest.cmake
+
+// The parts run_typed<T> calls are compiled once, in their generated TUs.
+BARACUDA_REDUCE_BW_EW_EXTERN
+BARACUDA_REDUCE_BW_TILED_EXTERN
 
 namespace baracuda::cuda_reduce {
 
@@ -168,10 +174,10 @@ Status launch_backward(const BackwardLaunch& p) {
   }
 
   switch (p.dtype) {
-    case DType::F32: return run_f32(pb);
-    case DType::F64: return run_f64(pb);
-    case DType::F16: return run_f16(pb);
-    case DType::BF16: return run_bf16(pb);
+#define CASE(DT, T) \
+  case DType::DT: return run_typed<T>(pb);
+    BARACUDA_REDUCE_BW_KERNELS(CASE)
+#undef CASE
     default: break;
   }
   return Status(StatusCode::Unsupported, "ReduceBackwardPlan: dtype");

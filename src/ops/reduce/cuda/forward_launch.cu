@@ -1,5 +1,6 @@
 // Forward reduction: algorithm choice, workspace sizing and the kind x dtype
-// dispatch. The kernels themselves are compiled in forward_<dtype>.cu.
+// dispatch. The kernels themselves are compiled in the TUs generated from
+// ../manifest.cmake (one per dtype; forward_common.cuh declares them extern).
 //
 // Strategy. T = 256 threads per block; V = 16 / sizeof(dtype); wave = sm_count x
 // the blocks per SM the kernel's __launch_bounds__ guarantees (4, or 3 / 2 for
@@ -26,6 +27,7 @@
 
 #include "core/int_math.hpp"
 #include "ops/reduce/cuda/forward_common.cuh"
+#include "ops/reduce/manifest.hpp"  // generated from ops/reduce/manifest.cmake
 
 namespace baracuda::cuda_reduce {
 namespace {
@@ -46,7 +48,8 @@ using detail::pow2_floor;
 // the combination is unsupported.
 template <class F>
 bool visit_op(ReduceKind kind, DType dtype, F&& f) {
-  auto floats = [&](auto tag) -> bool {
+  // The op lists of forward_common.cuh (BARACUDA_REDUCE_FWD_FLOAT_OPS / _INT_OPS).
+  auto ops_FLOAT = [&](auto tag) -> bool {
     using T = decltype(tag);
     switch (kind) {
       case ReduceKind::Sum:
@@ -63,7 +66,7 @@ bool visit_op(ReduceKind kind, DType dtype, F&& f) {
     }
     return false;
   };
-  auto ints = [&](auto tag) -> bool {
+  auto ops_INT = [&](auto tag) -> bool {
     using T = decltype(tag);
     switch (kind) {
       case ReduceKind::Sum: f(fwd::SumOp<T>{}); return true;
@@ -76,12 +79,10 @@ bool visit_op(ReduceKind kind, DType dtype, F&& f) {
     }
   };
   switch (dtype) {
-    case DType::F32: return floats(float{});
-    case DType::F64: return floats(double{});
-    case DType::F16: return floats(__half{});
-    case DType::BF16: return floats(__nv_bfloat16{});
-    case DType::I32: return ints(int32_t{});
-    case DType::I64: return ints(int64_t{});
+#define CASE(DT, T, OPS) \
+  case DType::DT: return ops_##OPS(T{});
+    BARACUDA_REDUCE_FWD_KERNELS(CASE)
+#undef CASE
     default: return false;
   }
 }

@@ -1,4 +1,5 @@
-// RoPE CUDA kernel: one template, instantiated per dtype in rope_<dtype>.cu.
+// RoPE CUDA kernel: one template, launch_typed<T> instantiated per dtype as listed
+// in ../manifest.cmake (generated TUs; rope_launch.cu dispatches).
 //
 // Work split. The flattened tokens t = b * S + s are cut into groups of `tb`
 // consecutive tokens; a block owns one group at a time (grid-stride over
@@ -462,10 +463,5 @@ Status launch_typed(const Launch& l) {
   return l.desc.pairs == RopePairs::Interleaved ? launch_pairs<T, RopePairs::Interleaved>(l)
                                                 : launch_pairs<T, RopePairs::HalfSplit>(l);
 }
-
-Status launch_f32(const Launch& l);
-Status launch_f64(const Launch& l);
-Status launch_f16(const Launch& l);
-Status launch_bf16(const Launch& l);
 
 }  // namespace baracuda::cuda_rope::kern

@@ -1,14 +1,24 @@
-// RoPE launch: dtype dispatch to the per-dtype instantiations.
-#include "ops/rope/cuda/rope_kernels.cuh"
+// RoPE launch: dtype dispatch to the kernel template's instantiations
+// (rope_kernels.cuh), one generated TU per dtype listed in ../manifest.cmake.
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
+#include "ops/rope/manifest.hpp"  // generated from ops/rope/manifest.cmake
+#include "ops/rope/rope_cuda.hpp"
 
 namespace baracuda::cuda_rope {
 
+namespace kern {
+template <class T>
+Status launch_typed(const Launch& l);
+}  // namespace kern
+
 Status launch(const Launch& l) {
   switch (l.desc.dtype) {
-    case DType::F32: return kern::launch_f32(l);
-    case DType::F64: return kern::launch_f64(l);
-    case DType::F16: return kern::launch_f16(l);
-    case DType::BF16: return kern::launch_bf16(l);
+#define CASE(DT, T) \
+  case DType::DT: return kern::launch_typed<T>(l);
+    BARACUDA_ROPE_KERNELS(CASE)
+#undef CASE
     default: break;
   }
   return Status(StatusCode::Unsupported, "RopePlan: CUDA kernel needs f32, f64, f16 or bf16");

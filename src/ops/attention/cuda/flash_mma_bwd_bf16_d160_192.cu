@@ -1,5 +1,0 @@
-// Tensor-core flash-attention backward kernels: bf16, padded head dims 160 and 192.
-#include "ops/attention/cuda/flash_mma_bwd_kernels.cuh"
-
-BARACUDA_FLASH_MMA_BWD_INSTANTIATE(__nv_bfloat16, 160)
-BARACUDA_FLASH_MMA_BWD_INSTANTIATE(__nv_bfloat16, 192)

@@ -1,6 +1,0 @@
-// Tensor-core flash-attention forward: f16, padded head dim 96 (tile configurations
-// as listed in flash_mma_fwd.cu).
-#include "ops/attention/cuda/flash_mma_fwd.cuh"
-
-BARACUDA_FLASH_MMA_FWD_INSTANTIATE(__half, 96, 128, 64, 4, 1)
-BARACUDA_FLASH_MMA_SPLIT_INSTANTIATE(__half, 96)

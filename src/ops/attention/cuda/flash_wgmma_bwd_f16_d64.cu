@@ -1,4 +1,0 @@
-// Hopper (wgmma + TMA) flash-attention backward: f16, head dim 64.
-#include "ops/attention/cuda/flash_wgmma_bwd.cuh"
-
-BARACUDA_FLASH_WGMMA_BWD_INSTANTIATE(__half, 64)

@@ -1,4 +1,0 @@
-// Hopper (wgmma + TMA) flash-attention forward: bf16, head dim 64.
-#include "ops/attention/cuda/flash_wgmma_fwd.cuh"
-
-BARACUDA_FLASH_WGMMA_FWD_INSTANTIATE(__nv_bfloat16, 64)

@@ -1,0 +1,16 @@
+// Stand-ins for the CUDA entry points of reduce_cuda.hpp, built instead of the
+// kernels when CUDA is on but BARACUDA_FAMILIES leaves reduce out: the plans
+// then refuse CUDA streams at select() (family_not_built), and these keep them
+// linking (and refuse too, should anything reach them).
+#include "core/families.hpp"
+#include "ops/reduce/reduce_cuda.hpp"
+
+namespace baracuda::cuda_reduce {
+
+size_t forward_workspace_bytes(ReduceKind, DType, const detail::ReduceLayout&, int) { return 0; }
+std::string forward_variant(ReduceKind, DType, const detail::ReduceLayout&, int) { return "not-built"; }
+Status launch_forward(const ForwardLaunch&) { return detail::family_not_built("ReducePlan", "reduce"); }
+size_t backward_workspace_bytes(ReduceKind, DType, const Dims&, uint32_t, int) { return 0; }
+Status launch_backward(const BackwardLaunch&) { return detail::family_not_built("ReduceBackwardPlan", "reduce"); }
+
+}  // namespace baracuda::cuda_reduce
