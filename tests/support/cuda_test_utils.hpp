@@ -41,12 +41,17 @@ using baracuda::Stream;
 inline const Stream kGpu = Stream::cuda(0);
 
 // True on an sm_90 device (H100 / H200): where the wgmma + TMA kernels run.
+// (Always false in a CPU-only build, which has no CUDA runtime.)
 inline bool device_is_sm90() {
+#ifdef BARACUDA_WITH_CUDA
   int dev = 0, major = 0, minor = 0;
   if (cudaGetDevice(&dev) != cudaSuccess) return false;
   cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, dev);
   cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, dev);
   return major == 9 && minor == 0;
+#else
+  return false;
+#endif
 }
 
 // Requires the bespoke (baracuda's own kernels) backend.

@@ -1,5 +1,5 @@
-// Shared setup of the CUDA flash-attention tests (test_flash_simt.cpp,
-// test_flash_mma_fwd.cpp, test_flash_mma_bwd.cpp):
+// Shared setup of the CUDA flash-attention tests (attention/cuda_flash_simt.cpp,
+// cuda_flash_mma_fwd.cpp, cuda_flash_mma_bwd.cpp):
 //
 //  * FlashCase / FlashMask: a problem of the SIMT and tensor-core backward
 //    tests and its additive mask kinds; make_flash_mask() builds the mask.
