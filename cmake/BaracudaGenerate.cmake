@@ -31,8 +31,8 @@
 #                               dispatchers' tables and switches:
 #                                 #define BARACUDA_<SET>_COUNT <rows>
 #                                 #define BARACUDA_<SET>_KERNELS(X) X(<values>) ...
-#                               (with DTYPE, X gets DTYPE, CTYPE, then the other
-#                               columns), BARACUDA_<SET>_EXTERN (the extern
+#                               (the columns in order, CTYPE right after
+#                               DTYPE), BARACUDA_<SET>_EXTERN (the extern
 #                               declarations, when EXTERN is given) and, per
 #                               FILTER option, #define <OPTION>_VALUE "<list>".
 # Files are rewritten only when their text changes, so a configure run
