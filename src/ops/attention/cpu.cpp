@@ -135,7 +135,7 @@ struct FlashCtx {
   }
 };
 
-Status flash_sequences(const FlashSdpaDescriptor& d, const TensorRef& cu_q, const TensorRef& cu_kv,
+Status flash_sequences(const char* plan, const FlashSdpaDescriptor& d, const TensorRef& cu_q, const TensorRef& cu_kv,
                        std::vector<FlashSeq>* out) {
   out->clear();
   if (!d.varlen) {
@@ -145,7 +145,7 @@ Status flash_sequences(const FlashSdpaDescriptor& d, const TensorRef& cu_q, cons
   const auto* cq = static_cast<const int32_t*>(cu_q.data);
   const auto* ck = static_cast<const int32_t*>(cu_kv.data);
   auto at = [](const int32_t* p, const TensorRef& t, int64_t i) { return static_cast<int64_t>(p[i * t.strides[0]]); };
-  const std::string p = "FlashSdpaPlan (cpu-reference): ";
+  const std::string p = std::string(plan) + " (cpu-reference): ";
   if (at(cq, cu_q, 0) != 0 || at(ck, cu_kv, 0) != 0)
     return Status(StatusCode::InvalidProblem, p + "cu_seqlens_q[0] and cu_seqlens_kv[0] must be 0");
   for (int64_t b = 0; b < d.batch; ++b) {
@@ -185,7 +185,7 @@ FlashCtx flash_ctx(const FlashSdpaDescriptor& d, const TensorRef& q, const Tenso
 
 Status flash_forward(const FlashSdpaDescriptor& d, const FlashSdpaArgs& a) {
   std::vector<FlashSeq> seqs;
-  BARACUDA_RETURN_IF_ERROR(flash_sequences(d, a.cu_seqlens_q, a.cu_seqlens_kv, &seqs));
+  BARACUDA_RETURN_IF_ERROR(flash_sequences("FlashSdpaPlan", d, a.cu_seqlens_q, a.cu_seqlens_kv, &seqs));
   const FlashCtx c = flash_ctx(d, a.q, a.k, a.v, a.mask, a.alibi_slopes);
   const auto y = seq4(a.y, d.varlen);
   const auto lse = lse4(a.lse, d.varlen);
@@ -213,7 +213,7 @@ Status flash_forward(const FlashSdpaDescriptor& d, const FlashSdpaArgs& a) {
 
 Status flash_backward(const FlashSdpaDescriptor& d, const FlashSdpaBackwardArgs& a) {
   std::vector<FlashSeq> seqs;
-  BARACUDA_RETURN_IF_ERROR(flash_sequences(d, a.cu_seqlens_q, a.cu_seqlens_kv, &seqs));
+  BARACUDA_RETURN_IF_ERROR(flash_sequences("FlashSdpaBackwardPlan", d, a.cu_seqlens_q, a.cu_seqlens_kv, &seqs));
   const FlashCtx c = flash_ctx(d, a.q, a.k, a.v, a.mask, a.alibi_slopes);
   const auto dy = seq4(a.dy, d.varlen);
   const auto dq = seq4(a.dq, d.varlen), dk = seq4(a.dk, d.varlen), dv = seq4(a.dv, d.varlen);
