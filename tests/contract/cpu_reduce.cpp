@@ -1,0 +1,7 @@
+// The reduction plans in the contract suite, CPU checks and fuzz (tests/contract/suite.hpp).
+#include "contract/reduce_traits.hpp"
+#include "contract/cpu_suite.hpp"
+
+namespace contract {
+INSTANTIATE_TYPED_TEST_SUITE_P(Reduce, PlanContract, ReducePlans, PlanName);
+}  // namespace contract

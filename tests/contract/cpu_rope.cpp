@@ -1,0 +1,7 @@
+// The RoPE plans in the contract suite, CPU checks and fuzz (tests/contract/suite.hpp).
+#include "contract/rope_traits.hpp"
+#include "contract/cpu_suite.hpp"
+
+namespace contract {
+INSTANTIATE_TYPED_TEST_SUITE_P(Rope, PlanContract, RopePlans, PlanName);
+}  // namespace contract

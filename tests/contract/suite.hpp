@@ -1,0 +1,226 @@
+// The contract suite: the rules of DESIGN.md §1 checked for every plan.
+//
+// A plan joins with a traits struct and one line in its family's type list
+// (tests/contract/<family>_traits.hpp); tests/contract/cpu_<family>.cpp and
+// cuda_<family>.cpp instantiate the suites below for that list. A traits
+// struct provides:
+//
+//   using Plan, Desc, Args;                 the plan and its descriptor / argument types
+//   static constexpr const char* kName;     the name every error message starts with
+//   static Desc valid_desc(Rng&);           a small valid problem; across seeds it uses every
+//                                           optional tensor and leaves each one unused
+//   static std::vector<Desc> zero_size_descs();    valid problems whose outputs are all empty
+//   static std::vector<std::pair<const char*, Desc>> invalid_descs();  select() must refuse
+//   static std::vector<Desc> workspace_descs();    CUDA: problems expected to need scratch ({} if none)
+//   static std::vector<Slot<Args>> slots(const Plan&);   every tensor of Args for this plan
+//   static std::vector<DescMutator<Desc>> desc_mutators();  the fuzz's descriptor mutations
+//   static std::string describe(const Desc&);      for failure messages and reproducers
+//
+// PlanContract (CPU, runs everywhere):
+//   RejectsTensorOnAnotherDevice, RejectsStreamOfAnotherDevice, WorkspaceRule,
+//   ZeroSizeProblemsWriteNothing, PoisonedOutputsFullyWritten, RunTwiceBitIdentical,
+//   OutputsMustNotAliasInputs, OptionalTensorsMatchDescriptor, ErrorsNameThePlan,
+//   FuzzDescriptorsAndViews (fuzz.hpp).
+// PlanContractCuda (skips without a GPU):
+//   RejectsHostTensorAndCpuStream, WorkspaceTooSmall, ZeroSizeProblemsWriteNothing,
+//   PoisonedOutputsFullyWrittenAndRunTwice, GraphCaptureReplayMatchesDirectRun.
+// Checks that fail on today's code are listed in known_failures.hpp.
+//
+// This header holds the checks both suites share; cpu_suite.hpp and
+// cuda_suite.hpp define the suites (each binary instantiates only its own).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+#include "contract/fuzz.hpp"
+#include "contract/harness.hpp"
+#include "contract/known_failures.hpp"
+#include "support/cuda_test_utils.hpp"
+
+#ifdef BARACUDA_WITH_CUDA
+#include <cuda_runtime.h>
+#endif
+
+namespace contract {
+
+// Test names show the plan: "Reduce/PlanContract/ReducePlan.WorkspaceRule".
+struct PlanName {
+  template <class T>
+  static std::string GetName(int) {
+    return T::kName;
+  }
+};
+
+template <class T>
+typename T::Plan select_or_die(const Stream& s, const typename T::Desc& d) {
+  auto p = T::Plan::select(s, d);
+  if (!p) throw std::runtime_error(std::string(T::kName) + ": select failed for " + T::describe(d) + ": " + p.status().to_string());
+  return *p;
+}
+
+template <class T>
+Status run_sync(const typename T::Plan& plan, const Stream& s, const Call<T>& c) {
+  Status st = plan.run(s, c.workspace(), c.args);
+  if (st.is_ok()) st = baracuda::synchronize(s);
+  return st;
+}
+
+// Every output buffer still holds `poison` everywhere.
+template <class T>
+std::string outputs_untouched(const Call<T>& c, uint8_t poison) {
+  for (size_t i = 0; i < c.slots.size(); ++i) {
+    if (!c.bufs[i] || !c.is_output(i)) continue;
+    for (uint8_t b : c.bufs[i]->read())
+      if (b != poison) return std::string(c.slots[i].name) + " was written";
+  }
+  return "";
+}
+
+// ---- checks shared by the CPU and CUDA suites ---------------------------------------
+template <class T>
+void check_wrong_device(const Stream& stream, Device other) {
+  Rng rng(bt::fresh_seed());
+  int tried = 0;
+  for (int rep = 0; rep < 4; ++rep) {
+    const auto desc = T::valid_desc(rng);
+    const auto plan = select_or_die<T>(stream, desc);
+    auto c = make_call<T>(plan, stream.device(), rng);
+    for (size_t i = 0; i < c.slots.size(); ++i) {
+      if (!c.used(i) || c.views[i].numel() == 0) continue;
+      const TensorMut saved = c.views[i];
+      c.views[i].device = other;
+      c.rebind();
+      const Status st = run_sync<T>(plan, stream, c);
+      EXPECT_TRUE(is_plan_error<T>(st, StatusCode::InvalidProblem))
+          << c.slots[i].name << " on " << other.to_string() << "; " << T::describe(desc);
+      EXPECT_EQ(outputs_untouched(c, kPoison), "") << "after refusing " << c.slots[i].name << " on " << other.to_string();
+      c.views[i] = saved;
+      c.rebind();
+      ++tried;
+    }
+  }
+  EXPECT_GT(tried, 0) << "no tensor with elements in " << 4 << " valid problems";
+}
+
+template <class T>
+void check_workspace_rule(const Stream& stream, const std::vector<typename T::Desc>& descs) {
+  int with_ws = 0;
+  for (const auto& desc : descs) {
+    Rng rng(bt::fresh_seed());
+    const auto plan = select_or_die<T>(stream, desc);
+    auto c = make_call<T>(plan, stream.device(), rng);
+    const size_t need = plan.workspace_size();
+    if (need == 0) {
+      // No scratch: none, (null, 0) and a stray pointer are all accepted.
+      for (const Workspace w : {Workspace::none(), Workspace(nullptr, 0), Workspace(c.ws->payload(), 0)}) {
+        const Status st = plan.run(stream, w, c.args);
+        EXPECT_TRUE(st.is_ok()) << st.to_string() << "; " << T::describe(desc);
+      }
+      continue;
+    }
+    ++with_ws;
+    const Status shortst = plan.run(stream, Workspace(c.ws->payload(), need - 1), c.args);
+    EXPECT_TRUE(is_plan_error<T>(shortst, StatusCode::WorkspaceTooSmall)) << T::describe(desc);
+    EXPECT_EQ(shortst.needed(), need);
+    EXPECT_EQ(shortst.got(), need - 1);
+    const Status nullst = plan.run(stream, Workspace(nullptr, need), c.args);
+    EXPECT_TRUE(is_plan_error<T>(nullst, StatusCode::WorkspaceTooSmall)) << "null workspace; " << T::describe(desc);
+    EXPECT_EQ(nullst.needed(), need);
+    EXPECT_EQ(nullst.got(), 0u);
+    EXPECT_EQ(outputs_untouched(c, kPoison), "");
+    const Status ok = run_sync<T>(plan, stream, c);
+    EXPECT_TRUE(ok.is_ok()) << ok.to_string();
+    EXPECT_EQ(c.guard_damage(), "");
+  }
+  if (stream.is_cuda() && with_ws == 0) GTEST_SKIP() << "no descriptor tried needs a workspace on this device";
+}
+
+template <class T>
+void check_zero_size(const Stream& stream) {
+  const auto descs = T::zero_size_descs();
+  ASSERT_FALSE(descs.empty());
+  for (const auto& desc : descs) {
+    for (const bool null_empty : {false, true}) {
+      Rng rng(bt::fresh_seed());
+      const auto plan = select_or_die<T>(stream, desc);
+      auto c = make_call<T>(plan, stream.device(), rng);
+      for (size_t i = 0; i < c.slots.size(); ++i) {
+        if (!c.used(i)) continue;
+        if (c.is_output(i)) ASSERT_EQ(c.views[i].numel(), 0) << "traits: " << c.slots[i].name << " is not empty";
+        if (null_empty && c.views[i].numel() == 0) c.views[i].data = nullptr;
+      }
+      c.rebind();
+      const Status st = run_sync<T>(plan, stream, c);
+      EXPECT_TRUE(st.is_ok()) << (null_empty ? "null empty views: " : "") << st.to_string() << "; " << T::describe(desc);
+      EXPECT_EQ(c.guard_damage(), "") << T::describe(desc);
+    }
+  }
+}
+
+// Outputs in gapped layouts, poisoned with NaN (0xff) and then with a finite
+// pattern (0x5a): both runs succeed, every logical element is equal bit for
+// bit (an element left unwritten would keep the differing poison), gaps keep
+// their poison, guards and inputs are untouched.
+template <class T>
+void check_fully_written(const Stream& stream, int reps) {
+  Rng rng(bt::fresh_seed());
+  for (int rep = 0; rep < reps; ++rep) {
+    const auto desc = T::valid_desc(rng);
+    const auto plan = select_or_die<T>(stream, desc);
+    auto c = make_call<T>(plan, stream.device(), rng, OutputLayout::Gapped);
+    std::vector<std::vector<uint8_t>> inputs(c.slots.size()), first(c.slots.size());
+    for (size_t i = 0; i < c.slots.size(); ++i)
+      if (c.bufs[i] && !c.is_output(i)) inputs[i] = c.bufs[i]->read();
+    for (const uint8_t poison : {kPoison, kAltPoison}) {
+      for (size_t i = 0; i < c.slots.size(); ++i)
+        if (c.bufs[i] && c.is_output(i)) c.bufs[i]->fill(poison);
+      const Status st = run_sync<T>(plan, stream, c);
+      ASSERT_TRUE(st.is_ok()) << st.to_string() << "; " << T::describe(desc);
+      EXPECT_EQ(c.guard_damage(), "") << T::describe(desc);
+      for (size_t i = 0; i < c.slots.size(); ++i) {
+        if (!c.bufs[i]) continue;
+        if (!c.is_output(i)) {
+          EXPECT_TRUE(c.bufs[i]->read() == inputs[i]) << "input " << c.slots[i].name << " modified; " << T::describe(desc);
+          continue;
+        }
+        EXPECT_EQ(c.gap_damage(i, poison), "") << c.slots[i].name << "; " << T::describe(desc);
+        const auto bytes = c.logical_bytes(i);
+        if (poison == kPoison) first[i] = bytes;
+        else
+          EXPECT_TRUE(bytes == first[i]) << c.slots[i].name
+                                         << ": elements differ between a NaN-poisoned and a 0x5a-poisoned run "
+                                            "(unwritten or non-deterministic); "
+                                         << T::describe(desc);
+      }
+    }
+  }
+}
+
+// The second run over the first run's outputs (not re-poisoned) gives the same
+// bits: a plan never reads or accumulates into its outputs.
+template <class T>
+void check_run_twice(const Stream& stream, int reps) {
+  Rng rng(bt::fresh_seed());
+  for (int rep = 0; rep < reps; ++rep) {
+    const auto desc = T::valid_desc(rng);
+    const auto plan = select_or_die<T>(stream, desc);
+    auto c = make_call<T>(plan, stream.device(), rng);
+    std::vector<std::vector<uint8_t>> first(c.slots.size());
+    for (int run = 0; run < 2; ++run) {
+      const Status st = run_sync<T>(plan, stream, c);
+      ASSERT_TRUE(st.is_ok()) << st.to_string() << "; " << T::describe(desc);
+      for (size_t i = 0; i < c.slots.size(); ++i) {
+        if (!c.bufs[i] || !c.is_output(i)) continue;
+        if (run == 0) first[i] = c.bufs[i]->read();
+        else EXPECT_TRUE(c.bufs[i]->read() == first[i]) << c.slots[i].name << " differs on the second run; " << T::describe(desc);
+      }
+    }
+    EXPECT_EQ(c.guard_damage(), "");
+  }
+}
+
+}  // namespace contract
