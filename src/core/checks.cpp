@@ -76,7 +76,17 @@ Status check_view(const char* plan, const char* name, const TensorRef& v, DType 
   if (!checked_numel(v.shape, &n))
     return Status(StatusCode::InvalidProblem, prefix(plan) + name + " shape " + v.shape.to_string() +
                                                   " has too many elements (the product of its extents overflows int64)");
-  if (n == 0) return Status::ok();
+  if (n == 0) {
+    // An empty view reads nothing, but loops still form offsets along its
+    // other axes (e.g. the kept axes of an empty reduction): those must fit
+    // int64 like any view's, so check the span of the non-empty axes.
+    int64_t reach = 0, t = 0;
+    for (int i = 0; i < v.rank(); ++i)
+      if (v.shape[i] > 0 && (!mul_ok(v.shape[i] - 1, v.strides[i], &t) || !add_ok(reach, t, &reach)))
+        return Status(StatusCode::InvalidProblem, prefix(plan) + name + " strides " + v.strides.to_string() + " for shape " +
+                                                      v.shape.to_string() + " reach past int64 elements");
+    return Status::ok();
+  }
   if (!checked_span(v.shape, v.strides, &span))
     return Status(StatusCode::InvalidProblem, prefix(plan) + name + " strides " + v.strides.to_string() + " for shape " +
                                                   v.shape.to_string() + " reach past int64 elements");

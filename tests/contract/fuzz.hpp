@@ -386,13 +386,15 @@ std::vector<ViewMutator<Args>> view_mutations() {
          if (!x) return false;
          const int a = static_cast<int>(f.range(0, x->shape.rank - 1));
          const int64_t old = x->shape[a];
+         // Another extent, never by signed overflow (`old` may be huge already).
+         const int64_t other = old < INT64_MAX ? old + 1 : old - 1;
          switch (f.range(0, 3)) {
-           case 0: x->shape[a] = old + 1; break;
+           case 0: x->shape[a] = other; break;
            case 1: x->shape[a] = old > 0 ? old - 1 : old + 2; break;
            case 2: x->shape[a] = f.huge(); break;
            default: x->shape[a] = f.negative(); break;
          }
-         if (x->shape[a] == old) x->shape[a] = old + 1;
+         if (x->shape[a] == old) x->shape[a] = other;
          return true;
        }},
       {"view.wrong_rank",  // one axis more or fewer (an extent-1 axis: same element count)
@@ -854,7 +856,15 @@ class Fuzzer {
       if (t.strides.rank != t.shape.rank) { *why = nm + " has a stride count unlike its rank"; return Expect::Fail; }
       const Reach r = reach_of(t.shape, t.strides);
       if (r.negative_stride) { *why = nm + " has a negative stride"; return Expect::Fail; }
-      if (r.numel == 0) continue;
+      if (r.numel == 0) {
+        // Empty views are validated like others: the offsets along their
+        // non-empty axes must fit int64 (loops still form them).
+        i128 reach = 0;
+        for (int a = 0; a < t.shape.rank; ++a)
+          if (t.shape[a] > 0) reach += static_cast<i128>(t.shape[a] - 1) * t.strides[a];
+        if (reach > static_cast<i128>(INT64_MAX)) { *why = nm + " is empty but its strides reach past int64"; return Expect::Fail; }
+        continue;
+      }
       if (!(t.device == Device::cpu())) { *why = nm + " is on another device"; return Expect::Fail; }
       if (t.data == nullptr) { *why = nm + " is null but not empty"; return Expect::Fail; }
       if (reinterpret_cast<uintptr_t>(t.data) % esize(t.dtype) != 0) { *why = nm + " is misaligned"; return Expect::Fail; }

@@ -49,6 +49,17 @@ TEST(PlanShell, ViewSpanOverflowIsInvalidNotBufferTooSmall) {
   a.y = TensorMut::contiguous(y.data(), DType::F32, Device::cpu(), {2});
   expect_error(p.can_implement(a), StatusCode::InvalidProblem, "ReducePlan: x strides");
   expect_error(p.run(kCpu, Workspace::none(), a), StatusCode::InvalidProblem, "reach past int64");
+  // Empty views are validated like others: offsets along their non-empty axes
+  // (which the reference still forms for the kept axes) must fit int64.
+  ReducePlan empty = sum_plan({3, 0}, {1});
+  std::vector<float> y3(3);
+  ReduceArgs e;
+  e.x = TensorRef(x.data(), DType::F32, Device::cpu(), {3, 0}, {int64_t{1} << 62, 1}, 6);
+  e.y = TensorMut::contiguous(y3.data(), DType::F32, Device::cpu(), {3});
+  expect_error(empty.run(kCpu, Workspace::none(), e), StatusCode::InvalidProblem, "ReducePlan: x strides");
+  e.x.strides = {1, 1};
+  EXPECT_TRUE(empty.run(kCpu, Workspace::none(), e).is_ok());
+  EXPECT_EQ(y3, (std::vector<float>{0, 0, 0}));
   // A span that fits int64 but not the address space past the pointer.
   a.x = TensorRef(x.data(), DType::F32, Device::cpu(), {2, 3}, {INT64_MAX / 4, 1}, INT64_MAX);
   expect_error(p.can_implement(a), StatusCode::InvalidProblem, "past the end of the address space");
