@@ -1,6 +1,6 @@
 // Host-side element access for the CPU references: load any dtype as double
 // (or int64), store double/int64 rounded to the destination dtype, and a small
-// parallel-for. Shared by every family's cpu.cpp.
+// parallel-for. Shared by every family's reference.cpp.
 #pragma once
 #include <algorithm>
 #include <cstdint>

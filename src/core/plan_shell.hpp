@@ -81,4 +81,30 @@ Status run_plan(const PlanBase& plan, const Stream& stream, Workspace ws, const 
   return cuda();
 }
 
+// The sku_for skeleton: the checks of run_plan, in its order, then the SKU
+// run() would launch, launching nothing. `cuda` (CUDA plans only) returns the
+// SKU for the actual arguments where run() chooses a path from them (pointer
+// alignment, strides a library or TMA refuses); plans without such a choice
+// pass none and get sku(). An empty problem launches nothing: variant "empty".
+template <class CudaFn>
+Result<KernelSku> sku_for_run(const PlanBase& plan, const Stream& stream, Workspace ws, const ArgCheck& args,
+                              CudaFn&& cuda) {
+  BARACUDA_RETURN_IF_ERROR(check_stream(plan.name(), stream, plan.device()));
+  BARACUDA_RETURN_IF_ERROR(args.status());
+  BARACUDA_RETURN_IF_ERROR(check_workspace(plan.name(), plan.workspace_size(), ws.bytes, ws.ptr));
+  if (args.outputs_empty()) {
+    KernelSku s = plan.sku();
+    s.variant = "empty";
+    return s;
+  }
+  if (plan.sku().backend == Backend::CpuReference) return plan.sku();
+  DeviceGuard guard(plan.device().ordinal);
+  BARACUDA_RETURN_IF_ERROR(guard.status());
+  return cuda();
+}
+
+inline Result<KernelSku> sku_for_run(const PlanBase& plan, const Stream& stream, Workspace ws, const ArgCheck& args) {
+  return sku_for_run(plan, stream, ws, args, [&]() -> Result<KernelSku> { return plan.sku(); });
+}
+
 }  // namespace baracuda::detail

@@ -13,7 +13,7 @@
 #include "baracuda/core/status.hpp"
 #include "core/cuda_device.hpp"
 
-namespace baracuda::cuda_util {
+namespace baracuda::dev {
 
 struct SmemOptIn {
   std::atomic<uint64_t> done{0};  // bit d: device d (devices >= 64 are set every time)
@@ -40,4 +40,4 @@ Status ensure_smem(SmemOptIn& state, Kernel kern, size_t bytes, const char* what
   return Status::ok();
 }
 
-}  // namespace baracuda::cuda_util
+}  // namespace baracuda::dev

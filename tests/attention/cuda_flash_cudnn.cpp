@@ -3,7 +3,7 @@
 //
 //  * Plan.*: through the public plans with PlanPreference{CuDnn, required};
 //    skipped while the plan reports the cuDNN backend unsupported.
-//  * Route.*: the cudnn_sdpa functions directly (the plan layer's entry points),
+//  * Route.*: the attention::cudnn_sdpa functions directly (the plan layer's entry points),
 //    so the graph, the strides, GQA, the causal masks, the stats (LSE) and
 //    the deterministic backward are checked even where the plan routes around.
 //  * Capture.*: a built plan replays bit-identically from a CUDA graph, and an
@@ -158,8 +158,8 @@ struct Problem {
     for (Pair* p : {&q, &k, &v, &y, &lse, &dy}) p->upload();
   }
 
-  cuda_flash::FlashFwdParams fwd_params() {
-    cuda_flash::FlashFwdParams p;
+  attention::cuda::FlashFwdParams fwd_params() {
+    attention::cuda::FlashFwdParams p;
     p.dtype = c.dtype;
     p.q = q.d.data();
     p.k = k.d.data();
@@ -182,9 +182,9 @@ struct Problem {
     p.bottom_right = c.align == DiagonalAlign::BottomRight;
     return p;
   }
-  cuda_flash::FlashBwdParams bwd_params(void* ws, size_t ws_bytes) {
-    cuda_flash::FlashBwdParams p;
-    static_cast<cuda_flash::FlashFwdParams&>(p) = fwd_params();
+  attention::cuda::FlashBwdParams bwd_params(void* ws, size_t ws_bytes) {
+    attention::cuda::FlashBwdParams p;
+    static_cast<attention::cuda::FlashFwdParams&>(p) = fwd_params();
     p.dy = dy.d.data();
     p.dq = dq.d.data();
     p.dk = dk.d.data();
@@ -212,8 +212,8 @@ void expect_close(const char* what, const std::vector<double>& got, const std::v
 #define REQUIRE_CUDNN()                                                                                   \
   do {                                                                                                    \
     BT_SKIP_WITHOUT_GPU();                                                                                \
-    if (!cudnn_sdpa::available())                                                                         \
-      GTEST_SKIP() << "cuDNN route unavailable (cuDNN version " << cudnn_sdpa::version() << ")";          \
+    if (!attention::cudnn_sdpa::available())                                                                         \
+      GTEST_SKIP() << "cuDNN route unavailable (cuDNN version " << attention::cudnn_sdpa::version() << ")";          \
   } while (0)
 
 int device_arch() {
@@ -229,38 +229,38 @@ TEST_P(Route, ForwardAndBackwardMatchReference) {
   REQUIRE_CUDNN();
   const Case& c = GetParam();
   std::string why;
-  if (!cudnn_sdpa::supports(descriptor_of(c), device_arch(), false, &why)) GTEST_SKIP() << "supports(): " << why;
+  if (!attention::cudnn_sdpa::supports(descriptor_of(c), device_arch(), false, &why)) GTEST_SKIP() << "supports(): " << why;
   Problem pb(c);
   ASSERT_NO_FATAL_FAILURE(pb.setup());
   const double tol = bt::tolerance(c.dtype);
 
   // Forward.
   auto fp = pb.fwd_params();
-  ASSERT_TRUE(cudnn_sdpa::check_forward(fp).is_ok()) << cudnn_sdpa::check_forward(fp).to_string();
-  auto info = cudnn_sdpa::prepare_forward(fp);
+  ASSERT_TRUE(attention::cudnn_sdpa::check_forward(fp).is_ok()) << attention::cudnn_sdpa::check_forward(fp).to_string();
+  auto info = attention::cudnn_sdpa::prepare_forward(fp);
   if (!info && info.status().code() == StatusCode::Unsupported) GTEST_SKIP() << info.status().to_string();
   ASSERT_TRUE(info.is_ok()) << info.status().to_string();
   std::cout << "  forward engine " << info->engine << ", workspace " << info->workspace_bytes << " B, deterministic "
             << info->deterministic << "\n";
   // The canonical [B,H,S,D] params give the workspace a plan's select() would reserve.
-  auto canon = cudnn_sdpa::prepare_forward(cudnn_sdpa::canonical_forward(pb.desc));
+  auto canon = attention::cudnn_sdpa::prepare_forward(attention::cudnn_sdpa::canonical_forward(pb.desc));
   ASSERT_TRUE(canon.is_ok()) << canon.status().to_string();
   std::cout << "  canonical forward workspace " << canon->workspace_bytes << " B\n";
   Buffer ws = bt::device_workspace(info->workspace_bytes);
   pb.y.poison();
   pb.lse.poison();
-  Status st = cudnn_sdpa::forward(fp, nullptr, ws.data(), info->workspace_bytes);
+  Status st = attention::cudnn_sdpa::forward(fp, nullptr, ws.data(), info->workspace_bytes);
   ASSERT_TRUE(st.is_ok()) << st.to_string();
   ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
   expect_close("y", pb.y.download(), pb.y_ref, tol);
   expect_close("lse", pb.lse.download(), pb.lse_ref, kLseTol);
 
   // Backward from the reference y and lse (uploaded in setup(); re-upload what the forward overwrote).
-  if (!cudnn_sdpa::supports(descriptor_of(c), device_arch(), true, &why)) {
+  if (!attention::cudnn_sdpa::supports(descriptor_of(c), device_arch(), true, &why)) {
     std::cout << "  backward not supported: " << why << "\n";
     return;
   }
-  auto canon_b = cudnn_sdpa::prepare_backward(cudnn_sdpa::canonical_backward(pb.desc), true);
+  auto canon_b = attention::cudnn_sdpa::prepare_backward(attention::cudnn_sdpa::canonical_backward(pb.desc), true);
   ASSERT_TRUE(canon_b.is_ok()) << canon_b.status().to_string();
   std::cout << "  canonical backward workspace " << canon_b->workspace_bytes << " B\n";
   pb.y.upload();
@@ -268,7 +268,7 @@ TEST_P(Route, ForwardAndBackwardMatchReference) {
   for (bool deterministic : {true, false}) {
     SCOPED_TRACE(deterministic ? "deterministic backward" : "atomic-dQ backward");
     auto bp0 = pb.bwd_params(nullptr, 0);
-    auto binfo = cudnn_sdpa::prepare_backward(bp0, deterministic);
+    auto binfo = attention::cudnn_sdpa::prepare_backward(bp0, deterministic);
     if (!binfo) {
       std::cout << "  backward (deterministic=" << deterministic << ") not built: " << binfo.status().to_string() << "\n";
       if (binfo.status().code() == StatusCode::Unsupported) continue;
@@ -281,7 +281,7 @@ TEST_P(Route, ForwardAndBackwardMatchReference) {
     std::vector<std::vector<double>> first;
     for (int rep = 0; rep < 2; ++rep) {
       for (Pair* p : {&pb.dq, &pb.dk, &pb.dv}) p->poison();
-      st = cudnn_sdpa::backward(bp, nullptr, deterministic);
+      st = attention::cudnn_sdpa::backward(bp, nullptr, deterministic);
       ASSERT_TRUE(st.is_ok()) << st.to_string();
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       std::vector<std::vector<double>> got{pb.dq.download(), pb.dk.download(), pb.dv.download()};
@@ -368,19 +368,19 @@ INSTANTIATE_TEST_SUITE_P(Cudnn, Plan, ::testing::ValuesIn(kCases), case_name);
 
 // ---------------------------------------------------------------------------
 TEST(CudnnSupport, RejectsWhatTheGraphCannotExpress) {
-  if (!cudnn_sdpa::available()) {
+  if (!attention::cudnn_sdpa::available()) {
     std::string why;
-    EXPECT_FALSE(cudnn_sdpa::supports(descriptor_of(kCases[0]), 90, false, &why));
+    EXPECT_FALSE(attention::cudnn_sdpa::supports(descriptor_of(kCases[0]), 90, false, &why));
     EXPECT_FALSE(why.empty());
     GTEST_SKIP() << "cuDNN route unavailable: " << why;
   }
   const FlashSdpaDescriptor base = descriptor_of(kCases[0]);
   std::string why;
-  EXPECT_TRUE(cudnn_sdpa::supports(base, 90, false, &why)) << why;
-  EXPECT_TRUE(cudnn_sdpa::supports(base, 90, true, &why)) << why;
+  EXPECT_TRUE(attention::cudnn_sdpa::supports(base, 90, false, &why)) << why;
+  EXPECT_TRUE(attention::cudnn_sdpa::supports(base, 90, true, &why)) << why;
   auto rejects = [&](FlashSdpaDescriptor d, int arch, bool backward, const char* expect) {
     std::string w;
-    EXPECT_FALSE(cudnn_sdpa::supports(d, arch, backward, &w)) << expect;
+    EXPECT_FALSE(attention::cudnn_sdpa::supports(d, arch, backward, &w)) << expect;
     EXPECT_NE(w.find(expect), std::string::npos) << "reason '" << w << "' should mention '" << expect << "'";
   };
   FlashSdpaDescriptor d = base;
@@ -408,24 +408,24 @@ TEST(CudnnSupport, RejectsWhatTheGraphCannotExpress) {
   rejects(d, 90, false, "q_len <= kv_len");
   d = base;
   d.head_dim = 256;
-  EXPECT_TRUE(cudnn_sdpa::supports(d, 90, true, &why)) << why;
+  EXPECT_TRUE(attention::cudnn_sdpa::supports(d, 90, true, &why)) << why;
   rejects(d, 80, false, "head_dim");
   rejects(d, 100, true, "head_dim");
   rejects(base, 75, false, "sm_80");
 
   // Layout checks on the params.
-  cuda_flash::FlashFwdParams p = cudnn_sdpa::canonical_forward(base);
-  EXPECT_TRUE(cudnn_sdpa::check_forward(p).is_ok());
+  attention::cuda::FlashFwdParams p = attention::cudnn_sdpa::canonical_forward(base);
+  EXPECT_TRUE(attention::cudnn_sdpa::check_forward(p).is_ok());
   p.lse_ss = 2;
-  Status st = cudnn_sdpa::check_forward(p);
+  Status st = attention::cudnn_sdpa::check_forward(p);
   EXPECT_EQ(st.code(), StatusCode::Unsupported);
   EXPECT_NE(st.message().find("FlashSdpaPlan: cuDNN: lse must be a packed"), std::string::npos) << st.message();
-  p = cudnn_sdpa::canonical_forward(base);
+  p = attention::cudnn_sdpa::canonical_forward(base);
   p.k_sb = 0;
-  EXPECT_EQ(cudnn_sdpa::check_forward(p).code(), StatusCode::Unsupported);
-  p = cudnn_sdpa::canonical_forward(base);
+  EXPECT_EQ(attention::cudnn_sdpa::check_forward(p).code(), StatusCode::Unsupported);
+  p = attention::cudnn_sdpa::canonical_forward(base);
   p.q = reinterpret_cast<const void*>(uintptr_t{8});
-  EXPECT_EQ(cudnn_sdpa::check_forward(p).code(), StatusCode::Unsupported);
+  EXPECT_EQ(attention::cudnn_sdpa::check_forward(p).code(), StatusCode::Unsupported);
 }
 
 // ---------------------------------------------------------------------------
@@ -433,25 +433,25 @@ TEST(Capture, BuiltPlanReplaysBitIdentically) {
   REQUIRE_CUDNN();
   const Case c = kCases[kCaptureCase];
   std::string why;
-  if (!cudnn_sdpa::supports(descriptor_of(c), device_arch(), true, &why)) GTEST_SKIP() << why;
+  if (!attention::cudnn_sdpa::supports(descriptor_of(c), device_arch(), true, &why)) GTEST_SKIP() << why;
   Problem pb(c);
   ASSERT_NO_FATAL_FAILURE(pb.setup());
   bt::CapturedGraph g;
   ASSERT_EQ(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking), cudaSuccess);
   auto fp = pb.fwd_params();
-  auto info = cudnn_sdpa::prepare_forward(fp);
+  auto info = attention::cudnn_sdpa::prepare_forward(fp);
   if (!info && info.status().code() == StatusCode::Unsupported) GTEST_SKIP() << info.status().to_string();
   ASSERT_TRUE(info.is_ok()) << info.status().to_string();
   auto bp0 = pb.bwd_params(nullptr, 0);
-  auto binfo = cudnn_sdpa::prepare_backward(bp0, true);
+  auto binfo = attention::cudnn_sdpa::prepare_backward(bp0, true);
   ASSERT_TRUE(binfo.is_ok()) << binfo.status().to_string();
   Buffer ws = bt::device_workspace(info->workspace_bytes);
   Buffer bws = bt::device_workspace(binfo->workspace_bytes);
   auto bp = pb.bwd_params(bws.data(), binfo->workspace_bytes);
   bp.y = pb.y.d.data();
   auto launch = [&]() -> Status {
-    BARACUDA_RETURN_IF_ERROR(cudnn_sdpa::forward(fp, g.stream, ws.data(), info->workspace_bytes));
-    return cudnn_sdpa::backward(bp, g.stream, true);
+    BARACUDA_RETURN_IF_ERROR(attention::cudnn_sdpa::forward(fp, g.stream, ws.data(), info->workspace_bytes));
+    return attention::cudnn_sdpa::backward(bp, g.stream, true);
   };
   auto outputs = [&]() {
     return std::vector<std::vector<double>>{pb.y.download(), pb.lse.download(), pb.dq.download(), pb.dk.download(),
@@ -496,7 +496,7 @@ TEST(Capture, UnbuiltPlanIsRefusedWhileCapturing) {
   ASSERT_EQ(cudaStreamCreateWithFlags(&g.stream, cudaStreamNonBlocking), cudaSuccess);
   auto fp = pb.fwd_params();
   ASSERT_EQ(cudaStreamBeginCapture(g.stream, cudaStreamCaptureModeGlobal), cudaSuccess);
-  Status st = cudnn_sdpa::forward(fp, g.stream, nullptr, 0);
+  Status st = attention::cudnn_sdpa::forward(fp, g.stream, nullptr, 0);
   const cudaError_t end = cudaStreamEndCapture(g.stream, &g.graph);
   EXPECT_EQ(st.code(), StatusCode::Unsupported) << st.to_string();
   EXPECT_NE(st.message().find("capturing"), std::string::npos) << st.message();

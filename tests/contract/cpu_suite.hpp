@@ -38,6 +38,8 @@ TYPED_TEST_P(PlanContract, WorkspaceRule) {
 
 TYPED_TEST_P(PlanContract, ZeroSizeProblemsWriteNothing) { check_zero_size<TypeParam>(Stream::cpu()); }
 
+TYPED_TEST_P(PlanContract, SkuForMatchesRun) { check_sku_for<TypeParam>(Stream::cpu()); }
+
 TYPED_TEST_P(PlanContract, PoisonedOutputsFullyWritten) { check_fully_written<TypeParam>(Stream::cpu(), 8); }
 
 TYPED_TEST_P(PlanContract, RunTwiceBitIdentical) { check_run_twice<TypeParam>(Stream::cpu(), 4); }
@@ -208,6 +210,6 @@ TYPED_TEST_P(PlanContract, FuzzDescriptorsAndViews) {
 REGISTER_TYPED_TEST_SUITE_P(PlanContract, RejectsTensorOnAnotherDevice, RejectsStreamOfAnotherDevice, WorkspaceRule,
                             ZeroSizeProblemsWriteNothing, PoisonedOutputsFullyWritten, RunTwiceBitIdentical,
                             OutputsMustNotAliasInputs, OptionalTensorsMatchDescriptor, ErrorsNameThePlan,
-                            FuzzDescriptorsAndViews);
+                            FuzzDescriptorsAndViews, SkuForMatchesRun);
 
 }  // namespace contract

@@ -42,6 +42,11 @@ TYPED_TEST_P(PlanContractCuda, ZeroSizeProblemsWriteNothing) {
   check_zero_size<TypeParam>(bt::kGpu);
 }
 
+TYPED_TEST_P(PlanContractCuda, SkuForMatchesRun) {
+  BT_SKIP_WITHOUT_GPU();
+  check_sku_for<TypeParam>(bt::kGpu);
+}
+
 TYPED_TEST_P(PlanContractCuda, PoisonedOutputsFullyWrittenAndRunTwice) {
   BT_SKIP_WITHOUT_GPU();
   check_fully_written<TypeParam>(bt::kGpu, 6);
@@ -94,6 +99,6 @@ TYPED_TEST_P(PlanContractCuda, GraphCaptureReplayMatchesDirectRun) {
 
 REGISTER_TYPED_TEST_SUITE_P(PlanContractCuda, RejectsHostTensorAndCpuStream, WorkspaceTooSmall,
                             ZeroSizeProblemsWriteNothing, PoisonedOutputsFullyWrittenAndRunTwice,
-                            GraphCaptureReplayMatchesDirectRun);
+                            GraphCaptureReplayMatchesDirectRun, SkuForMatchesRun);
 
 }  // namespace contract

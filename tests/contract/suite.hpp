@@ -81,6 +81,45 @@ std::string outputs_untouched(const Call<T>& c, uint8_t poison) {
 }
 
 // ---- checks shared by the CPU and CUDA suites ---------------------------------------
+// sku_for(stream, ws, args) makes run()'s checks with run()'s errors and names
+// what run() launches: on the CPU exactly sku(); on CUDA the same backend
+// family of routes (the variant may differ where run() chooses from the views);
+// an empty problem names variant "empty"; and nothing is written.
+template <class T>
+void check_sku_for(const Stream& stream) {
+  Rng rng(bt::fresh_seed());
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto desc = T::valid_desc(rng);
+    const auto plan = select_or_die<T>(stream, desc);
+    auto c = make_call<T>(plan, stream.device(), rng);
+    auto s = plan.sku_for(stream, c.workspace(), c.args);
+    ASSERT_TRUE(s.is_ok()) << s.status().to_string() << "; " << T::describe(desc);
+    EXPECT_EQ(outputs_untouched(c, kPoison), "") << "sku_for wrote an output";
+    EXPECT_EQ(s->op, plan.sku().op);
+    EXPECT_EQ(s->dtype, plan.sku().dtype);
+    if (stream.is_cpu()) EXPECT_EQ(s->to_string(), plan.sku().to_string()) << T::describe(desc);
+    // The errors run() gives, in run()'s order: stream first, then the arguments, then the workspace.
+    const Stream other = stream.is_cpu() ? Stream::cuda(0) : Stream::cpu();
+    EXPECT_EQ(plan.sku_for(other, c.workspace(), c.args).status().to_string(),
+              plan.run(other, c.workspace(), c.args).to_string());
+    if (plan.workspace_size() > 0) {
+      const Workspace short_ws(c.ws->payload(), plan.workspace_size() - 1);
+      EXPECT_EQ(plan.sku_for(stream, short_ws, c.args).status().to_string(),
+                plan.run(stream, short_ws, c.args).to_string());
+    }
+    EXPECT_EQ(outputs_untouched(c, kPoison), "");
+    const Status st = run_sync<T>(plan, stream, c);
+    EXPECT_TRUE(st.is_ok()) << st.to_string();
+  }
+  for (const auto& desc : T::zero_size_descs()) {
+    const auto plan = select_or_die<T>(stream, desc);
+    auto c = make_call<T>(plan, stream.device(), rng);
+    auto s = plan.sku_for(stream, c.workspace(), c.args);
+    ASSERT_TRUE(s.is_ok()) << s.status().to_string() << "; " << T::describe(desc);
+    EXPECT_EQ(s->variant, "empty") << T::describe(desc);
+  }
+}
+
 template <class T>
 void check_wrong_device(const Stream& stream, Device other) {
   Rng rng(bt::fresh_seed());

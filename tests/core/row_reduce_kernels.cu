@@ -45,15 +45,15 @@ struct Finish<dev::RowMaxSumExp<float>> {
   __device__ static void write(const dev::MaxSumExp<float>& s, float* val, int64_t*) { *val = s.log_sum_exp(); }
 };
 template <>
-struct Finish<cuda_reduce::fwd::ArgMaxOp<float>> {
-  __device__ static void write(const cuda_reduce::fwd::ArgState<float>& s, float* val, int64_t* idx) {
+struct Finish<reduce::cuda::fwd::ArgMaxOp<float>> {
+  __device__ static void write(const reduce::cuda::fwd::ArgState<float>& s, float* val, int64_t* idx) {
     *val = s.v;
     *idx = s.i;
   }
 };
 template <>
-struct Finish<cuda_reduce::fwd::VarOp<float>> {
-  __device__ static void write(const cuda_reduce::fwd::WelfordState<float>& s, float* val, int64_t* idx) {
+struct Finish<reduce::cuda::fwd::VarOp<float>> {
+  __device__ static void write(const reduce::cuda::fwd::WelfordState<float>& s, float* val, int64_t* idx) {
     *val = s.m2 / s.n;
     *idx = static_cast<int64_t>(s.n);
   }
@@ -137,8 +137,8 @@ cudaError_t launch_kind(Kind k, const float* x, int rows, int len, float* val, i
     case Kind::Sum: return launch<dev::RowSum<float>, S>(x, rows, len, val, idx);
     case Kind::Max: return launch<dev::RowMax<float>, S>(x, rows, len, val, idx);
     case Kind::LogSumExp: return launch<dev::RowMaxSumExp<float>, S>(x, rows, len, val, idx);
-    case Kind::ArgMax: return launch<cuda_reduce::fwd::ArgMaxOp<float>, S>(x, rows, len, val, idx);
-    case Kind::Var: return launch<cuda_reduce::fwd::VarOp<float>, S>(x, rows, len, val, idx);
+    case Kind::ArgMax: return launch<reduce::cuda::fwd::ArgMaxOp<float>, S>(x, rows, len, val, idx);
+    case Kind::Var: return launch<reduce::cuda::fwd::VarOp<float>, S>(x, rows, len, val, idx);
   }
   return cudaErrorInvalidValue;
 }

@@ -842,6 +842,31 @@ TEST(CudaPlans, SkuAndDefaults) {
   EXPECT_FALSE(missing.is_ok());
 }
 
+// sku() names the algorithm for a contiguous input; run() re-derives it from
+// the actual strides, and sku_for() names what run() launches: a row
+// reduction over a transposed view is a column reduction.
+TEST(CudaPlans, SkuForFollowsTheActualStrides) {
+  BT_SKIP_WITHOUT_GPU();
+  auto p = ReducePlan::select(kGpu, make_desc(ReduceKind::Sum, DType::F32, {512, 384}, {1})).value();
+  const std::string row = p.sku().variant;
+  EXPECT_EQ(row.rfind("row", 0), 0u) << row;
+  Buffer x(Device::cuda(0), 512 * 384 * 4), y(Device::cuda(0), 512 * 4);
+  ASSERT_TRUE(x.fill_bytes(0).is_ok());
+  Buffer ws = bt::device_workspace(p.workspace_size());
+  const Workspace w(ws.data(), p.workspace_size());
+  const TensorMut out = TensorMut::contiguous(y.data(), DType::F32, Device::cuda(0), p.output_shape());
+  const TensorRef dense = TensorRef::contiguous(x.data(), DType::F32, Device::cuda(0), Dims{512, 384});
+  const TensorRef transposed(x.data(), DType::F32, Device::cuda(0), Dims{512, 384}, Dims{1, 512}, 512 * 384);
+  auto s_dense = p.sku_for(kGpu, w, ReduceArgs{dense, out});
+  ASSERT_TRUE(s_dense.is_ok()) << s_dense.status().to_string();
+  EXPECT_EQ(s_dense->to_string(), p.sku().to_string());
+  auto s_t = p.sku_for(kGpu, w, ReduceArgs{transposed, out});
+  ASSERT_TRUE(s_t.is_ok()) << s_t.status().to_string();
+  EXPECT_EQ(s_t->variant.rfind("column", 0), 0u) << s_t->variant;
+  const Status st = p.run(kGpu, w, ReduceArgs{transposed, out});
+  EXPECT_TRUE(st.is_ok() && synchronize(kGpu).is_ok()) << st.to_string();
+}
+
 TEST(CudaPlans, DeviceMismatchesAreRejected) {
   BT_SKIP_WITHOUT_GPU();
   const ReduceDescriptor d = make_desc(ReduceKind::Sum, DType::F32, {2, 3}, {1});

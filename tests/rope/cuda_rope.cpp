@@ -472,3 +472,44 @@ TEST(RopeCuda, SkuAndVariants) {
   EXPECT_EQ(st.code(), StatusCode::InvalidProblem);
   EXPECT_NE(st.message().find("RopePlan: q is on cpu but the plan runs on cuda:0"), std::string::npos) << st.message();
 }
+
+// sku() names the path of contiguous, aligned views; sku_for() the path run()
+// takes for the actual views: rows that are not 16-byte pieces (padded
+// strides, a pointer off by one element) take the strided kernel.
+TEST(RopeCuda, SkuForNamesThePathOfTheActualViews) {
+  BT_SKIP_WITHOUT_GPU();
+  Spec s;
+  s.t = DType::BF16;
+  s.D = 128;
+  s.has_k = false;
+  const RopeDescriptor d = desc_of(s);
+  auto plan = RopePlan::select(kGpu, d).value();
+  ASSERT_EQ(plan.sku().variant, "halfsplit.vec16");
+  const Dims qs = plan.q_shape();
+  const bt::Layout contig = bt::contiguous(qs), padded = bt::padded(qs);
+  Buffer in(Device::cuda(0), static_cast<size_t>(padded.storage + 8) * 2);
+  Buffer out(Device::cuda(0), static_cast<size_t>(padded.storage + 8) * 2);
+  ASSERT_TRUE(in.fill_bytes(0).is_ok());
+  auto args = [&](const bt::Layout& L, int64_t offset) {
+    TensorRef q = bt::view(in, s.t, L);
+    q.data = static_cast<const char*>(q.data) + offset * 2;
+    return RopeArgs{q, {}, {}, {}, {}, bt::view_mut(out, s.t, contig), {}};
+  };
+  struct Want {
+    const bt::Layout* layout;
+    int64_t offset;
+    const char* variant;
+  };
+  for (const Want w : {Want{&contig, 0, "halfsplit.vec16"}, Want{&padded, 0, "halfsplit.strided"},
+                       Want{&contig, 1, "halfsplit.strided"}}) {
+    const RopeArgs a = args(*w.layout, w.offset);
+    auto sku = plan.sku_for(kGpu, Workspace::none(), a);
+    ASSERT_TRUE(sku.is_ok()) << sku.status().to_string();
+    EXPECT_EQ(sku->variant, w.variant) << "offset " << w.offset;
+    EXPECT_EQ(sku->backend, Backend::Bespoke);
+    const Status st = plan.run(kGpu, Workspace::none(), a);
+    EXPECT_TRUE(st.is_ok() && synchronize(kGpu).is_ok()) << st.to_string();
+  }
+  // run()'s errors, e.g. a CPU stream.
+  EXPECT_EQ(plan.sku_for(Stream::cpu(), Workspace::none(), args(contig, 0)).status().code(), StatusCode::InvalidProblem);
+}

@@ -102,6 +102,7 @@ class SdpaPlan : public PlanBase {
   static Result<SdpaPlan> select(const Stream& stream, const SdpaDescriptor& desc, const PlanPreference& pref = {});
   Status can_implement(const SdpaArgs& args) const;
   Status run(const Stream& stream, Workspace ws, const SdpaArgs& args) const;
+  Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const SdpaArgs& args) const;  // see PlanBase
   const SdpaDescriptor& descriptor() const { return desc_; }  // head_dim_v and scale resolved
   double scale() const { return *desc_.scale; }
   DType probs_dtype() const;
@@ -127,6 +128,7 @@ class SdpaBackwardPlan : public PlanBase {
                                          const PlanPreference& pref = {});
   Status can_implement(const SdpaBackwardArgs& args) const;
   Status run(const Stream& stream, Workspace ws, const SdpaBackwardArgs& args) const;
+  Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const SdpaBackwardArgs& args) const;  // see PlanBase
   const SdpaDescriptor& descriptor() const { return desc_; }
   double scale() const { return *desc_.scale; }
   DType probs_dtype() const;
@@ -187,6 +189,7 @@ class FlashSdpaPlan : public PlanBase {
                                       const PlanPreference& pref = {});
   Status can_implement(const FlashSdpaArgs& args) const;
   Status run(const Stream& stream, Workspace ws, const FlashSdpaArgs& args) const;
+  Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const FlashSdpaArgs& args) const;  // see PlanBase
   const FlashSdpaDescriptor& descriptor() const { return desc_; }  // scale resolved
   double scale() const { return *desc_.scale; }
 
@@ -196,6 +199,7 @@ class FlashSdpaPlan : public PlanBase {
   bool use_cudnn_ = false;       // cuDNN fused attention chosen at select()
   bool cudnn_required_ = false;  // ... and required by the preference (no fallback)
   detail::FlashHint hint_;       // variant overrides recorded at select()
+  KernelSku fallback_sku_;       // the bespoke route a cuDNN plan falls back to at run()
 };
 
 // Backward: recomputes p from lse (D = rowsum(dy * y) first), each output tile
@@ -215,6 +219,7 @@ class FlashSdpaBackwardPlan : public PlanBase {
                                               const PlanPreference& pref = {});
   Status can_implement(const FlashSdpaBackwardArgs& args) const;
   Status run(const Stream& stream, Workspace ws, const FlashSdpaBackwardArgs& args) const;
+  Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const FlashSdpaBackwardArgs& args) const;  // see PlanBase
   const FlashSdpaDescriptor& descriptor() const { return desc_; }
   double scale() const { return *desc_.scale; }
 
@@ -224,6 +229,7 @@ class FlashSdpaBackwardPlan : public PlanBase {
   bool use_cudnn_ = false;       // cuDNN fused attention chosen at select()
   bool cudnn_required_ = false;  // ... and required by the preference (no fallback)
   detail::FlashHint hint_;       // variant overrides recorded at select()
+  KernelSku fallback_sku_;       // the bespoke route a cuDNN plan falls back to at run()
 };
 
 }  // namespace baracuda

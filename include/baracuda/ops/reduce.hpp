@@ -52,6 +52,7 @@ class ReducePlan : public PlanBase {
                                    const PlanPreference& pref = {});
   Status can_implement(const ReduceArgs& args) const;
   Status run(const Stream& stream, Workspace ws, const ReduceArgs& args) const;
+  Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const ReduceArgs& args) const;  // see PlanBase
 
   const ReduceDescriptor& descriptor() const { return desc_; }  // axes normalised, sorted
   const Dims& output_shape() const { return out_shape_; }
@@ -92,6 +93,7 @@ class ReduceBackwardPlan : public PlanBase {
                                            const PlanPreference& pref = {});
   Status can_implement(const ReduceBackwardArgs& args) const;
   Status run(const Stream& stream, Workspace ws, const ReduceBackwardArgs& args) const;
+  Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const ReduceBackwardArgs& args) const;  // see PlanBase
   const ReduceDescriptor& descriptor() const { return desc_; }
   const Dims& output_shape() const { return out_shape_; }  // shape of dy / y
   bool needs_x() const;
@@ -123,6 +125,7 @@ class ReduceToPlan : public PlanBase {
                                      const PlanPreference& pref = {});
   Status can_implement(const ReduceToArgs& args) const;
   Status run(const Stream& stream, Workspace ws, const ReduceToArgs& args) const;  // workspace: the inner ReducePlan's
+  Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const ReduceToArgs& args) const;  // see PlanBase
   const ReduceToDescriptor& descriptor() const { return desc_; }
 
  private:

@@ -104,6 +104,7 @@ class RopePlan : public PlanBase {
   static Result<RopePlan> select(const Stream& stream, const RopeDescriptor& desc, const PlanPreference& pref = {});
   Status can_implement(const RopeArgs& args) const;
   Status run(const Stream& stream, Workspace ws, const RopeArgs& args) const;  // no workspace
+  Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const RopeArgs& args) const;  // see PlanBase
 
   const RopeDescriptor& descriptor() const { return desc_; }  // rotary_dim resolved
   Dims q_shape() const;          // [B, H, S, D]
@@ -134,6 +135,7 @@ class RopeBackwardPlan : public PlanBase {
                                          const PlanPreference& pref = {});
   Status can_implement(const RopeBackwardArgs& args) const;
   Status run(const Stream& stream, Workspace ws, const RopeBackwardArgs& args) const;  // no workspace
+  Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const RopeBackwardArgs& args) const;  // see PlanBase
 
   const RopeDescriptor& descriptor() const { return desc_; }
   Dims q_shape() const;

@@ -38,7 +38,7 @@
 #include <cstdint>
 #include <type_traits>
 
-namespace baracuda::cuda_mma {
+namespace baracuda::dev::sm80 {
 
 // ---- addresses ---------------------------------------------------------------
 __device__ __forceinline__ uint32_t smem_u32(const void* p) {
@@ -164,4 +164,4 @@ __device__ __forceinline__ float quad_sum(float x) {
   return x + __shfl_xor_sync(0xffffffffu, x, 2);
 }
 
-}  // namespace baracuda::cuda_mma
+}  // namespace baracuda::dev::sm80

@@ -24,7 +24,7 @@
 #define BARACUDA_SM90A_DEVICE 1
 #endif
 
-namespace baracuda::cuda_sm90 {
+namespace baracuda::dev::sm90 {
 
 // Shared-memory matrix descriptor with 128-byte swizzle. Fields (PTX ISA,
 // "Matrix Descriptor Format"): start address >> 4 (bits 0-13), leading byte
@@ -149,4 +149,4 @@ __device__ __forceinline__ void tma_prefetch_map(const CUtensorMap* map) {
 #endif
 }
 
-}  // namespace baracuda::cuda_sm90
+}  // namespace baracuda::dev::sm90

@@ -19,7 +19,7 @@
 
 #include "cuda/sm90/hopper.cuh"
 
-namespace baracuda::cuda_sm90 {
+namespace baracuda::dev::sm90 {
 
 template <class T, int N>
 __device__ __forceinline__ void wgmma_ss(float (&d)[N / 2], uint64_t a, uint64_t b, int accumulate);
@@ -166,4 +166,4 @@ __device__ __forceinline__ void wgmma_rs<__half, 256>(float (&d)[128], const uin
 #endif
 }
 
-}  // namespace baracuda::cuda_sm90
+}  // namespace baracuda::dev::sm90

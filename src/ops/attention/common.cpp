@@ -16,7 +16,7 @@ const char* diagonal_align_name(DiagonalAlign a) {
   return "?";
 }
 
-namespace attention_detail {
+namespace attention::detail {
 
 Status validate_problem(const char* plan, DType dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t q_len,
                         int64_t kv_len, const std::optional<double>& scale) {
@@ -32,7 +32,7 @@ Status validate_problem(const char* plan, DType dtype, int64_t batch, int64_t he
   if (q_len < 0 || kv_len < 0)
     return bad("q_len (" + std::to_string(q_len) + ") and kv_len (" + std::to_string(kv_len) + ") must be >= 0");
   if (scale && !std::isfinite(*scale)) return bad("scale must be finite");
-  return detail::check_size(plan, "score matrix size B*H*Q*K", {batch, heads, q_len, kv_len});
+  return baracuda::detail::check_size(plan, "score matrix size B*H*Q*K", {batch, heads, q_len, kv_len});
 }
 
 
@@ -56,5 +56,5 @@ Status check_cuda_rows(const char* plan, const char* name, const TensorRef& v, s
   return Status::ok();
 }
 
-}  // namespace attention_detail
+}  // namespace attention::detail
 }  // namespace baracuda

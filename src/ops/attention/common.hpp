@@ -11,11 +11,11 @@
 #include "core/families.hpp"
 #include "core/plan_shell.hpp"
 
-namespace baracuda::attention_detail {
+namespace baracuda::attention::detail {
 
-inline constexpr detail::Family kFamily{"attention", "attention", BARACUDA_KERNELS_ATTENTION};
+inline constexpr baracuda::detail::Family kFamily{"attention", "attention", BARACUDA_KERNELS_ATTENTION};
 
-using detail::BackendChoice;
+using baracuda::detail::BackendChoice;
 
 // The checks every attention descriptor shares: f16/bf16/f32/f64, batch >= 0,
 // heads and kv_heads >= 1 with heads % kv_heads == 0, lengths >= 0, a finite
@@ -35,4 +35,4 @@ inline DType accumulator_dtype(DType t) { return t == DType::F64 ? DType::F64 : 
 Status check_cuda_rows(const char* plan, const char* name, const TensorRef& v, size_t vector_bytes);
 
 
-}  // namespace baracuda::attention_detail
+}  // namespace baracuda::attention::detail

@@ -1,4 +1,4 @@
-// cuDNN 9 backend-API route for flash attention (see cudnn_sdpa.hpp).
+// cuDNN 9 backend-API route for flash attention (see attention::cudnn_sdpa.hpp).
 #include "ops/attention/cudnn_sdpa.hpp"
 
 #include <algorithm>
@@ -24,7 +24,7 @@
 #include "core/capture.hpp"
 #endif
 
-namespace baracuda::cudnn_sdpa {
+namespace baracuda::attention::cudnn_sdpa {
 
 namespace {
 
@@ -44,9 +44,9 @@ std::string row_major_str(int64_t a, int64_t b, int64_t c) {
   return s;
 }
 
-using detail::is_aligned16;
+using baracuda::detail::is_aligned16;
 
-Status check_common(const char* plan, const cuda_flash::FlashFwdParams& p) {
+Status check_common(const char* plan, const attention::cuda::FlashFwdParams& p) {
   if (!(p.dtype == DType::F16 || p.dtype == DType::BF16))
     return unsupported(plan, "dtype " + std::string(dtype_name(p.dtype)) + " (f16 and bf16 only)");
   if (p.cu_q || p.cu_kv) return unsupported(plan, "varlen (packed) batches are not supported");
@@ -90,9 +90,9 @@ bool backward_tail_safe(int64_t kv_len) { return kv_len % 128 == 0 || version() 
 
 }  // namespace
 
-Status check_forward(const cuda_flash::FlashFwdParams& p) { return check_common(kFwd, p); }
+Status check_forward(const attention::cuda::FlashFwdParams& p) { return check_common(kFwd, p); }
 
-Status check_backward(const cuda_flash::FlashBwdParams& p) {
+Status check_backward(const attention::cuda::FlashBwdParams& p) {
   BARACUDA_RETURN_IF_ERROR(check_common(kBwd, p));
   if (!p.lse) return unsupported(kBwd, "the backward needs the forward's lse");
   if (!backward_tail_safe(p.kv_len)) return unsupported(kBwd, kTailBug);
@@ -114,8 +114,8 @@ Status check_backward(const cuda_flash::FlashBwdParams& p) {
   return Status::ok();
 }
 
-cuda_flash::FlashFwdParams canonical_forward(const FlashSdpaDescriptor& d) {
-  cuda_flash::FlashFwdParams p;
+attention::cuda::FlashFwdParams canonical_forward(const FlashSdpaDescriptor& d) {
+  attention::cuda::FlashFwdParams p;
   p.dtype = d.dtype;
   p.batch = static_cast<int>(d.batch);
   p.heads = static_cast<int>(d.heads);
@@ -142,9 +142,9 @@ cuda_flash::FlashFwdParams canonical_forward(const FlashSdpaDescriptor& d) {
   return p;
 }
 
-cuda_flash::FlashBwdParams canonical_backward(const FlashSdpaDescriptor& d) {
-  cuda_flash::FlashBwdParams p;
-  static_cast<cuda_flash::FlashFwdParams&>(p) = canonical_forward(d);
+attention::cuda::FlashBwdParams canonical_backward(const FlashSdpaDescriptor& d) {
+  attention::cuda::FlashBwdParams p;
+  static_cast<attention::cuda::FlashFwdParams&>(p) = canonical_forward(d);
   p.dy_ss = p.dq_ss = p.y_ss;
   p.dy_sh = p.dq_sh = p.y_sh;
   p.dy_sb = p.dq_sb = p.y_sb;
@@ -190,14 +190,18 @@ size_t version() { return cudnn::version(); }
 // ============================================================================
 #ifndef BARACUDA_CUDNN_SDPA
 
-Result<PlanInfo> prepare_forward(const cuda_flash::FlashFwdParams&) {
+Result<PlanInfo> prepare_forward(const attention::cuda::FlashFwdParams&) {
   return unsupported(kFwd, "this build has no cuDNN");
 }
-Result<PlanInfo> prepare_backward(const cuda_flash::FlashBwdParams&, bool) {
+Result<PlanInfo> prepare_backward(const attention::cuda::FlashBwdParams&, bool) {
   return unsupported(kBwd, "this build has no cuDNN");
 }
-Status forward(const cuda_flash::FlashFwdParams&, void*, void*, size_t) { return unsupported(kFwd, "this build has no cuDNN"); }
-Status backward(const cuda_flash::FlashBwdParams&, void*, bool) { return unsupported(kBwd, "this build has no cuDNN"); }
+Status forward(const attention::cuda::FlashFwdParams&, void*, void*, size_t) { return unsupported(kFwd, "this build has no cuDNN"); }
+Status backward(const attention::cuda::FlashBwdParams&, void*, bool) { return unsupported(kBwd, "this build has no cuDNN"); }
+Status probe_forward(const attention::cuda::FlashFwdParams&, void*, void*, size_t) {
+  return unsupported(kFwd, "this build has no cuDNN");
+}
+Status probe_backward(const attention::cuda::FlashBwdParams&, void*, bool) { return unsupported(kBwd, "this build has no cuDNN"); }
 
 #else  // BARACUDA_CUDNN_SDPA
 
@@ -270,7 +274,7 @@ Shape4 view4(int64_t b, int64_t h, int64_t s, int64_t d, int64_t sb, int64_t sh,
   return tidy({b, h, s, d}, {sb, sh, ss, 1});
 }
 
-Problem problem_of(const cuda_flash::FlashFwdParams& p) {
+Problem problem_of(const attention::cuda::FlashFwdParams& p) {
   Problem pr;
   pr.dtype = p.dtype;
   pr.b = p.batch;
@@ -289,8 +293,8 @@ Problem problem_of(const cuda_flash::FlashFwdParams& p) {
   return pr;
 }
 
-Problem problem_of(const cuda_flash::FlashBwdParams& p, bool deterministic) {
-  Problem pr = problem_of(static_cast<const cuda_flash::FlashFwdParams&>(p));
+Problem problem_of(const attention::cuda::FlashBwdParams& p, bool deterministic) {
+  Problem pr = problem_of(static_cast<const attention::cuda::FlashFwdParams&>(p));
   pr.backward = true;
   pr.deterministic = deterministic;
   pr.stats = true;
@@ -481,11 +485,12 @@ Result<PlanInfo> prepare(const char* plan_name, const Problem& p) {
 }
 
 // Runs the plan: uids/pointers of the non-virtual tensors plus the scratch.
+// launch = false: every check, then Ok without touching the stream (probe_*).
 Status execute(const char* plan_name, const Problem& p, void* stream, void* workspace, size_t ws_bytes,
-               std::vector<std::pair<int64_t, void*>> io, float scale) {
+               std::vector<std::pair<int64_t, void*>> io, float scale, bool launch) {
   auto dev = cudnn::current_device(plan_name);
   if (!dev) return dev.status();
-  const bool capturing = detail::native_stream_is_capturing(stream);
+  const bool capturing = baracuda::detail::native_stream_is_capturing(stream);
   cudnn::HandleLease lease = cudnn::lease_handle(*dev);
   auto got = get_plan(plan_name, lease, p, capturing);
   if (!got) return got.status();
@@ -497,6 +502,7 @@ Status execute(const char* plan_name, const Problem& p, void* stream, void* work
                   b.info.workspace_bytes, ws_bytes);
   if (b.info.workspace_bytes && (!workspace || !is_aligned16(workspace)))
     return unsupported(plan_name, "workspace must be a 16-byte aligned device pointer");
+  if (!launch) return Status::ok();
   char* ws = static_cast<char*>(workspace);
   io.emplace_back(kScale, &scale);
   if (p.causal) io.emplace_back(kNegInf, &b.neg_inf);
@@ -521,29 +527,32 @@ Status execute(const char* plan_name, const Problem& p, void* stream, void* work
 
 }  // namespace
 
-Result<PlanInfo> prepare_forward(const cuda_flash::FlashFwdParams& p) {
+Result<PlanInfo> prepare_forward(const attention::cuda::FlashFwdParams& p) {
   BARACUDA_RETURN_IF_ERROR(check_common(kFwd, p));
   if (!available()) return unsupported(kFwd, "cuDNN " + std::to_string(version()) + " is not usable");
   return prepare(kFwd, problem_of(p));
 }
 
-Result<PlanInfo> prepare_backward(const cuda_flash::FlashBwdParams& p, bool deterministic) {
+Result<PlanInfo> prepare_backward(const attention::cuda::FlashBwdParams& p, bool deterministic) {
   BARACUDA_RETURN_IF_ERROR(check_backward(p));
   if (!available()) return unsupported(kBwd, "cuDNN " + std::to_string(version()) + " is not usable");
   return prepare(kBwd, problem_of(p, deterministic));
 }
 
-Status forward(const cuda_flash::FlashFwdParams& p, void* stream, void* workspace, size_t workspace_bytes) {
+namespace {
+Status run_forward(const attention::cuda::FlashFwdParams& p, void* stream, void* workspace, size_t workspace_bytes,
+                   bool launch) {
   BARACUDA_RETURN_IF_ERROR(check_forward(p));
   if (!available()) return unsupported(kFwd, "cuDNN " + std::to_string(version()) + " is not usable");
   if (!p.q || !p.k || !p.v || !p.y) return Status(StatusCode::InvalidProblem, std::string(kFwd) + ": cuDNN: null tensor pointer");
   std::vector<std::pair<int64_t, void*>> io{{kQ, const_cast<void*>(p.q)}, {kK, const_cast<void*>(p.k)},
                                             {kV, const_cast<void*>(p.v)}, {kO, p.y}};
   if (p.lse) io.emplace_back(kStats, p.lse);
-  return execute(kFwd, problem_of(p), stream, workspace, workspace_bytes, std::move(io), static_cast<float>(p.scale));
+  return execute(kFwd, problem_of(p), stream, workspace, workspace_bytes, std::move(io), static_cast<float>(p.scale),
+                 launch);
 }
 
-Status backward(const cuda_flash::FlashBwdParams& p, void* stream, bool deterministic) {
+Status run_backward(const attention::cuda::FlashBwdParams& p, void* stream, bool deterministic, bool launch) {
   BARACUDA_RETURN_IF_ERROR(check_backward(p));
   if (!available()) return unsupported(kBwd, "cuDNN " + std::to_string(version()) + " is not usable");
   if (!p.q || !p.k || !p.v || !p.y || !p.dy || !p.dq || !p.dk || !p.dv)
@@ -553,9 +562,23 @@ Status backward(const cuda_flash::FlashBwdParams& p, void* stream, bool determin
       {kO, p.y},                    {kStats, p.lse},               {kDO, const_cast<void*>(p.dy)},
       {kDQ, p.dq},                  {kDK, p.dk},                   {kDV, p.dv}};
   return execute(kBwd, problem_of(p, deterministic), stream, p.workspace, p.workspace_bytes, std::move(io),
-                 static_cast<float>(p.scale));
+                 static_cast<float>(p.scale), launch);
+}
+}  // namespace
+
+Status forward(const attention::cuda::FlashFwdParams& p, void* stream, void* workspace, size_t workspace_bytes) {
+  return run_forward(p, stream, workspace, workspace_bytes, true);
+}
+Status backward(const attention::cuda::FlashBwdParams& p, void* stream, bool deterministic) {
+  return run_backward(p, stream, deterministic, true);
+}
+Status probe_forward(const attention::cuda::FlashFwdParams& p, void* stream, void* workspace, size_t workspace_bytes) {
+  return run_forward(p, stream, workspace, workspace_bytes, false);
+}
+Status probe_backward(const attention::cuda::FlashBwdParams& p, void* stream, bool deterministic) {
+  return run_backward(p, stream, deterministic, false);
 }
 
 #endif  // BARACUDA_CUDNN_SDPA
 
-}  // namespace baracuda::cudnn_sdpa
+}  // namespace baracuda::attention::cudnn_sdpa

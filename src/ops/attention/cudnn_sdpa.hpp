@@ -35,9 +35,9 @@
 
 #include "baracuda/core/status.hpp"
 #include "baracuda/ops/attention.hpp"
-#include "flash_cuda.hpp"
+#include "flash_launch.hpp"
 
-namespace baracuda::cudnn_sdpa {
+namespace baracuda::attention::cudnn_sdpa {
 
 // Built with cuDNN and the loaded library is a usable 9.x (not 9.10.0/9.10.1,
 // whose f16/bf16 SDPA has known bugs).
@@ -59,13 +59,13 @@ bool supports(const FlashSdpaDescriptor& desc, int arch, bool backward, std::str
 // 16-byte aligned pointers, no stride-0 broadcast along a dimension of extent
 // > 1, and lse packed [B,H,Q] (cuDNN < 9.26 reads/writes stats only packed).
 // Unsupported naming the plan otherwise.
-Status check_forward(const cuda_flash::FlashFwdParams& p);
-Status check_backward(const cuda_flash::FlashBwdParams& p);
+Status check_forward(const attention::cuda::FlashFwdParams& p);
+Status check_backward(const attention::cuda::FlashBwdParams& p);
 
 // Params with contiguous [B,H,S,D] q/k/v/y (and dy/dq/dk/dv), packed lse and
 // null pointers: what select() can size the workspace with (prepare_*()).
-cuda_flash::FlashFwdParams canonical_forward(const FlashSdpaDescriptor& desc);
-cuda_flash::FlashBwdParams canonical_backward(const FlashSdpaDescriptor& desc);
+attention::cuda::FlashFwdParams canonical_forward(const FlashSdpaDescriptor& desc);
+attention::cuda::FlashBwdParams canonical_backward(const FlashSdpaDescriptor& desc);
 
 struct PlanInfo {
   size_t workspace_bytes = 0;  // device scratch run needs (cuDNN's plus the backward's f32 row sums / dQ accumulator)
@@ -77,14 +77,21 @@ struct PlanInfo {
 // nothing, pointers may be null. Slow the first time and not capture-safe then.
 // Unsupported when cuDNN has no engine for the graph (cached too, so asking
 // again is cheap); LibraryError on other cuDNN failures.
-Result<PlanInfo> prepare_forward(const cuda_flash::FlashFwdParams& p);
-Result<PlanInfo> prepare_backward(const cuda_flash::FlashBwdParams& p, bool deterministic = true);
+Result<PlanInfo> prepare_forward(const attention::cuda::FlashFwdParams& p);
+Result<PlanInfo> prepare_backward(const attention::cuda::FlashBwdParams& p, bool deterministic = true);
 
 // Runs the forward: y and (when p.lse != null) lse. `workspace` must hold
 // prepare_forward(p)->workspace_bytes (WorkspaceTooSmall otherwise).
-Status forward(const cuda_flash::FlashFwdParams& p, void* stream, void* workspace, size_t workspace_bytes);
+Status forward(const attention::cuda::FlashFwdParams& p, void* stream, void* workspace, size_t workspace_bytes);
 // Runs the backward: dq, dk, dv from q, k, v, y (p.y), dy, lse. Scratch is
 // p.workspace / p.workspace_bytes, at least prepare_backward(p, deterministic)->workspace_bytes.
-Status backward(const cuda_flash::FlashBwdParams& p, void* stream, bool deterministic = true);
+Status backward(const attention::cuda::FlashBwdParams& p, void* stream, bool deterministic = true);
 
-}  // namespace baracuda::cudnn_sdpa
+// Every check forward()/backward() make, launching nothing: Ok exactly when
+// they would run cuDNN for these arguments (the plan for the actual strides is
+// built and cached unless the stream is capturing, as the run would). Used by
+// the flash plans' sku_for() to name the route run() takes.
+Status probe_forward(const attention::cuda::FlashFwdParams& p, void* stream, void* workspace, size_t workspace_bytes);
+Status probe_backward(const attention::cuda::FlashBwdParams& p, void* stream, bool deterministic = true);
+
+}  // namespace baracuda::attention::cudnn_sdpa

@@ -10,17 +10,17 @@
 #include "core/capture.hpp"
 #include "core/plan_shell.hpp"
 #include "ops/attention/common.hpp"
-#include "ops/attention/cpu.hpp"
+#include "ops/attention/reference.hpp"
 #ifdef BARACUDA_WITH_CUDA
 #include <cuda_runtime.h>
 
 #include "ops/attention/cudnn_sdpa.hpp"
-#include "ops/attention/flash_cuda.hpp"
+#include "ops/attention/flash_launch.hpp"
 #endif
 
 namespace baracuda {
 
-using namespace attention_detail;
+using namespace attention::detail;
 
 namespace {
 
@@ -77,7 +77,7 @@ Status validate(const char* plan, const FlashSdpaDescriptor& d, FlashSdpaDescrip
   }
   const Shapes s = shapes_of(d);
   for (const auto& [what, shape] : {std::pair<const char*, const Dims*>{"q shape", &s.q}, {"k/v shape", &s.kv}, {"lse shape", &s.lse}})
-    BARACUDA_RETURN_IF_ERROR(detail::check_shape(plan, what, *shape));
+    BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_shape(plan, what, *shape));
   *out = d;
   if (!out->scale) out->scale = 1.0 / std::sqrt(static_cast<double>(d.head_dim));
   // A window at least q_len + kv_len wide excludes no key of any row (the
@@ -92,8 +92,8 @@ Status validate(const char* plan, const FlashSdpaDescriptor& d, FlashSdpaDescrip
 bool tensor_cores(DType t) { return t == DType::F16 || t == DType::BF16; }
 
 #ifdef BARACUDA_WITH_CUDA
-cuda_flash::FlashShape flash_shape(const FlashSdpaDescriptor& d, const detail::FlashHint& hint) {
-  cuda_flash::FlashShape s;
+attention::cuda::FlashShape flash_shape(const FlashSdpaDescriptor& d, const baracuda::detail::FlashHint& hint) {
+  attention::cuda::FlashShape s;
   s.dtype = d.dtype;
   s.batch = d.batch;
   s.heads = d.heads;
@@ -105,7 +105,7 @@ cuda_flash::FlashShape flash_shape(const FlashSdpaDescriptor& d, const detail::F
   s.total_q = d.total_q;
   s.total_kv = d.total_kv;
   // Same rule as the kernels' dispatch (scale resolved by validate()).
-  s.features = d.has_mask || d.alibi != AlibiMode::None || d.softcap > 0.0 || !cuda_flash::scale_folds(d.scale.value_or(1.0));
+  s.features = d.has_mask || d.alibi != AlibiMode::None || d.softcap > 0.0 || !attention::cuda::scale_folds(d.scale.value_or(1.0));
   s.hint = hint;
   return s;
 }
@@ -123,7 +123,7 @@ void seq_strides(const TensorRef& t, bool varlen, int64_t* sb, int64_t* sh, int6
   }
 }
 
-void fill_common(const FlashSdpaDescriptor& d, cuda_flash::FlashFwdParams& p, const TensorRef& q, const TensorRef& k,
+void fill_common(const FlashSdpaDescriptor& d, attention::cuda::FlashFwdParams& p, const TensorRef& q, const TensorRef& k,
                  const TensorRef& v, const TensorRef& lse, const TensorRef& mask, const TensorRef& alibi,
                  const TensorRef& cu_q, const TensorRef& cu_kv) {
   p.dtype = d.dtype;
@@ -200,7 +200,7 @@ bool default_prefers_cudnn(const FlashSdpaDescriptor& d, bool backward) {
 struct CudnnChoice {
   bool use = false;
   bool required = false;
-  cudnn_sdpa::PlanInfo info;
+  attention::cudnn_sdpa::PlanInfo info;
 };
 Result<CudnnChoice> choose_cudnn(const char* plan, const Stream& stream, const FlashSdpaDescriptor& d,
                                  const BackendChoice& be, const PlanPreference& pref, bool backward) {
@@ -211,14 +211,14 @@ Result<CudnnChoice> choose_cudnn(const char* plan, const Stream& stream, const F
   if (be.backend != Backend::Bespoke || preferred_elsewhere || !(asked || default_prefers_cudnn(d, backward))) return c;
   std::string why;
   Status st = Status::ok();
-  if (detail::stream_is_capturing(stream)) {  // building a cuDNN plan allocates and compiles
+  if (baracuda::detail::stream_is_capturing(stream)) {  // building a cuDNN plan allocates and compiles
     st = Status(StatusCode::Unsupported, "the stream is capturing a CUDA graph and building a cuDNN plan is not capture-safe "
                                          "(select the plan before capturing)");
-  } else if (!cudnn_sdpa::supports(d, be.arch, backward, &why)) {
+  } else if (!attention::cudnn_sdpa::supports(d, be.arch, backward, &why)) {
     st = Status(StatusCode::Unsupported, why);
   } else {
-    auto info = backward ? cudnn_sdpa::prepare_backward(cudnn_sdpa::canonical_backward(d), pref.require_deterministic)
-                         : cudnn_sdpa::prepare_forward(cudnn_sdpa::canonical_forward(d));
+    auto info = backward ? attention::cudnn_sdpa::prepare_backward(attention::cudnn_sdpa::canonical_backward(d), pref.require_deterministic)
+                         : attention::cudnn_sdpa::prepare_forward(attention::cudnn_sdpa::canonical_forward(d));
     if (!info) {
       st = info.status();
     } else if (pref.require_deterministic && !info->deterministic) {
@@ -242,7 +242,8 @@ struct FlashSetup {
   FlashSdpaDescriptor desc;
   bool use_cudnn = false;
   bool cudnn_required = false;
-  detail::FlashHint hint;
+  baracuda::detail::FlashHint hint;
+  KernelSku fallback_sku;  // the bespoke SKU (cuDNN plans fall back to it at run())
 };
 
 // The environment default of PlanPreference::variant, read at select() only.
@@ -266,8 +267,8 @@ std::string env_variant(bool backward) {
 
 // Parses "key=value,key=value" (keys: tile, splits, wgmma; the backward plan
 // takes wgmma only). Errors name the plan and the offending item.
-Result<detail::FlashHint> parse_hint(const char* plan, const std::string& spec, bool backward) {
-  detail::FlashHint h;
+Result<baracuda::detail::FlashHint> parse_hint(const char* plan, const std::string& spec, bool backward) {
+  baracuda::detail::FlashHint h;
   size_t pos = 0;
   while (pos < spec.size()) {
     size_t end = spec.find(',', pos);
@@ -282,7 +283,7 @@ Result<detail::FlashHint> parse_hint(const char* plan, const std::string& spec, 
       int bm = 0, bn = 0, w = 0, st = 0;
       if (std::sscanf(val.c_str(), "%dx%dw%ds%d%c", &bm, &bn, &w, &st, &tail) != 4 || bm <= 0 || bn <= 0 || w <= 0 ||
           st <= 0 || bm > 1024 || bn > 1024 || w > 32 || st > 8)
-        return detail::invalid(plan, "variant hint '", item, "': tile must look like 128x64w4s2");
+        return baracuda::detail::invalid(plan, "variant hint '", item, "': tile must look like 128x64w4s2");
       h.tile_bm = static_cast<int16_t>(bm);
       h.tile_bn = static_cast<int16_t>(bn);
       h.tile_warps = static_cast<int16_t>(w);
@@ -290,13 +291,13 @@ Result<detail::FlashHint> parse_hint(const char* plan, const std::string& spec, 
     } else if (key == "splits" && !backward) {
       int n = -1;
       if (std::sscanf(val.c_str(), "%d%c", &n, &tail) != 1 || n < 0)
-        return detail::invalid(plan, "variant hint '", item, "': splits must be an integer >= 0");
+        return baracuda::detail::invalid(plan, "variant hint '", item, "': splits must be an integer >= 0");
       h.splits = static_cast<int16_t>(n > 64 ? 64 : n);
     } else if (key == "wgmma") {
-      if (val != "0" && val != "1") return detail::invalid(plan, "variant hint '", item, "': wgmma must be 0 or 1");
+      if (val != "0" && val != "1") return baracuda::detail::invalid(plan, "variant hint '", item, "': wgmma must be 0 or 1");
       h.wgmma = val == "1";
     } else {
-      return detail::invalid(plan, "variant hint '", item, "': unknown key (", backward ? "wgmma" : "tile, splits, wgmma",
+      return baracuda::detail::invalid(plan, "variant hint '", item, "': unknown key (", backward ? "wgmma" : "tile, splits, wgmma",
                              ")");
     }
   }
@@ -310,29 +311,29 @@ Result<FlashSetup> setup_flash(PlanBase& plan, const char* name, const Stream& s
   if (!hint) return hint.status();
   f.hint = *hint;
   const FlashSdpaDescriptor& d = f.desc;
-  detail::LibraryRoutes routes;
+  baracuda::detail::LibraryRoutes routes;
   routes.cudnn = true;
-  auto be = detail::setup_plan(plan, name, kFamily, stream, pref, d.dtype,
+  auto be = baracuda::detail::setup_plan(plan, name, kFamily, stream, pref, d.dtype,
                                backward ? "flash_sdpa.backward" : "flash_sdpa.forward", routes);
   if (!be) return be.status();
   if (be->backend == Backend::Bespoke && tensor_cores(d.dtype) && be->arch < 80)
-    return detail::unsupported(name, "f16/bf16 flash attention needs tensor cores of sm_80 or newer, device is sm_", be->arch);
+    return baracuda::detail::unsupported(name, "f16/bf16 flash attention needs tensor cores of sm_80 or newer, device is sm_", be->arch);
 #ifdef BARACUDA_WITH_CUDA
-  KernelSku& sku = detail::PlanAccess::sku(plan);
+  KernelSku& sku = baracuda::detail::PlanAccess::sku(plan);
   size_t ws = 0;
   if (be->backend == Backend::Bespoke) {
     const auto shape = flash_shape(d, f.hint);
     if (!tensor_cores(d.dtype)) {
       sku.variant = "simt";
-      ws = backward ? cuda_flash::backward_workspace_bytes_simt(shape) : 0;
+      ws = backward ? attention::cuda::backward_workspace_bytes_simt(shape) : 0;
     } else if (backward) {
-      sku.variant = cuda_flash::backward_mma_variant(shape, be->arch);
-      ws = cuda_flash::backward_workspace_bytes_mma(shape);
+      sku.variant = attention::cuda::backward_mma_variant(shape, be->arch);
+      ws = attention::cuda::backward_workspace_bytes_mma(shape);
     } else {
-      sku.variant = cuda_flash::forward_mma_variant(shape, be->arch, be->sm_count);
+      sku.variant = attention::cuda::forward_mma_variant(shape, be->arch, be->sm_count);
       // The split-KV path's scratch (0 unless the shape takes it); run() passes
       // the workspace on and the kernels fall back without it.
-      ws = cuda_flash::forward_workspace_bytes_mma(shape, be->arch, be->sm_count);
+      ws = attention::cuda::forward_workspace_bytes_mma(shape, be->arch, be->sm_count);
     }
   }
   auto cu = choose_cudnn(name, stream, d, *be, pref, backward);
@@ -342,13 +343,14 @@ Result<FlashSetup> setup_flash(PlanBase& plan, const char* name, const Stream& s
     // when cuDNN refuses the actual strides (unless cuDNN was required).
     f.use_cudnn = true;
     f.cudnn_required = cu->required;
+    f.fallback_sku = sku;
     ws = std::max(ws, cu->info.workspace_bytes);
     BackendChoice cb = *be;
     cb.backend = Backend::CuDnn;
-    sku = detail::make_sku(cb, d.dtype, sku.op, cu->info.engine);
+    sku = baracuda::detail::make_sku(cb, d.dtype, sku.op, cu->info.engine);
     sku.precision.deterministic = cu->info.deterministic;
   }
-  detail::PlanAccess::set_workspace(plan, ws);
+  baracuda::detail::PlanAccess::set_workspace(plan, ws);
 #else
   (void)backward;
 #endif
@@ -358,7 +360,7 @@ Result<FlashSetup> setup_flash(PlanBase& plan, const char* name, const Stream& s
 // The tensors every flash call may carry besides q/k/v and the outputs: the
 // descriptor says which are used; one it does not use must not be given.
 template <class Args>
-void check_extras(detail::ArgCheck& c, const FlashSdpaDescriptor& d, const Shapes& s, const Args& a) {
+void check_extras(baracuda::detail::ArgCheck& c, const FlashSdpaDescriptor& d, const Shapes& s, const Args& a) {
   c.optional_input("mask", a.mask, d.has_mask, DType::F32, s.mask, "mask tensor is missing (descriptor.has_mask is set)",
                    "mask is given but descriptor.has_mask is false")
       .optional_input("alibi_slopes", a.alibi_slopes, d.alibi != AlibiMode::None, DType::F32, s.alibi,
@@ -382,10 +384,10 @@ Status check_rows(const PlanBase& plan, const FlashSdpaDescriptor& d,
   return Status::ok();
 }
 
-detail::ArgCheck check_args(const FlashSdpaPlan& p, const FlashSdpaArgs& a) {
+baracuda::detail::ArgCheck check_args(const FlashSdpaPlan& p, const FlashSdpaArgs& a) {
   const FlashSdpaDescriptor& d = p.descriptor();
   const Shapes s = shapes_of(d);
-  detail::ArgCheck c(p.name(), p.device());
+  baracuda::detail::ArgCheck c(p.name(), p.device());
   c.input("q", a.q, d.dtype, s.q).input("k", a.k, d.dtype, s.kv).input("v", a.v, d.dtype, s.kv);
   check_extras(c, d, s, a);
   c.output("y", a.y, d.dtype, s.y).output("lse", a.lse, DType::F32, s.lse).disjoint();
@@ -393,10 +395,10 @@ detail::ArgCheck check_args(const FlashSdpaPlan& p, const FlashSdpaArgs& a) {
   return c;
 }
 
-detail::ArgCheck check_args(const FlashSdpaBackwardPlan& p, const FlashSdpaBackwardArgs& a) {
+baracuda::detail::ArgCheck check_args(const FlashSdpaBackwardPlan& p, const FlashSdpaBackwardArgs& a) {
   const FlashSdpaDescriptor& d = p.descriptor();
   const Shapes s = shapes_of(d);
-  detail::ArgCheck c(p.name(), p.device());
+  baracuda::detail::ArgCheck c(p.name(), p.device());
   c.input("dy", a.dy, d.dtype, s.y)
       .input("q", a.q, d.dtype, s.q)
       .input("k", a.k, d.dtype, s.kv)
@@ -412,6 +414,47 @@ detail::ArgCheck check_args(const FlashSdpaBackwardPlan& p, const FlashSdpaBackw
   return c;
 }
 
+#ifdef BARACUDA_WITH_CUDA
+attention::cuda::FlashFwdParams forward_params(const FlashSdpaDescriptor& d, const baracuda::detail::FlashHint& hint,
+                                               const FlashSdpaArgs& a) {
+  attention::cuda::FlashFwdParams p;
+  fill_common(d, p, a.q, a.k, a.v, a.lse, a.mask, a.alibi_slopes, a.cu_seqlens_q, a.cu_seqlens_kv);
+  p.hint = hint;
+  p.y = a.y.data;
+  p.lse = static_cast<float*>(a.lse.data);
+  seq_strides(a.y, d.varlen, &p.y_sb, &p.y_sh, &p.y_ss);
+  return p;
+}
+
+attention::cuda::FlashBwdParams backward_params(const FlashSdpaDescriptor& d, const baracuda::detail::FlashHint& hint,
+                                                const FlashSdpaBackwardArgs& a, void* ws, size_t ws_bytes) {
+  attention::cuda::FlashBwdParams p;
+  fill_common(d, p, a.q, a.k, a.v, a.lse, a.mask, a.alibi_slopes, a.cu_seqlens_q, a.cu_seqlens_kv);
+  p.hint = hint;
+  p.y = const_cast<void*>(a.y.data);  // read only in the backward
+  p.lse = static_cast<float*>(const_cast<void*>(a.lse.data));
+  seq_strides(a.y, d.varlen, &p.y_sb, &p.y_sh, &p.y_ss);
+  p.dy = a.dy.data;
+  p.dq = a.dq.data;
+  p.dk = a.dk.data;
+  p.dv = a.dv.data;
+  seq_strides(a.dy, d.varlen, &p.dy_sb, &p.dy_sh, &p.dy_ss);
+  seq_strides(a.dq, d.varlen, &p.dq_sb, &p.dq_sh, &p.dq_ss);
+  seq_strides(a.dk, d.varlen, &p.dk_sb, &p.dk_sh, &p.dk_ss);
+  seq_strides(a.dv, d.varlen, &p.dv_sb, &p.dv_sh, &p.dv_ss);
+  p.workspace = ws;
+  p.workspace_bytes = ws_bytes;
+  return p;
+}
+
+// run()'s cuDNN decision: Ok (cuDNN runs), a refusal the bespoke kernels take
+// over (Unsupported / WorkspaceTooSmall, unless cuDNN was required), or an error.
+bool cudnn_falls_back(const Status& st, bool required) {
+  return !st.is_ok() && !required &&
+         (st.code() == StatusCode::Unsupported || st.code() == StatusCode::WorkspaceTooSmall);
+}
+#endif
+
 }  // namespace
 
 // ---------------------------------------------------------------------------
@@ -423,39 +466,54 @@ Result<FlashSdpaPlan> FlashSdpaPlan::select(const Stream& stream, const FlashSdp
   plan.use_cudnn_ = f->use_cudnn;
   plan.cudnn_required_ = f->cudnn_required;
   plan.hint_ = f->hint;
+  plan.fallback_sku_ = f->fallback_sku;
   return plan;
 }
 
 Status FlashSdpaPlan::can_implement(const FlashSdpaArgs& a) const { return check_args(*this, a).status(); }
 
+Result<KernelSku> FlashSdpaPlan::sku_for(const Stream& stream, Workspace ws, const FlashSdpaArgs& a) const {
+  return baracuda::detail::sku_for_run(*this, stream, ws, check_args(*this, a), [&]() -> Result<KernelSku> {
+#ifdef BARACUDA_WITH_CUDA
+    attention::cuda::FlashFwdParams p = forward_params(desc_, hint_, a);
+    if (use_cudnn_) {
+      Status st = attention::cudnn_sdpa::check_forward(p);
+      if (st.is_ok()) st = attention::cudnn_sdpa::probe_forward(p, stream.native_handle(), ws.ptr, ws.bytes);
+      if (st.is_ok()) return sku_;
+      if (!cudnn_falls_back(st, cudnn_required_)) return st;
+    }
+    KernelSku s = use_cudnn_ ? fallback_sku_ : sku_;
+    p.fwd_workspace = ws.ptr;
+    p.fwd_workspace_bytes = ws.ptr ? ws.bytes : 0;
+    if (tensor_cores(desc_.dtype)) s.variant = attention::cuda::forward_mma_variant_for(p, sku_.arch, sm_count_);
+    return s;
+#else
+    return baracuda::detail::no_cuda(kFwd);
+#endif
+  });
+}
+
 Status FlashSdpaPlan::run(const Stream& stream, Workspace ws, const FlashSdpaArgs& a) const {
-  return detail::run_plan(
-      *this, stream, ws, check_args(*this, a), [&] { return cpu_attention::flash_forward(desc_, a); },
+  return baracuda::detail::run_plan(
+      *this, stream, ws, check_args(*this, a), [&] { return attention::ref::flash_forward(desc_, a); },
       [&]() -> Status {
 #ifdef BARACUDA_WITH_CUDA
-        cuda_flash::FlashFwdParams p;
-        fill_common(desc_, p, a.q, a.k, a.v, a.lse, a.mask, a.alibi_slopes, a.cu_seqlens_q, a.cu_seqlens_kv);
-        p.hint = hint_;
-        p.y = a.y.data;
-        p.lse = static_cast<float*>(a.lse.data);
-        seq_strides(a.y, desc_.varlen, &p.y_sb, &p.y_sh, &p.y_ss);
+        attention::cuda::FlashFwdParams p = forward_params(desc_, hint_, a);
         if (use_cudnn_) {
           // cuDNN refuses some strides (broadcast, unpacked lse) and, while a graph
           // is being captured, plans it has not built yet; the bespoke kernels take
           // over then unless cuDNN was required.
-          Status st = cudnn_sdpa::check_forward(p);
-          if (st.is_ok()) st = cudnn_sdpa::forward(p, stream.native_handle(), ws.ptr, ws.bytes);
-          if (st.is_ok() || cudnn_required_ ||
-              (st.code() != StatusCode::Unsupported && st.code() != StatusCode::WorkspaceTooSmall))
-            return st;
+          Status st = attention::cudnn_sdpa::check_forward(p);
+          if (st.is_ok()) st = attention::cudnn_sdpa::forward(p, stream.native_handle(), ws.ptr, ws.bytes);
+          if (!cudnn_falls_back(st, cudnn_required_)) return st;
         }
         p.fwd_workspace = ws.ptr;
         p.fwd_workspace_bytes = ws.ptr ? ws.bytes : 0;
-        if (tensor_cores(desc_.dtype)) return cuda_flash::forward_mma(p, sku_.arch, sm_count_, stream.native_handle());
-        return cuda_flash::forward_simt(p, sku_.arch, sm_count_, stream.native_handle());
+        if (tensor_cores(desc_.dtype)) return attention::cuda::forward_mma(p, sku_.arch, sm_count_, stream.native_handle());
+        return attention::cuda::forward_simt(p, sku_.arch, sm_count_, stream.native_handle());
 #else
         (void)ws;
-        return detail::no_cuda(kFwd);
+        return baracuda::detail::no_cuda(kFwd);
 #endif
       });
 }
@@ -470,44 +528,48 @@ Result<FlashSdpaBackwardPlan> FlashSdpaBackwardPlan::select(const Stream& stream
   plan.use_cudnn_ = f->use_cudnn;
   plan.cudnn_required_ = f->cudnn_required;
   plan.hint_ = f->hint;
+  plan.fallback_sku_ = f->fallback_sku;
   return plan;
 }
 
 Status FlashSdpaBackwardPlan::can_implement(const FlashSdpaBackwardArgs& a) const { return check_args(*this, a).status(); }
 
+Result<KernelSku> FlashSdpaBackwardPlan::sku_for(const Stream& stream, Workspace ws,
+                                                 const FlashSdpaBackwardArgs& a) const {
+  return baracuda::detail::sku_for_run(*this, stream, ws, check_args(*this, a), [&]() -> Result<KernelSku> {
+#ifdef BARACUDA_WITH_CUDA
+    attention::cuda::FlashBwdParams p = backward_params(desc_, hint_, a, ws.ptr, workspace_bytes_);
+    if (use_cudnn_) {
+      Status st = attention::cudnn_sdpa::check_backward(p);
+      if (st.is_ok()) st = attention::cudnn_sdpa::probe_backward(p, stream.native_handle(), sku_.precision.deterministic);
+      if (st.is_ok()) return sku_;
+      if (!cudnn_falls_back(st, cudnn_required_)) return st;
+    }
+    KernelSku s = use_cudnn_ ? fallback_sku_ : sku_;
+    if (tensor_cores(desc_.dtype)) s.variant = attention::cuda::backward_mma_variant_for(p, sku_.arch);
+    return s;
+#else
+    return baracuda::detail::no_cuda(kBwd);
+#endif
+  });
+}
+
 Status FlashSdpaBackwardPlan::run(const Stream& stream, Workspace ws, const FlashSdpaBackwardArgs& a) const {
-  return detail::run_plan(
-      *this, stream, ws, check_args(*this, a), [&] { return cpu_attention::flash_backward(desc_, a); },
+  return baracuda::detail::run_plan(
+      *this, stream, ws, check_args(*this, a), [&] { return attention::ref::flash_backward(desc_, a); },
       [&]() -> Status {
 #ifdef BARACUDA_WITH_CUDA
-        cuda_flash::FlashBwdParams p;
-        fill_common(desc_, p, a.q, a.k, a.v, a.lse, a.mask, a.alibi_slopes, a.cu_seqlens_q, a.cu_seqlens_kv);
-        p.hint = hint_;
-        p.y = const_cast<void*>(a.y.data);  // read only in the backward
-        p.lse = static_cast<float*>(const_cast<void*>(a.lse.data));
-        seq_strides(a.y, desc_.varlen, &p.y_sb, &p.y_sh, &p.y_ss);
-        p.dy = a.dy.data;
-        p.dq = a.dq.data;
-        p.dk = a.dk.data;
-        p.dv = a.dv.data;
-        seq_strides(a.dy, desc_.varlen, &p.dy_sb, &p.dy_sh, &p.dy_ss);
-        seq_strides(a.dq, desc_.varlen, &p.dq_sb, &p.dq_sh, &p.dq_ss);
-        seq_strides(a.dk, desc_.varlen, &p.dk_sb, &p.dk_sh, &p.dk_ss);
-        seq_strides(a.dv, desc_.varlen, &p.dv_sb, &p.dv_sh, &p.dv_ss);
-        p.workspace = ws.ptr;
-        p.workspace_bytes = workspace_bytes_;
+        attention::cuda::FlashBwdParams p = backward_params(desc_, hint_, a, ws.ptr, workspace_bytes_);
         if (use_cudnn_) {  // fallback rules as in the forward
-          Status st = cudnn_sdpa::check_backward(p);
-          if (st.is_ok()) st = cudnn_sdpa::backward(p, stream.native_handle(), sku_.precision.deterministic);
-          if (st.is_ok() || cudnn_required_ ||
-              (st.code() != StatusCode::Unsupported && st.code() != StatusCode::WorkspaceTooSmall))
-            return st;
+          Status st = attention::cudnn_sdpa::check_backward(p);
+          if (st.is_ok()) st = attention::cudnn_sdpa::backward(p, stream.native_handle(), sku_.precision.deterministic);
+          if (!cudnn_falls_back(st, cudnn_required_)) return st;
         }
-        if (tensor_cores(desc_.dtype)) return cuda_flash::backward_mma(p, sku_.arch, sm_count_, stream.native_handle());
-        return cuda_flash::backward_simt(p, sku_.arch, sm_count_, stream.native_handle());
+        if (tensor_cores(desc_.dtype)) return attention::cuda::backward_mma(p, sku_.arch, sm_count_, stream.native_handle());
+        return attention::cuda::backward_simt(p, sku_.arch, sm_count_, stream.native_handle());
 #else
         (void)ws;
-        return detail::no_cuda(kBwd);
+        return baracuda::detail::no_cuda(kBwd);
 #endif
       });
 }

@@ -85,13 +85,13 @@ baracuda_kernel_set(flash_wgmma_fwd
   INCLUDE ops/attention/cuda/flash_wgmma_fwd.cuh
   COLUMNS DTYPE D
   INSTANTIATE "BARACUDA_FLASH_WGMMA_FWD_INSTANTIATE(@CTYPE@, @D@)"
-  EXTERN "extern template baracuda::Status baracuda::cuda_flash::wgmma_fwd::launch_wgmma_kernel<@CTYPE@, @D@>(const baracuda::cuda_flash::wgmma_fwd::WgArgs&, int, int, int, void*);"
+  EXTERN "extern template baracuda::Status baracuda::attention::cuda::wgmma_fwd::launch_wgmma_kernel<@CTYPE@, @D@>(const baracuda::attention::cuda::wgmma_fwd::WgArgs&, int, int, int, void*);"
   FILTER D BARACUDA_FLASH_HEAD_DIMS)
 baracuda_kernel_set(flash_wgmma_bwd
   INCLUDE ops/attention/cuda/flash_wgmma_bwd.cuh
   COLUMNS DTYPE D
   INSTANTIATE "BARACUDA_FLASH_WGMMA_BWD_INSTANTIATE(@CTYPE@, @D@)"
-  EXTERN "extern template baracuda::Status baracuda::cuda_flash::wgmma_bwd::launch_wgmma_bwd<@CTYPE@, @D@>(const baracuda::cuda_flash::wgmma_bwd::WgBwdArgs&, const baracuda::cuda_flash::wgmma_bwd::WgBwdArgs&, void*);"
+  EXTERN "extern template baracuda::Status baracuda::attention::cuda::wgmma_bwd::launch_wgmma_bwd<@CTYPE@, @D@>(const baracuda::attention::cuda::wgmma_bwd::WgBwdArgs&, const baracuda::attention::cuda::wgmma_bwd::WgBwdArgs&, void*);"
   FILTER D BARACUDA_FLASH_HEAD_DIMS)
 foreach(dt BF16 F16)
   foreach(d 64 128 256)
@@ -105,7 +105,7 @@ endforeach()
 # ---- materialized attention, SdpaPlan (cuda/sdpa_kernels.cuh) ------------------
 baracuda_kernel_set(sdpa
   INCLUDE ops/attention/cuda/sdpa_kernels.cuh
-  NAMESPACE baracuda::cuda_sdpa::detail_k
+  NAMESPACE baracuda::attention::cuda::sdpa::detail_k
   COLUMNS DTYPE
   INSTANTIATE "template Status run_forward<@CTYPE@>(const SdpaFwdParams&, cudaStream_t);"
               "template Status run_backward<@CTYPE@>(const SdpaBwdParams&, cudaStream_t);")

@@ -4,14 +4,14 @@
 
 #include "core/plan_shell.hpp"
 #include "ops/attention/common.hpp"
-#include "ops/attention/cpu.hpp"
+#include "ops/attention/reference.hpp"
 #ifdef BARACUDA_WITH_CUDA
-#include "ops/attention/sdpa_cuda.hpp"
+#include "ops/attention/sdpa_launch.hpp"
 #endif
 
 namespace baracuda {
 
-using namespace attention_detail;
+using namespace attention::detail;
 
 namespace {
 
@@ -35,7 +35,7 @@ Status validate(const char* plan, const SdpaDescriptor& d, SdpaDescriptor* out) 
                                    {"k shape", {d.batch, d.kv_heads, d.kv_len, d.head_dim}},
                                    {"v shape", {d.batch, d.kv_heads, d.kv_len, dv}},
                                    {"y shape", {d.batch, d.heads, d.q_len, dv}}})
-    BARACUDA_RETURN_IF_ERROR(detail::check_shape(plan, what, shape));
+    BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_shape(plan, what, shape));
   *out = d;
   out->head_dim_v = dv;
   if (!out->scale) out->scale = 1.0 / std::sqrt(static_cast<double>(d.head_dim));
@@ -54,12 +54,12 @@ Shapes shapes_of(const SdpaDescriptor& d) {
 }
 
 #ifdef BARACUDA_WITH_CUDA
-void fill_common(const SdpaDescriptor& d, cuda_sdpa::SdpaFwdParams& p, const TensorRef& q, const TensorRef& k,
+void fill_common(const SdpaDescriptor& d, attention::cuda::sdpa::SdpaFwdParams& p, const TensorRef& q, const TensorRef& k,
                  const TensorRef& v) {
   p.dtype = d.dtype;
-  p.q = detail::view_of<4>(q);
-  p.k = detail::view_of<4>(k);
-  p.v = detail::view_of<4>(v);
+  p.q = baracuda::detail::view_of<4>(q);
+  p.k = baracuda::detail::view_of<4>(k);
+  p.v = baracuda::detail::view_of<4>(v);
   p.batch = static_cast<int>(d.batch);
   p.heads = static_cast<int>(d.heads);
   p.kv_heads = static_cast<int>(d.kv_heads);
@@ -81,17 +81,17 @@ DType SdpaBackwardPlan::probs_dtype() const { return accumulator_dtype(desc_.dty
 Result<SdpaPlan> SdpaPlan::select(const Stream& stream, const SdpaDescriptor& desc, const PlanPreference& pref) {
   SdpaPlan plan;
   BARACUDA_RETURN_IF_ERROR(validate(kFwd, desc, &plan.desc_));
-  auto be = detail::setup_plan(plan, kFwd, kFamily, stream, pref, desc.dtype, "sdpa.forward");
+  auto be = baracuda::detail::setup_plan(plan, kFwd, kFamily, stream, pref, desc.dtype, "sdpa.forward");
   if (!be) return be.status();
   if (be->backend == Backend::Bespoke) plan.sku_.variant = "materialized-tiled";
   return plan;
 }
 
 namespace {
-detail::ArgCheck check_args(const SdpaPlan& p, const SdpaArgs& a) {
+baracuda::detail::ArgCheck check_args(const SdpaPlan& p, const SdpaArgs& a) {
   const SdpaDescriptor& d = p.descriptor();
   const Shapes s = shapes_of(d);
-  detail::ArgCheck c(p.name(), p.device());
+  baracuda::detail::ArgCheck c(p.name(), p.device());
   c.input("q", a.q, d.dtype, s.q)
       .input("k", a.k, d.dtype, s.k)
       .input("v", a.v, d.dtype, s.v)
@@ -105,19 +105,23 @@ detail::ArgCheck check_args(const SdpaPlan& p, const SdpaArgs& a) {
 
 Status SdpaPlan::can_implement(const SdpaArgs& a) const { return check_args(*this, a).status(); }
 
+Result<KernelSku> SdpaPlan::sku_for(const Stream& stream, Workspace ws, const SdpaArgs& a) const {
+  return baracuda::detail::sku_for_run(*this, stream, ws, check_args(*this, a));
+}
+
 Status SdpaPlan::run(const Stream& stream, Workspace ws, const SdpaArgs& a) const {
-  return detail::run_plan(
-      *this, stream, ws, check_args(*this, a), [&] { return cpu_attention::sdpa_forward(desc_, a); },
+  return baracuda::detail::run_plan(
+      *this, stream, ws, check_args(*this, a), [&] { return attention::ref::sdpa_forward(desc_, a); },
       [&]() -> Status {
 #ifdef BARACUDA_WITH_CUDA
-        cuda_sdpa::SdpaFwdParams p;
+        attention::cuda::sdpa::SdpaFwdParams p;
         fill_common(desc_, p, a.q, a.k, a.v);
-        if (desc_.has_mask) p.mask = detail::view_of<4>(a.mask).typed<const float>();
-        p.y = detail::view_of<4>(a.y);
-        p.probs = detail::view_of<4>(a.probs);
-        return cuda_sdpa::forward(p, 0, stream.native_handle());
+        if (desc_.has_mask) p.mask = baracuda::detail::view_of<4>(a.mask).typed<const float>();
+        p.y = baracuda::detail::view_of<4>(a.y);
+        p.probs = baracuda::detail::view_of<4>(a.probs);
+        return attention::cuda::sdpa::forward(p, 0, stream.native_handle());
 #else
-        return detail::no_cuda(kFwd);
+        return baracuda::detail::no_cuda(kFwd);
 #endif
       });
 }
@@ -127,11 +131,11 @@ Result<SdpaBackwardPlan> SdpaBackwardPlan::select(const Stream& stream, const Sd
   SdpaBackwardPlan plan;
   BARACUDA_RETURN_IF_ERROR(validate(kBwd, desc, &plan.desc_));
   const SdpaDescriptor& d = plan.desc_;
-  auto be = detail::setup_plan(plan, kBwd, kFamily, stream, pref, d.dtype, "sdpa.backward");
+  auto be = baracuda::detail::setup_plan(plan, kBwd, kFamily, stream, pref, d.dtype, "sdpa.backward");
   if (!be) return be.status();
   if (be->backend == Backend::Bespoke) {
     int64_t bytes = 0;  // ds [B,H,Q,K] in the accumulator dtype
-    BARACUDA_RETURN_IF_ERROR(detail::check_size(
+    BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_size(
         kBwd, "workspace bytes B*H*Q*K*element", {d.batch, d.heads, d.q_len, d.kv_len,
                                                    static_cast<int64_t>(dtype_size(accumulator_dtype(d.dtype)))}, &bytes));
     plan.workspace_bytes_ = static_cast<size_t>(bytes);
@@ -141,10 +145,10 @@ Result<SdpaBackwardPlan> SdpaBackwardPlan::select(const Stream& stream, const Sd
 }
 
 namespace {
-detail::ArgCheck check_args(const SdpaBackwardPlan& p, const SdpaBackwardArgs& a) {
+baracuda::detail::ArgCheck check_args(const SdpaBackwardPlan& p, const SdpaBackwardArgs& a) {
   const SdpaDescriptor& d = p.descriptor();
   const Shapes s = shapes_of(d);
-  detail::ArgCheck c(p.name(), p.device());
+  baracuda::detail::ArgCheck c(p.name(), p.device());
   c.input("dy", a.dy, d.dtype, s.y)
       .input("q", a.q, d.dtype, s.q)
       .input("k", a.k, d.dtype, s.k)
@@ -159,22 +163,26 @@ detail::ArgCheck check_args(const SdpaBackwardPlan& p, const SdpaBackwardArgs& a
 
 Status SdpaBackwardPlan::can_implement(const SdpaBackwardArgs& a) const { return check_args(*this, a).status(); }
 
+Result<KernelSku> SdpaBackwardPlan::sku_for(const Stream& stream, Workspace ws, const SdpaBackwardArgs& a) const {
+  return baracuda::detail::sku_for_run(*this, stream, ws, check_args(*this, a));
+}
+
 Status SdpaBackwardPlan::run(const Stream& stream, Workspace ws, const SdpaBackwardArgs& a) const {
-  return detail::run_plan(
-      *this, stream, ws, check_args(*this, a), [&] { return cpu_attention::sdpa_backward(desc_, a); },
+  return baracuda::detail::run_plan(
+      *this, stream, ws, check_args(*this, a), [&] { return attention::ref::sdpa_backward(desc_, a); },
       [&]() -> Status {
 #ifdef BARACUDA_WITH_CUDA
-        cuda_sdpa::SdpaBwdParams p;
+        attention::cuda::sdpa::SdpaBwdParams p;
         fill_common(desc_, p, a.q, a.k, a.v);
-        p.probs = detail::view_of<4>(a.probs).with_data(const_cast<void*>(a.probs.data));  // read only in the backward
-        p.dy = detail::view_of<4>(a.dy);
-        p.dq = detail::view_of<4>(a.dq);
-        p.dk = detail::view_of<4>(a.dk);
-        p.dv = detail::view_of<4>(a.dv);
+        p.probs = baracuda::detail::view_of<4>(a.probs).with_data(const_cast<void*>(a.probs.data));  // read only in the backward
+        p.dy = baracuda::detail::view_of<4>(a.dy);
+        p.dq = baracuda::detail::view_of<4>(a.dq);
+        p.dk = baracuda::detail::view_of<4>(a.dk);
+        p.dv = baracuda::detail::view_of<4>(a.dv);
         p.ds = ws.ptr;
-        return cuda_sdpa::backward(p, 0, stream.native_handle());
+        return attention::cuda::sdpa::backward(p, 0, stream.native_handle());
 #else
-        return detail::no_cuda(kBwd);
+        return baracuda::detail::no_cuda(kBwd);
 #endif
       });
 }

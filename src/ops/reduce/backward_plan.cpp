@@ -1,14 +1,14 @@
 // ReduceBackwardPlan: dx from dy (and the saved x / y the kind needs).
 #include "core/plan_shell.hpp"
 #include "ops/reduce/common.hpp"
-#include "ops/reduce/cpu.hpp"
+#include "ops/reduce/reference.hpp"
 #ifdef BARACUDA_WITH_CUDA
-#include "ops/reduce/reduce_cuda.hpp"
+#include "ops/reduce/launch.hpp"
 #endif
 
 namespace baracuda {
 
-using namespace reduce_detail;
+using namespace reduce::detail;
 static constexpr const char* kPlan = "ReduceBackwardPlan";
 
 namespace {
@@ -25,13 +25,13 @@ bool ReduceBackwardPlan::needs_y() const { return kind_needs_y(desc_.kind); }
 Result<ReduceBackwardPlan> ReduceBackwardPlan::select(const Stream& stream, const ReduceDescriptor& desc,
                                                       const PlanPreference& pref) {
   if (desc.kind == ReduceKind::ArgMax || desc.kind == ReduceKind::ArgMin)
-    return detail::invalid(kPlan, reduce_kind_name(desc.kind), " has no gradient (its output is an index)");
+    return baracuda::detail::invalid(kPlan, reduce_kind_name(desc.kind), " has no gradient (its output is an index)");
   if (!is_gradient_dtype(desc.dtype))
-    return detail::unsupported(kPlan, "dtype ", desc.dtype, " has no gradient (f32, f64, f16, bf16 only)");
+    return baracuda::detail::unsupported(kPlan, "dtype ", desc.dtype, " has no gradient (f32, f64, f16, bf16 only)");
   Validated v;
   BARACUDA_RETURN_IF_ERROR(validate(kPlan, desc, &v));
   ReduceBackwardPlan plan;
-  auto be = detail::setup_plan(plan, kPlan, kFamily, stream, pref, desc.dtype,
+  auto be = baracuda::detail::setup_plan(plan, kPlan, kFamily, stream, pref, desc.dtype,
                                std::string("reduce_backward.") + reduce_kind_name(desc.kind));
   if (!be) return be.status();
   plan.desc_ = v.desc;
@@ -45,16 +45,16 @@ Result<ReduceBackwardPlan> ReduceBackwardPlan::select(const Stream& stream, cons
   if (be->backend != Backend::CpuReference) plan.sku_.variant = one_pass ? "elementwise" : "slice-aux+elementwise";
 #ifdef BARACUDA_WITH_CUDA
   if (be->backend == Backend::Bespoke && shape_numel(desc.shape) > 0)
-    plan.workspace_bytes_ = cuda_reduce::backward_workspace_bytes(desc.kind, desc.dtype, desc.shape, v.mask, be->sm_count);
+    plan.workspace_bytes_ = reduce::cuda::backward_workspace_bytes(desc.kind, desc.dtype, desc.shape, v.mask, be->sm_count);
 #endif
   return plan;
 }
 
 namespace {
-detail::ArgCheck check_args(const ReduceBackwardPlan& p, const ReduceBackwardArgs& a) {
+baracuda::detail::ArgCheck check_args(const ReduceBackwardPlan& p, const ReduceBackwardArgs& a) {
   const ReduceDescriptor& d = p.descriptor();
   const std::string needs = std::string("backward of ") + reduce_kind_name(d.kind) + " needs the saved forward ";
-  detail::ArgCheck c(p.name(), p.device());
+  baracuda::detail::ArgCheck c(p.name(), p.device());
   c.input("dy", a.dy, d.dtype, p.output_shape());
   // x and y are documented as optional for the kinds that do not read them
   // (a framework may save them for every kind): those are ignored, not checked.
@@ -67,14 +67,18 @@ detail::ArgCheck check_args(const ReduceBackwardPlan& p, const ReduceBackwardArg
 
 Status ReduceBackwardPlan::can_implement(const ReduceBackwardArgs& a) const { return check_args(*this, a).status(); }
 
+Result<KernelSku> ReduceBackwardPlan::sku_for(const Stream& stream, Workspace ws, const ReduceBackwardArgs& a) const {
+  return baracuda::detail::sku_for_run(*this, stream, ws, check_args(*this, a));
+}
+
 Status ReduceBackwardPlan::run(const Stream& stream, Workspace ws, const ReduceBackwardArgs& a) const {
   // dy and y viewed in the input's rank (stride 0 on reduced axes).
   const bool keep = desc_.keepdim;
   auto in_rank = [&](const TensorRef& t) { return to_input_rank(t, desc_.shape, axis_mask_, keep); };
-  return detail::run_plan(
+  return baracuda::detail::run_plan(
       *this, stream, ws, check_args(*this, a),
       [&] {
-        return cpu_reduce::backward(desc_.kind, in_rank(a.dy), needs_x() ? a.x : TensorRef(),
+        return reduce::ref::backward(desc_.kind, in_rank(a.dy), needs_x() ? a.x : TensorRef(),
                                     needs_y() ? in_rank(a.y) : TensorRef(), a.dx, axis_mask_, desc_.correction);
       },
       [&]() -> Status {
@@ -82,7 +86,7 @@ Status ReduceBackwardPlan::run(const Stream& stream, Workspace ws, const ReduceB
         const TensorRef dy = in_rank(a.dy);
         const TensorRef x = needs_x() ? a.x : TensorRef();
         const TensorRef y = needs_y() ? in_rank(a.y) : TensorRef();
-        cuda_reduce::BackwardLaunch p{};
+        reduce::cuda::BackwardLaunch p{};
         p.kind = desc_.kind;
         p.dtype = desc_.dtype;
         p.rank = desc_.shape.rank;
@@ -105,9 +109,9 @@ Status ReduceBackwardPlan::run(const Stream& stream, Workspace ws, const ReduceB
         p.ws_bytes = workspace_bytes_;
         p.stream = stream.native_handle();
         p.sm_count = sm_count_;
-        return cuda_reduce::launch_backward(p);
+        return reduce::cuda::launch_backward(p);
 #else
-        return detail::no_cuda(kPlan);
+        return baracuda::detail::no_cuda(kPlan);
 #endif
       });
 }

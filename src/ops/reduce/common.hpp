@@ -8,9 +8,9 @@
 #include "core/families.hpp"
 #include "core/plan_shell.hpp"
 
-namespace baracuda::reduce_detail {
+namespace baracuda::reduce::detail {
 
-inline constexpr detail::Family kFamily{"reduction", "reduce", BARACUDA_KERNELS_REDUCE};
+inline constexpr baracuda::detail::Family kFamily{"reduction", "reduce", BARACUDA_KERNELS_REDUCE};
 
 struct Validated {
   ReduceDescriptor desc;  // axes normalised: sorted, non-negative
@@ -48,4 +48,4 @@ View to_input_rank(const View& v, const Dims& in_shape, uint32_t mask, bool keep
   return r;
 }
 
-}  // namespace baracuda::reduce_detail
+}  // namespace baracuda::reduce::detail

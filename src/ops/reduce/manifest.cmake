@@ -8,7 +8,7 @@
 # forward_common.cuh declares them extern for every dtype below.
 baracuda_kernel_set(reduce_fwd
   INCLUDE ops/reduce/cuda/forward_common.cuh
-  NAMESPACE baracuda::cuda_reduce::fwd
+  NAMESPACE baracuda::reduce::cuda::fwd
   COLUMNS DTYPE OPS
   INSTANTIATE "BARACUDA_REDUCE_FWD_@OPS@_OPS(BARACUDA_REDUCE_FWD_INSTANTIATE, @CTYPE@)")
 foreach(dt F32 F64 F16 BF16)
@@ -28,13 +28,13 @@ baracuda_kernels(reduce_fwd forward_int I64 INT)
 # while adding little on CI's two.
 baracuda_kernel_set(reduce_bw_ew
   INCLUDE ops/reduce/cuda/backward_kernels.cuh
-  NAMESPACE baracuda::cuda_reduce::bw
+  NAMESPACE baracuda::reduce::cuda::bw
   COLUMNS DTYPE OP
   INSTANTIATE "template Status launch_ew<@OP@, @CTYPE@>(const Problem&, const acc_t<@CTYPE@>*, const EwArgs<acc_t<@CTYPE@>>&, bool);"
   EXTERN "extern template Status launch_ew<@OP@, @CTYPE@>(const Problem&, const acc_t<@CTYPE@>*, const EwArgs<acc_t<@CTYPE@>>&, bool);")
 baracuda_kernel_set(reduce_bw_tiled
   INCLUDE ops/reduce/cuda/backward_kernels.cuh
-  NAMESPACE baracuda::cuda_reduce::bw
+  NAMESPACE baracuda::reduce::cuda::bw
   COLUMNS DTYPE TK
   INSTANTIATE "template Status run_tiled<@TK@, @CTYPE@>(const Problem&);"
   EXTERN "extern template Status run_tiled<@TK@, @CTYPE@>(const Problem&);")

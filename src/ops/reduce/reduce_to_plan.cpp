@@ -8,11 +8,11 @@ namespace baracuda {
 static constexpr const char* kPlan = "ReduceToPlan";
 
 Result<ReduceToPlan> ReduceToPlan::select(const Stream& stream, const ReduceToDescriptor& d, const PlanPreference& pref) {
-  BARACUDA_RETURN_IF_ERROR(detail::check_shape(kPlan, "input shape", d.shape));
-  BARACUDA_RETURN_IF_ERROR(detail::check_shape(kPlan, "target shape", d.target));
-  if (!reduce_detail::is_gradient_dtype(d.dtype)) return detail::unsupported(kPlan, "dtype ", d.dtype, " not supported (f32, f64, f16, bf16)");
+  BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_shape(kPlan, "input shape", d.shape));
+  BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_shape(kPlan, "target shape", d.target));
+  if (!reduce::detail::is_gradient_dtype(d.dtype)) return baracuda::detail::unsupported(kPlan, "dtype ", d.dtype, " not supported (f32, f64, f16, bf16)");
   if (d.target.rank > d.shape.rank)
-    return detail::invalid(kPlan, "target ", d.target, " has more axes than the input ", d.shape);
+    return baracuda::detail::invalid(kPlan, "target ", d.target, " has more axes than the input ", d.shape);
   const int lead = d.shape.rank - d.target.rank;
   ReduceDescriptor rd;
   rd.kind = ReduceKind::Sum;
@@ -24,7 +24,7 @@ Result<ReduceToPlan> ReduceToPlan::select(const Stream& stream, const ReduceToDe
     const int64_t t = d.target[i - lead];
     if (t == d.shape[i]) continue;
     if (t != 1)
-      return detail::invalid(kPlan, "target ", d.target, " is not broadcast-compatible with input ", d.shape, " (axis ", i,
+      return baracuda::detail::invalid(kPlan, "target ", d.target, " is not broadcast-compatible with input ", d.shape, " (axis ", i,
                              ": ", t, " is neither ", d.shape[i], " nor 1)");
     rd.axes.push_back(i);
   }
@@ -32,7 +32,7 @@ Result<ReduceToPlan> ReduceToPlan::select(const Stream& stream, const ReduceToDe
     // Nothing to sum: reduce over a prepended extent-1 axis (an empty axis
     // list would mean "all axes").
     if (d.shape.rank >= kMaxRank)
-      return detail::unsupported(kPlan, "identity reduction of a rank-8 tensor is not supported (copy it instead)");
+      return baracuda::detail::unsupported(kPlan, "identity reduction of a rank-8 tensor is not supported (copy it instead)");
     Dims s;
     s.push_back(1);
     for (int i = 0; i < d.shape.rank; ++i) s.push_back(d.shape[i]);
@@ -43,9 +43,9 @@ Result<ReduceToPlan> ReduceToPlan::select(const Stream& stream, const ReduceToDe
   if (!inner) return Status(inner.status().code(), std::string(kPlan) + ": " + inner.status().message());
   ReduceToPlan plan(d, std::move(*inner));
   // The shell's fields mirror the inner plan's (same device, workspace, kernel).
-  detail::PlanAccess::set_name(plan, kPlan);
-  detail::PlanAccess::set_device(plan, plan.inner_.device(), detail::PlanAccess::sm_count(plan.inner_));
-  detail::PlanAccess::set_workspace(plan, plan.inner_.workspace_size());
+  baracuda::detail::PlanAccess::set_name(plan, kPlan);
+  baracuda::detail::PlanAccess::set_device(plan, plan.inner_.device(), baracuda::detail::PlanAccess::sm_count(plan.inner_));
+  baracuda::detail::PlanAccess::set_workspace(plan, plan.inner_.workspace_size());
   plan.sku_ = plan.inner_.sku();
   plan.sku_.op = "reduce_to.sum";
   return plan;
@@ -73,7 +73,7 @@ Result<ReduceArgs> ReduceToPlan::to_inner(const ReduceToArgs& a) const {
 Status ReduceToPlan::can_implement(const ReduceToArgs& a) const {
   // Check the caller's views against this plan's own shapes first, so errors
   // name x / y as given.
-  BARACUDA_RETURN_IF_ERROR(detail::ArgCheck(kPlan, device())
+  BARACUDA_RETURN_IF_ERROR(baracuda::detail::ArgCheck(kPlan, device())
                                .input("x", a.x, desc_.dtype, desc_.shape)
                                .output("y", a.y, desc_.dtype, desc_.target)
                                .status());
@@ -85,13 +85,26 @@ Status ReduceToPlan::can_implement(const ReduceToArgs& a) const {
 }
 
 Status ReduceToPlan::run(const Stream& stream, Workspace ws, const ReduceToArgs& a) const {
-  BARACUDA_RETURN_IF_ERROR(detail::check_stream(kPlan, stream, device()));
+  BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_stream(kPlan, stream, device()));
   BARACUDA_RETURN_IF_ERROR(can_implement(a));
   auto r = to_inner(a);
   if (!r) return r.status();
   Status st = inner_.run(stream, ws, *r);
   if (!st) return Status(st.code(), std::string(kPlan) + " -> " + st.message(), st.needed(), st.got());
   return Status::ok();
+}
+
+Result<KernelSku> ReduceToPlan::sku_for(const Stream& stream, Workspace ws, const ReduceToArgs& a) const {
+  BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_stream(kPlan, stream, device()));
+  BARACUDA_RETURN_IF_ERROR(can_implement(a));
+  auto r = to_inner(a);
+  if (!r) return r.status();
+  auto s = inner_.sku_for(stream, ws, *r);
+  if (!s) return Status(s.status().code(), std::string(kPlan) + " -> " + s.status().message(), s.status().needed(),
+                        s.status().got());
+  KernelSku k = *s;
+  k.op = sku_.op;
+  return k;
 }
 
 }  // namespace baracuda

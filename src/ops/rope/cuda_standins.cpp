@@ -1,12 +1,12 @@
-// Stand-in for the CUDA entry point of rope_cuda.hpp, built instead of the
+// Stand-in for the CUDA entry point of launch.hpp, built instead of the
 // kernels when CUDA is on but BARACUDA_FAMILIES leaves rope out: the plans then
 // refuse CUDA streams at select() (family_not_built), and this keeps them
 // linking (and refuses too, should anything reach it).
 #include "core/families.hpp"
-#include "ops/rope/rope_cuda.hpp"
+#include "ops/rope/launch.hpp"
 
-namespace baracuda::cuda_rope {
+namespace baracuda::rope::cuda {
 
-Status launch(const Launch& l) { return detail::family_not_built(l.backward ? "RopeBackwardPlan" : "RopePlan", "rope"); }
+Status launch(const Launch& l) { return baracuda::detail::family_not_built(l.backward ? "RopeBackwardPlan" : "RopePlan", "rope"); }
 
-}  // namespace baracuda::cuda_rope
+}  // namespace baracuda::rope::cuda

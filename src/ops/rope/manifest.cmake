@@ -4,7 +4,7 @@
 # cuda/rope_launch.cu dispatches over the generated list.
 baracuda_kernel_set(rope
   INCLUDE ops/rope/cuda/rope_kernels.cuh
-  NAMESPACE baracuda::cuda_rope::kern
+  NAMESPACE baracuda::rope::cuda::kern
   COLUMNS DTYPE
   INSTANTIATE "template Status launch_typed<@CTYPE@>(const Launch&);")
 foreach(dt F32 F64 F16 BF16)

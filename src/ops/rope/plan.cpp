@@ -10,8 +10,8 @@
 #include "core/checked_math.hpp"
 #include "core/families.hpp"
 #include "core/plan_shell.hpp"
-#include "ops/rope/cpu.hpp"
-#include "ops/rope/rope_cuda.hpp"
+#include "ops/rope/reference.hpp"
+#include "ops/rope/launch.hpp"
 
 namespace baracuda {
 
@@ -31,17 +31,17 @@ const char* rope_positions_name(RopePositions p) {
   return "?";
 }
 
-namespace rope_detail {
+namespace rope::detail {
 namespace {
 
-constexpr detail::Family kFamily{"RoPE", "rope", BARACUDA_KERNELS_ROPE};
+constexpr baracuda::detail::Family kFamily{"RoPE", "rope", BARACUDA_KERNELS_ROPE};
 
-using detail::invalid;
+using baracuda::detail::invalid;
 
 // ---- descriptor --------------------------------------------------------------
 Status validate(const char* plan, const RopeDescriptor& in, RopeDescriptor* out) {
   if (!(in.dtype == DType::F32 || in.dtype == DType::F64 || in.dtype == DType::F16 || in.dtype == DType::BF16))
-    return detail::unsupported(plan, "dtype ", in.dtype, " is not supported (f32, f64, f16, bf16)");
+    return baracuda::detail::unsupported(plan, "dtype ", in.dtype, " is not supported (f32, f64, f16, bf16)");
   if (static_cast<int>(in.pairs) > static_cast<int>(RopePairs::HalfSplit))
     return invalid(plan, "unknown RopePairs ", in.pairs);
   if (static_cast<int>(in.positions) > static_cast<int>(RopePositions::PerBatch))
@@ -65,10 +65,10 @@ Status validate(const char* plan, const RopeDescriptor& in, RopeDescriptor* out)
     return invalid(plan, "cache_len ", in.cache_len, " must be >= 1 when use_cache is set");
   for (int64_t h : {in.heads, in.has_k ? in.kv_heads : 0}) {
     int64_t n = 0;
-    if (!detail::checked_product({in.batch, h, in.seq_len, in.head_dim}, &n) || n > (int64_t{1} << 62))
+    if (!baracuda::detail::checked_product({in.batch, h, in.seq_len, in.head_dim}, &n) || n > (int64_t{1} << 62))
       return invalid(plan, "tensor ", Dims{in.batch, h, in.seq_len, in.head_dim}, " has too many elements");
   }
-  if (in.use_cache) BARACUDA_RETURN_IF_ERROR(detail::check_size(plan, "cos/sin cache size", {in.cache_len, R / 2}));
+  if (in.use_cache) BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_size(plan, "cos/sin cache size", {in.cache_len, R / 2}));
   *out = in;
   out->rotary_dim = R;
   if (!in.has_k) out->kv_heads = 0;
@@ -103,8 +103,8 @@ struct Tensors {
   TensorRef pos, cos, sin;
 };
 
-detail::ArgCheck check_args(const PlanBase& plan, const Names& nm, const RopeDescriptor& d, const Tensors& t) {
-  detail::ArgCheck c(plan.name(), plan.device());
+baracuda::detail::ArgCheck check_args(const PlanBase& plan, const Names& nm, const RopeDescriptor& d, const Tensors& t) {
+  baracuda::detail::ArgCheck c(plan.name(), plan.device());
   const int64_t heads[2] = {d.heads, d.kv_heads};
   const std::string no_k = " is given but the descriptor has has_k = false";
   c.input(nm.x[0], t.x[0], d.dtype, shape4(d, heads[0])).output(nm.y[0], t.y[0], d.dtype, shape4(d, heads[0]));
@@ -125,7 +125,7 @@ detail::ArgCheck check_args(const PlanBase& plan, const Names& nm, const RopeDes
 }
 
 Status run_cpu(const RopeDescriptor& d, bool backward, const Tensors& t) {
-  cpu_rope::Problem p;
+  rope::ref::Problem p;
   p.desc = d;
   p.backward = backward;
   for (int w = 0; w < 2; ++w) {
@@ -135,13 +135,12 @@ Status run_cpu(const RopeDescriptor& d, bool backward, const Tensors& t) {
   p.positions = t.pos;
   p.cos = t.cos;
   p.sin = t.sin;
-  return cpu_rope::run(p);
+  return rope::ref::run(p);
 }
 
-Status run_cuda(const PlanBase& plan, int sm_count, const RopeDescriptor& d, bool backward, const Stream& stream,
-                const Tensors& t) {
-#ifdef BARACUDA_WITH_CUDA
-  cuda_rope::Launch l;
+rope::cuda::Launch make_launch(int sm_count, const RopeDescriptor& d, bool backward, const Stream& stream,
+                              const Tensors& t) {
+  rope::cuda::Launch l;
   l.desc = d;
   l.backward = backward;
   l.heads[0] = d.heads;
@@ -155,7 +154,7 @@ Status run_cuda(const PlanBase& plan, int sm_count, const RopeDescriptor& d, boo
     }
     l.x[w] = {x.data, x.strides[0], x.strides[1], x.strides[2], x.strides[3]};
     l.y[w] = {y.data, y.strides[0], y.strides[1], y.strides[2], y.strides[3]};
-    l.in_place[w] = detail::same_view(y, x);
+    l.in_place[w] = baracuda::detail::same_view(y, x);
   }
   if (d.positions == RopePositions::PerSequence) {
     l.positions = t.pos.data;
@@ -175,27 +174,33 @@ Status run_cuda(const PlanBase& plan, int sm_count, const RopeDescriptor& d, boo
   }
   l.stream = stream.native_handle();
   l.sm_count = sm_count;
+  return l;
+}
+
+Status run_cuda(const PlanBase& plan, int sm_count, const RopeDescriptor& d, bool backward, const Stream& stream,
+                const Tensors& t) {
+#ifdef BARACUDA_WITH_CUDA
   (void)plan;
-  return cuda_rope::launch(l);
+  return rope::cuda::launch(make_launch(sm_count, d, backward, stream, t));
 #else
   (void)sm_count, (void)d, (void)backward, (void)stream, (void)t;
-  return detail::no_cuda(plan.name());
+  return baracuda::detail::no_cuda(plan.name());
 #endif
 }
 
 // The select prologue of both plans (they differ in name and op).
 Status setup(PlanBase& plan, const char* name, const char* op, const Stream& stream, const PlanPreference& pref,
              const RopeDescriptor& d) {
-  auto be = detail::setup_plan(plan, name, kFamily, stream, pref, d.dtype, op);
+  auto be = baracuda::detail::setup_plan(plan, name, kFamily, stream, pref, d.dtype, op);
   if (!be) return be.status();
-  if (be->backend != Backend::CpuReference) detail::PlanAccess::sku(plan).variant = cuda_rope::variant_for(d);
+  if (be->backend != Backend::CpuReference) baracuda::detail::PlanAccess::sku(plan).variant = rope::cuda::variant_for(d);
   return Status::ok();
 }
 
 }  // namespace
-}  // namespace rope_detail
+}  // namespace rope::detail
 
-using namespace rope_detail;
+using namespace rope::detail;
 
 // ---- RopePlan ---------------------------------------------------------------------------
 Result<RopePlan> RopePlan::select(const Stream& stream, const RopeDescriptor& desc, const PlanPreference& pref) {
@@ -220,11 +225,20 @@ Status RopePlan::can_implement(const RopeArgs& a) const {
   return check_args(*this, kForwardNames, desc_, tensors_of(a)).status();
 }
 
+Result<KernelSku> RopePlan::sku_for(const Stream& stream, Workspace ws, const RopeArgs& a) const {
+  const Tensors t = tensors_of(a);
+  return baracuda::detail::sku_for_run(*this, stream, ws, check_args(*this, kForwardNames, desc_, t), [&]() -> Result<KernelSku> {
+    KernelSku s = sku();
+    s.variant = rope::cuda::variant_for(make_launch(baracuda::detail::PlanAccess::sm_count(*this), desc_, false, stream, t));
+    return s;
+  });
+}
+
 Status RopePlan::run(const Stream& stream, Workspace ws, const RopeArgs& a) const {
   const Tensors t = tensors_of(a);
-  return detail::run_plan(
+  return baracuda::detail::run_plan(
       *this, stream, ws, check_args(*this, kForwardNames, desc_, t), [&] { return run_cpu(desc_, false, t); },
-      [&] { return run_cuda(*this, detail::PlanAccess::sm_count(*this), desc_, false, stream, t); });
+      [&] { return run_cuda(*this, baracuda::detail::PlanAccess::sm_count(*this), desc_, false, stream, t); });
 }
 
 // ---- RopeBackwardPlan ----------------------------------------------------------------------
@@ -246,11 +260,20 @@ Status RopeBackwardPlan::can_implement(const RopeBackwardArgs& a) const {
   return check_args(*this, kBackwardNames, desc_, tensors_of(a)).status();
 }
 
+Result<KernelSku> RopeBackwardPlan::sku_for(const Stream& stream, Workspace ws, const RopeBackwardArgs& a) const {
+  const Tensors t = tensors_of(a);
+  return baracuda::detail::sku_for_run(*this, stream, ws, check_args(*this, kBackwardNames, desc_, t), [&]() -> Result<KernelSku> {
+    KernelSku s = sku();
+    s.variant = rope::cuda::variant_for(make_launch(baracuda::detail::PlanAccess::sm_count(*this), desc_, true, stream, t));
+    return s;
+  });
+}
+
 Status RopeBackwardPlan::run(const Stream& stream, Workspace ws, const RopeBackwardArgs& a) const {
   const Tensors t = tensors_of(a);
-  return detail::run_plan(
+  return baracuda::detail::run_plan(
       *this, stream, ws, check_args(*this, kBackwardNames, desc_, t), [&] { return run_cpu(desc_, true, t); },
-      [&] { return run_cuda(*this, detail::PlanAccess::sm_count(*this), desc_, true, stream, t); });
+      [&] { return run_cuda(*this, baracuda::detail::PlanAccess::sm_count(*this), desc_, true, stream, t); });
 }
 
 }  // namespace baracuda

@@ -3,13 +3,13 @@
 // row may see (causal / sliding window with the diagonal alignment), and the
 // score pipeline (scale, softcap, ALiBi, additive mask). One definition so the
 // SIMT and tensor-core kernels cannot drift apart; the CPU reference in
-// src/ops/attention/cpu.cpp implements the same rules independently.
+// src/ops/attention/reference.cpp implements the same rules independently.
 #pragma once
 #include <cstdint>
 
-#include "ops/attention/flash_cuda.hpp"
+#include "ops/attention/flash_launch.hpp"
 
-namespace baracuda::cuda_flash {
+namespace baracuda::attention::cuda {
 
 // One (batch, head) problem: lengths, row offsets into the packed tensors and
 // the diagonal offset. In varlen mode the cumulative offsets are clamped to
@@ -126,4 +126,4 @@ __device__ __forceinline__ const float* mask_row(const FlashFwdParams& p, int b,
   return p.mask ? p.mask + b * p.m_sb + h * p.m_sh + static_cast<int64_t>(i) * p.m_sq : nullptr;
 }
 
-}  // namespace baracuda::cuda_flash
+}  // namespace baracuda::attention::cuda

@@ -13,10 +13,10 @@
 #include "core/cuda_device.hpp"
 #include "ops/attention/cuda/flash_mma_bwd.cuh"
 #include "cuda/sm80/mma.cuh"
-#include "ops/attention/flash_cuda.hpp"
+#include "ops/attention/flash_launch.hpp"
 #include "ops/attention/manifest.hpp"  // generated from ops/attention/manifest.cmake
 
-namespace baracuda::cuda_flash {
+namespace baracuda::attention::cuda {
 namespace {
 
 using mma_bwd::BwdArgs;
@@ -97,7 +97,7 @@ __global__ void __launch_bounds__(kPreWarps * 32) bwd_preprocess_kernel(const __
     float acc = 0.f;
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-      const float2 y2 = cuda_mma::unpack2<T>(yw[k]), d2 = cuda_mma::unpack2<T>(dw[k]);
+      const float2 y2 = dev::sm80::unpack2<T>(yw[k]), d2 = dev::sm80::unpack2<T>(dw[k]);
       acc = fmaf(y2.x, d2.x, acc);
       acc = fmaf(y2.y, d2.y, acc);
     }
@@ -137,7 +137,7 @@ Status run_backward(const FlashBwdParams& p, int arch, void* stream) {
       const dim3 grid((p.q_len + kRows - 1) / kRows, p.heads, std::min(mma_bwd::kMaxGridZ, p.batch - b0));
       bwd_preprocess_kernel<T><<<grid, kPreWarps * 32, 0, st>>>(c);
       const cudaError_t e = cudaGetLastError();
-      if (e != cudaSuccess) return detail::cuda_status(static_cast<int>(e), "FlashSdpaBackwardPlan: preprocess launch");
+      if (e != cudaSuccess) return baracuda::detail::cuda_status(static_cast<int>(e), "FlashSdpaBackwardPlan: preprocess launch");
     }
   }
   if (arch == 90) {
@@ -180,4 +180,11 @@ const char* backward_mma_variant(const FlashShape& s, int arch) {
   return k != nullptr ? k->name() : "mma16816-bwd-unsupported";
 }
 
-}  // namespace baracuda::cuda_flash
+const char* backward_mma_variant_for(const FlashBwdParams& p, int arch) {
+  FlashShape s = shape_of(p);
+  if (backward_wgmma_eligible(s, arch) && (p.batch <= 0 || p.heads <= 0 || !backward_wgmma_maps_ok(p)))
+    s.hint.wgmma = false;
+  return backward_mma_variant(s, arch);
+}
+
+}  // namespace baracuda::attention::cuda

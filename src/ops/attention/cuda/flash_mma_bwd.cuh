@@ -49,7 +49,7 @@
 
 #include "ops/attention/cuda/flash_common.cuh"
 
-namespace baracuda::cuda_flash::mma_bwd {
+namespace baracuda::attention::cuda::mma_bwd {
 
 constexpr float kLog2e = 1.4426950408889634f;
 constexpr int kWarps = 8;
@@ -108,10 +108,10 @@ __device__ __forceinline__ float bwd_exp2(float x) {
 template <class T, int kD>
 Status launch_bwd(const BwdArgs& a, void* stream);
 
-}  // namespace baracuda::cuda_flash::mma_bwd
+}  // namespace baracuda::attention::cuda::mma_bwd
 
-namespace baracuda::cuda_flash {
+namespace baracuda::attention::cuda {
 // The Hopper kernels on the same preprocessed workspace (flash_wgmma.cu); sets
 // *ran = false without launching when the problem does not qualify.
 Status backward_wgmma(const mma_bwd::BwdArgs& a, int arch, bool* ran, void* stream);
-}  // namespace baracuda::cuda_flash
+}  // namespace baracuda::attention::cuda

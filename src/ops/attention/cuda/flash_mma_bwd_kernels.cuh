@@ -9,9 +9,9 @@
 #include "ops/attention/cuda/flash_mma_bwd.cuh"
 #include "cuda/sm80/mma.cuh"
 
-namespace baracuda::cuda_flash::mma_bwd {
+namespace baracuda::attention::cuda::mma_bwd {
 
-using namespace baracuda::cuda_mma;
+using namespace baracuda::dev::sm80;
 
 // 4-byte cp.async (through L1); pred false zero-fills and reads nothing.
 __device__ __forceinline__ void cp_async_4(uint32_t smem_addr, const void* gmem, bool pred) {
@@ -473,30 +473,30 @@ Status launch_bwd_variant(const BwdArgs& a, cudaStream_t stream) {
   if (p.kv_len > 0) {
     auto kern = bwd_dkdv_kernel<T, kD, kLocal, kMods>;
     const size_t smem = Tile::dkdv_smem(sizeof(T));
-    static cuda_util::SmemOptIn optin;
-    BARACUDA_RETURN_IF_ERROR(cuda_util::ensure_smem(optin, kern, smem, "FlashSdpaBackwardPlan: flash_bwd_dkdv smem attribute"));
+    static dev::SmemOptIn optin;
+    BARACUDA_RETURN_IF_ERROR(dev::ensure_smem(optin, kern, smem, "FlashSdpaBackwardPlan: flash_bwd_dkdv smem attribute"));
     for (int b0 = 0; b0 < p.batch; b0 += kMaxGridZ) {
       BwdArgs c = a;
       c.b_off = b0;
       const dim3 grid((p.kv_len + Tile::kBN - 1) / Tile::kBN, p.kv_heads, std::min(kMaxGridZ, p.batch - b0));
       kern<<<grid, kThreads, smem, stream>>>(c);
       const cudaError_t e = cudaGetLastError();
-      if (e != cudaSuccess) return detail::cuda_status(static_cast<int>(e), "FlashSdpaBackwardPlan: flash_bwd_dkdv launch");
+      if (e != cudaSuccess) return baracuda::detail::cuda_status(static_cast<int>(e), "FlashSdpaBackwardPlan: flash_bwd_dkdv launch");
     }
   }
   // dQ
   if (p.q_len > 0) {
     auto kern = bwd_dq_kernel<T, kD, kLocal, kMods>;
     const size_t smem = Tile::dq_smem(sizeof(T));
-    static cuda_util::SmemOptIn optin;
-    BARACUDA_RETURN_IF_ERROR(cuda_util::ensure_smem(optin, kern, smem, "FlashSdpaBackwardPlan: flash_bwd_dq smem attribute"));
+    static dev::SmemOptIn optin;
+    BARACUDA_RETURN_IF_ERROR(dev::ensure_smem(optin, kern, smem, "FlashSdpaBackwardPlan: flash_bwd_dq smem attribute"));
     for (int b0 = 0; b0 < p.batch; b0 += kMaxGridZ) {
       BwdArgs c = a;
       c.b_off = b0;
       const dim3 grid((p.q_len + Tile::kQBM - 1) / Tile::kQBM, p.heads, std::min(kMaxGridZ, p.batch - b0));
       kern<<<grid, kThreads, smem, stream>>>(c);
       const cudaError_t e = cudaGetLastError();
-      if (e != cudaSuccess) return detail::cuda_status(static_cast<int>(e), "FlashSdpaBackwardPlan: flash_bwd_dq launch");
+      if (e != cudaSuccess) return baracuda::detail::cuda_status(static_cast<int>(e), "FlashSdpaBackwardPlan: flash_bwd_dq launch");
     }
   }
   return Status::ok();
@@ -515,8 +515,8 @@ Status launch_bwd(const BwdArgs& a, void* stream) {
   return launch_bwd_variant<T, kD, false, false>(a, st);
 }
 
-}  // namespace baracuda::cuda_flash::mma_bwd
+}  // namespace baracuda::attention::cuda::mma_bwd
 
 // One explicit instantiation per (dtype, padded head dim) of ../manifest.cmake, grouped into generated TUs.
 #define BARACUDA_FLASH_MMA_BWD_INSTANTIATE(T, D) \
-  template baracuda::Status baracuda::cuda_flash::mma_bwd::launch_bwd<T, D>(const baracuda::cuda_flash::mma_bwd::BwdArgs&, void*);
+  template baracuda::Status baracuda::attention::cuda::mma_bwd::launch_bwd<T, D>(const baracuda::attention::cuda::mma_bwd::BwdArgs&, void*);

@@ -21,10 +21,10 @@
 #include <cstring>
 #include <string>
 
-#include "ops/attention/flash_cuda.hpp"
+#include "ops/attention/flash_launch.hpp"
 #include "ops/attention/manifest.hpp"  // generated from ops/attention/manifest.cmake
 
-namespace baracuda::cuda_flash {
+namespace baracuda::attention::cuda {
 namespace mma_fwd {
 template <class T, int kD, int kBM, int kBN, int kWarps, int kStages>
 Status launch_fwd(const FlashFwdParams& p, int arch, int sm_count, void* stream);
@@ -58,7 +58,7 @@ int padded_dim(int64_t d) { return static_cast<int>((d + 31) / 32 * 32); }
 
 // The tile for a head dim: the plan's hinted one when the build has it for
 // the dtype, else the default for plain / feature problems.
-const Config* pick(int64_t head_dim, bool feat, DType dt, const detail::FlashHint& h) {
+const Config* pick(int64_t head_dim, bool feat, DType dt, const baracuda::detail::FlashHint& h) {
   const int d = padded_dim(head_dim);
   if (h.has_tile())
     for (const Config& c : kConfigs)
@@ -103,7 +103,7 @@ struct SplitChoice {
 // per SM), capped by the key count; the fullest when none does. One split
 // without packing gains nothing over the single-pass kernel.
 SplitChoice choose_split(DType dtype, int64_t batch, int64_t heads, int64_t kv_heads, int64_t q_len, int64_t kv_len,
-                         int64_t head_dim, int sm_count, const detail::FlashHint& hint) {
+                         int64_t head_dim, int sm_count, const baracuda::detail::FlashHint& hint) {
   SplitChoice c;
   if (sm_count <= 0 || batch <= 0 || heads <= 0 || kv_heads <= 0 || heads % kv_heads != 0 || q_len <= 0 ||
       q_len > kSplitRows || kv_len <= 0 || head_dim < 32 || head_dim > 256 || head_dim % 8 != 0 ||
@@ -191,10 +191,27 @@ const char* forward_mma_variant(const FlashShape& s, int arch, int sm_count) {
   return c ? c->name : "mma16816-unsupported";
 }
 
+const char* forward_mma_variant_for(const FlashFwdParams& p, int arch, int sm_count) {
+  FlashShape s = shape_of(p);
+  if (p.dtype == DType::BF16 || p.dtype == DType::F16) {
+    // The same decisions as forward_mma, in its order.
+    const SplitChoice sc = choose_split(p.dtype, p.batch, p.heads, p.kv_heads, p.q_len, p.kv_len, p.head_dim, sm_count, p.hint);
+    if (sc.splits > 0) {
+      if (p.fwd_workspace != nullptr && reinterpret_cast<uintptr_t>(p.fwd_workspace) % 16 == 0 &&
+          p.fwd_workspace_bytes >= split_bytes(p.batch, p.heads, p.q_len, p.head_dim, sc.splits))
+        return forward_mma_variant(s, arch, sm_count);
+      s.hint.splits = 0;
+    }
+  }
+  if (forward_wgmma_eligible(s, arch) && (p.q_len <= 0 || p.batch <= 0 || p.heads <= 0 || !forward_wgmma_maps_ok(p)))
+    s.hint.wgmma = false;
+  return forward_mma_variant(s, arch, sm_count);
+}
+
 size_t forward_workspace_bytes_mma(const FlashShape& s, int arch, int sm_count) {
   if (arch < 80 || (s.dtype != DType::BF16 && s.dtype != DType::F16)) return 0;
   const SplitChoice sc = choose_split(s.dtype, s.batch, s.heads, s.kv_heads, s.q_len, s.kv_len, s.head_dim, sm_count, s.hint);
   return sc.splits > 0 ? split_bytes(s.batch, s.heads, s.q_len, s.head_dim, sc.splits) : 0;
 }
 
-}  // namespace baracuda::cuda_flash
+}  // namespace baracuda::attention::cuda

@@ -32,9 +32,9 @@
 #include "ops/attention/cuda/flash_common.cuh"
 #include "cuda/sm80/mma.cuh"
 
-namespace baracuda::cuda_flash::mma_fwd {
+namespace baracuda::attention::cuda::mma_fwd {
 
-using namespace baracuda::cuda_mma;
+using namespace baracuda::dev::sm80;
 
 template <int kD, int kBM, int kBN, int kWarps>
 struct FwdCfg {
@@ -474,8 +474,8 @@ Status launch_fwd(const FlashFwdParams& p, int arch, int sm_count, void* stream)
   const size_t smem = static_cast<size_t>(kBM + 2 * kStages * kBN) * Cfg::kLd * sizeof(T);
   auto kern = feat ? flash_fwd_mma_kernel<T, kD, kBM, kBN, kWarps, kStages, true>
                    : flash_fwd_mma_kernel<T, kD, kBM, kBN, kWarps, kStages, false>;
-  static cuda_util::SmemOptIn optin[2];  // per kernel: feature-free / general
-  BARACUDA_RETURN_IF_ERROR(cuda_util::ensure_smem(optin[feat], kern, smem, "FlashSdpaPlan: flash_fwd_mma smem attribute"));
+  static dev::SmemOptIn optin[2];  // per kernel: feature-free / general
+  BARACUDA_RETURN_IF_ERROR(dev::ensure_smem(optin[feat], kern, smem, "FlashSdpaPlan: flash_fwd_mma smem attribute"));
   constexpr int kMaxZ = 65535;
   for (int b0 = 0; b0 < p.batch; b0 += kMaxZ) {
     a.b_base = b0;
@@ -483,7 +483,7 @@ Status launch_fwd(const FlashFwdParams& p, int arch, int sm_count, void* stream)
     const dim3 grid((p.q_len + kBM - 1) / kBM, p.heads, nb);
     kern<<<grid, Cfg::kThreads, smem, static_cast<cudaStream_t>(stream)>>>(a);
     const cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) return detail::cuda_status(static_cast<int>(e), "FlashSdpaPlan: flash_fwd_mma launch");
+    if (e != cudaSuccess) return baracuda::detail::cuda_status(static_cast<int>(e), "FlashSdpaPlan: flash_fwd_mma launch");
   }
   return Status::ok();
 }
@@ -865,8 +865,8 @@ Status launch_fwd_split(const FlashFwdParams& p, int splits, int pack, void* str
   const bool feat = uses_features(p);
   const size_t smem = static_cast<size_t>(SC::kBM + 2 * SC::kStages * SC::kBN) * Cfg::kLd * sizeof(T);
   auto kern = feat ? flash_fwd_split_kernel<T, kD, true> : flash_fwd_split_kernel<T, kD, false>;
-  static cuda_util::SmemOptIn optin[2];  // per kernel: feature-free / general
-  BARACUDA_RETURN_IF_ERROR(cuda_util::ensure_smem(optin[feat], kern, smem, "FlashSdpaPlan: flash_fwd_split smem attribute"));
+  static dev::SmemOptIn optin[2];  // per kernel: feature-free / general
+  BARACUDA_RETURN_IF_ERROR(dev::ensure_smem(optin[feat], kern, smem, "FlashSdpaPlan: flash_fwd_split smem attribute"));
   const cudaStream_t st = static_cast<cudaStream_t>(stream);
   const int mblocks = pack > 1 ? 1 : (p.q_len + SC::kBM - 1) / SC::kBM;
   const int ny = pack > 1 ? p.kv_heads : p.heads;
@@ -877,25 +877,25 @@ Status launch_fwd_split(const FlashFwdParams& p, int splits, int pack, void* str
     const dim3 grid(mblocks * splits, ny, nb);
     kern<<<grid, Cfg::kThreads, smem, st>>>(sa);
     const cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) return detail::cuda_status(static_cast<int>(e), "FlashSdpaPlan: flash_fwd_split launch");
+    if (e != cudaSuccess) return baracuda::detail::cuda_status(static_cast<int>(e), "FlashSdpaPlan: flash_fwd_split launch");
   }
   sa.f.b_base = 0;
   const int64_t rows = static_cast<int64_t>(p.batch) * p.heads * p.q_len;
   flash_fwd_combine_kernel<T><<<static_cast<unsigned>((rows + 3) / 4), 128, 0, st>>>(sa);
   const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) return detail::cuda_status(static_cast<int>(e), "FlashSdpaPlan: flash_fwd_combine launch");
+  if (e != cudaSuccess) return baracuda::detail::cuda_status(static_cast<int>(e), "FlashSdpaPlan: flash_fwd_combine launch");
   return Status::ok();
 }
 
-}  // namespace baracuda::cuda_flash::mma_fwd
+}  // namespace baracuda::attention::cuda::mma_fwd
 
 // Explicit instantiations: the rows of ../manifest.cmake, generated into one TU
 // per (dtype, padded head dim) holding the tile configurations the dispatcher
 // (flash_mma_fwd.cu) may pick for it.
 #define BARACUDA_FLASH_MMA_FWD_INSTANTIATE(T, D, BM, BN, W, S)                                           \
-  template baracuda::Status baracuda::cuda_flash::mma_fwd::launch_fwd<T, D, BM, BN, W, S>(               \
-      const baracuda::cuda_flash::FlashFwdParams&, int, int, void*);
+  template baracuda::Status baracuda::attention::cuda::mma_fwd::launch_fwd<T, D, BM, BN, W, S>(               \
+      const baracuda::attention::cuda::FlashFwdParams&, int, int, void*);
 // The split-KV path, one per (dtype, padded head dim).
 #define BARACUDA_FLASH_MMA_SPLIT_INSTANTIATE(T, D)                                              \
-  template baracuda::Status baracuda::cuda_flash::mma_fwd::launch_fwd_split<T, D>(              \
-      const baracuda::cuda_flash::FlashFwdParams&, int, int, void*);
+  template baracuda::Status baracuda::attention::cuda::mma_fwd::launch_fwd_split<T, D>(              \
+      const baracuda::attention::cuda::FlashFwdParams&, int, int, void*);

@@ -30,7 +30,7 @@
 #include "cuda/numeric.cuh"
 #include "ops/attention/cuda/flash_common.cuh"
 
-namespace baracuda::cuda_flash::simt {
+namespace baracuda::attention::cuda::simt {
 
 constexpr int kMaxWarps = 8;
 constexpr int kDsumRowsPerWarp = 8;  // row-statistics kernel: 8 warps x 8 rows per block
@@ -565,24 +565,24 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
   }
 }
 
-}  // namespace baracuda::cuda_flash::simt
+}  // namespace baracuda::attention::cuda::simt
 
 // ---- host-side launch helpers ------------------------------------------------------
-namespace baracuda::cuda_flash::simt {
+namespace baracuda::attention::cuda::simt {
 
 // The opt-in shared memory per block of the current device (cached per ordinal).
 inline Result<int> smem_limit() {
   static std::atomic<int> cache[64] = {};
   int dev = 0;
   cudaError_t e = cudaGetDevice(&dev);
-  if (e != cudaSuccess) return detail::cuda_status(static_cast<int>(e), "flash SIMT: cudaGetDevice");
+  if (e != cudaSuccess) return baracuda::detail::cuda_status(static_cast<int>(e), "flash SIMT: cudaGetDevice");
   if (dev >= 0 && dev < 64) {
     const int c = cache[dev].load(std::memory_order_relaxed);
     if (c > 0) return c;
   }
   int v = 0;
   e = cudaDeviceGetAttribute(&v, cudaDevAttrMaxSharedMemoryPerBlockOptin, dev);
-  if (e != cudaSuccess) return detail::cuda_status(static_cast<int>(e), "flash SIMT: shared memory limit");
+  if (e != cudaSuccess) return baracuda::detail::cuda_status(static_cast<int>(e), "flash SIMT: shared memory limit");
   if (dev >= 0 && dev < 64) cache[dev].store(v, std::memory_order_relaxed);
   return v;
 }
@@ -623,11 +623,11 @@ Status launch(const char* what, Kern kern, unsigned blocks, int threads, size_t 
   if (blocks == 0) return Status::ok();
   if (smem > 48 * 1024) {
     const cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(smem));
-    if (e != cudaSuccess) return detail::cuda_status(static_cast<int>(e), what);
+    if (e != cudaSuccess) return baracuda::detail::cuda_status(static_cast<int>(e), what);
   }
   kern<<<blocks, threads, smem, static_cast<cudaStream_t>(stream)>>>(args...);
   const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) return detail::cuda_status(static_cast<int>(e), what);
+  if (e != cudaSuccess) return baracuda::detail::cuda_status(static_cast<int>(e), what);
   return Status::ok();
 }
 
@@ -667,4 +667,4 @@ Status launch_fwd(const FlashFwdParams& p, void* stream, double* lse_out, const 
   });
 }
 
-}  // namespace baracuda::cuda_flash::simt
+}  // namespace baracuda::attention::cuda::simt

@@ -11,7 +11,7 @@
 //      row is written (zeros where no query row sees it).
 #include "ops/attention/cuda/flash_simt.cuh"
 
-namespace baracuda::cuda_flash {
+namespace baracuda::attention::cuda {
 
 namespace {
 
@@ -121,4 +121,4 @@ Status backward_simt(const FlashBwdParams& p, int arch, int sm_count, void* stre
   return backward_typed<double>(p, stream, what);
 }
 
-}  // namespace baracuda::cuda_flash
+}  // namespace baracuda::attention::cuda

@@ -1,7 +1,7 @@
 // SIMT flash-attention forward for f32 and f64 (kernels: flash_simt.cuh).
 #include "ops/attention/cuda/flash_simt.cuh"
 
-namespace baracuda::cuda_flash {
+namespace baracuda::attention::cuda {
 
 Status forward_simt(const FlashFwdParams& p, int arch, int sm_count, void* stream) {
   (void)arch;
@@ -14,4 +14,4 @@ Status forward_simt(const FlashFwdParams& p, int arch, int sm_count, void* strea
   return simt::launch_fwd<double, false>(p, stream, nullptr, what);
 }
 
-}  // namespace baracuda::cuda_flash
+}  // namespace baracuda::attention::cuda

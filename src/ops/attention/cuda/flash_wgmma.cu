@@ -22,7 +22,7 @@
 
 #include "ops/attention/cuda/flash_wgmma_bwd.cuh"
 #include "ops/attention/cuda/flash_wgmma_fwd.cuh"
-#include "ops/attention/flash_cuda.hpp"
+#include "ops/attention/flash_launch.hpp"
 
 #include "ops/attention/manifest.hpp"  // generated from ops/attention/manifest.cmake
 
@@ -30,7 +30,7 @@
 BARACUDA_FLASH_WGMMA_FWD_EXTERN
 BARACUDA_FLASH_WGMMA_BWD_EXTERN
 
-namespace baracuda::cuda_flash {
+namespace baracuda::attention::cuda {
 namespace {
 
 #if defined(BARACUDA_HAVE_SM90A)
@@ -41,7 +41,7 @@ constexpr bool kBuiltSm90a = false;
 
 // The plan's variant hint may switch the Hopper kernels off; a hinted
 // mma.sync tile also means "not the Hopper kernel".
-bool hint_allows(const detail::FlashHint& h) { return h.wgmma && !h.has_tile(); }
+bool hint_allows(const baracuda::detail::FlashHint& h) { return h.wgmma && !h.has_tile(); }
 
 // The kernels exist for head dims 64, 128 and 256 (forward; the backward 64
 // and 128); a smaller head dim (a multiple of 8) runs in the next one up, its
@@ -141,7 +141,47 @@ bool make_map(CUtensorMap* m, DType dt, const void* ptr, int64_t d, int64_t rows
              CU_TENSOR_MAP_SWIZZLE_128B, CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) == CUDA_SUCCESS;
 }
 
+// The TMA maps of the forward kernel; false when TMA cannot describe the
+// strides or pointers (the caller then takes the mma.sync path).
+bool forward_maps(const FlashFwdParams& p, wgmma_fwd::WgArgs* wa) {
+  const int kbn = padded_dim(p.head_dim) <= 128 ? 128 : 64;
+  // kv_len == 0 still needs valid maps (no tile is loaded then); give K / V one row.
+  const int64_t kv_rows = p.kv_len > 0 ? p.kv_len : 1;
+  return make_map(&wa->tm_q, p.dtype, p.q, p.head_dim, p.q_len, p.heads, p.batch, p.q_ss, p.q_sh, p.q_sb, 128) &&
+         make_map(&wa->tm_k, p.dtype, p.k, p.head_dim, kv_rows, p.kv_heads, p.batch, p.k_ss, p.k_sh, p.k_sb, kbn) &&
+         make_map(&wa->tm_v, p.dtype, p.v, p.head_dim, kv_rows, p.kv_heads, p.batch, p.v_ss, p.v_sh, p.v_sb, kbn);
+}
+
+// The TMA maps of the two backward kernels (dK/dV: query tiles of 64, key
+// tiles of 128; dQ: the reverse); false as above.
+bool backward_maps(const FlashBwdParams& p, wgmma_bwd::WgBwdArgs* w1, wgmma_bwd::WgBwdArgs* w2) {
+  const int64_t q_rows = p.q_len > 0 ? p.q_len : 1, kv_rows = p.kv_len > 0 ? p.kv_len : 1;
+  for (int k = 0; k < 2; ++k) {
+    wgmma_bwd::WgBwdArgs& w = k == 0 ? *w1 : *w2;
+    const int qbox = k == 0 ? 64 : 128, kbox = k == 0 ? 128 : 64;
+    if (!make_map(&w.tm_q, p.dtype, p.q, p.head_dim, q_rows, p.heads, p.batch, p.q_ss, p.q_sh, p.q_sb, qbox) ||
+        !make_map(&w.tm_dy, p.dtype, p.dy, p.head_dim, q_rows, p.heads, p.batch, p.dy_ss, p.dy_sh, p.dy_sb, qbox) ||
+        !make_map(&w.tm_k, p.dtype, p.k, p.head_dim, kv_rows, p.kv_heads, p.batch, p.k_ss, p.k_sh, p.k_sb, kbox) ||
+        !make_map(&w.tm_v, p.dtype, p.v, p.head_dim, kv_rows, p.kv_heads, p.batch, p.v_ss, p.v_sh, p.v_sb, kbox))
+      return false;
+  }
+  return true;
+}
+
 }  // namespace
+
+bool forward_wgmma_maps_ok(const FlashFwdParams& p) {
+  wgmma_fwd::WgArgs wa;
+  std::memset(static_cast<void*>(&wa), 0, sizeof(wa));
+  return forward_maps(p, &wa);
+}
+
+bool backward_wgmma_maps_ok(const FlashBwdParams& p) {
+  wgmma_bwd::WgBwdArgs w1, w2;
+  std::memset(static_cast<void*>(&w1), 0, sizeof(w1));
+  std::memset(static_cast<void*>(&w2), 0, sizeof(w2));
+  return backward_maps(p, &w1, &w2);
+}
 
 bool forward_wgmma_eligible(const FlashShape& s, int arch) {
   return kBuiltSm90a && arch == 90 && !s.features && !s.varlen && (s.dtype == DType::BF16 || s.dtype == DType::F16) &&
@@ -161,13 +201,7 @@ Status forward_wgmma(const FlashFwdParams& p, int arch, bool* ran, void* stream)
   if (p.q_len <= 0 || p.batch <= 0 || p.heads <= 0) return Status::ok();
   wgmma_fwd::WgArgs wa;
   std::memset(static_cast<void*>(&wa), 0, sizeof(wa));
-  const int kbn = padded_dim(p.head_dim) <= 128 ? 128 : 64;
-  // kv_len == 0 still needs valid maps (no tile is loaded then); give K / V one row.
-  const int64_t kv_rows = p.kv_len > 0 ? p.kv_len : 1;
-  if (!make_map(&wa.tm_q, p.dtype, p.q, p.head_dim, p.q_len, p.heads, p.batch, p.q_ss, p.q_sh, p.q_sb, 128) ||
-      !make_map(&wa.tm_k, p.dtype, p.k, p.head_dim, kv_rows, p.kv_heads, p.batch, p.k_ss, p.k_sh, p.k_sb, kbn) ||
-      !make_map(&wa.tm_v, p.dtype, p.v, p.head_dim, kv_rows, p.kv_heads, p.batch, p.v_ss, p.v_sh, p.v_sb, kbn))
-    return Status::ok();  // strides TMA cannot describe: the caller takes the mma.sync path
+  if (!forward_maps(p, &wa)) return Status::ok();  // strides TMA cannot describe: the caller takes the mma.sync path
   wa.f.p = p;
   wa.f.scale = static_cast<float>(p.scale);
   wa.f.scale_log2 = static_cast<float>(p.scale * 1.4426950408889634);
@@ -196,25 +230,16 @@ Status backward_wgmma(const mma_bwd::BwdArgs& a, int arch, bool* ran, void* stre
   *ran = false;
   const FlashBwdParams& p = a.p;
   if (!backward_wgmma_eligible(shape_of(p), arch) || p.batch <= 0 || p.heads <= 0) return Status::ok();
-  const int64_t q_rows = p.q_len > 0 ? p.q_len : 1, kv_rows = p.kv_len > 0 ? p.kv_len : 1;
   wgmma_bwd::WgBwdArgs w1, w2;
   std::memset(static_cast<void*>(&w1), 0, sizeof(w1));
   std::memset(static_cast<void*>(&w2), 0, sizeof(w2));
-  // dK/dV kernel: query tiles of 64, key tiles of 128; dQ kernel: the reverse.
-  for (int k = 0; k < 2; ++k) {
-    wgmma_bwd::WgBwdArgs& w = k == 0 ? w1 : w2;
-    const int qbox = k == 0 ? 64 : 128, kbox = k == 0 ? 128 : 64;
-    if (!make_map(&w.tm_q, p.dtype, p.q, p.head_dim, q_rows, p.heads, p.batch, p.q_ss, p.q_sh, p.q_sb, qbox) ||
-        !make_map(&w.tm_dy, p.dtype, p.dy, p.head_dim, q_rows, p.heads, p.batch, p.dy_ss, p.dy_sh, p.dy_sb, qbox) ||
-        !make_map(&w.tm_k, p.dtype, p.k, p.head_dim, kv_rows, p.kv_heads, p.batch, p.k_ss, p.k_sh, p.k_sb, kbox) ||
-        !make_map(&w.tm_v, p.dtype, p.v, p.head_dim, kv_rows, p.kv_heads, p.batch, p.v_ss, p.v_sh, p.v_sb, kbox))
-      return Status::ok();  // strides TMA cannot describe: the caller takes the mma.sync kernels
-    w.a = a;
-  }
+  if (!backward_maps(p, &w1, &w2)) return Status::ok();  // strides TMA cannot describe: the caller takes the mma.sync kernels
+  w1.a = a;
+  w2.a = a;
   const BwdKernel* k = find_kernel(kBwdKernels, p.dtype, p.head_dim);
   if (k == nullptr) return Status::ok();
   *ran = true;
   return k->launch(w1, w2, stream);
 }
 
-}  // namespace baracuda::cuda_flash
+}  // namespace baracuda::attention::cuda

@@ -35,10 +35,10 @@
 #include "ops/attention/cuda/flash_mma_bwd.cuh"
 #include "ops/attention/cuda/flash_mma_fwd.cuh"
 
-namespace baracuda::cuda_flash::wgmma_bwd {
+namespace baracuda::attention::cuda::wgmma_bwd {
 
-using namespace baracuda::cuda_mma;
-using namespace baracuda::cuda_sm90;
+using namespace baracuda::dev::sm80;
+using namespace baracuda::dev::sm90;
 using mma_bwd::BwdArgs;
 
 struct WgBwdArgs {
@@ -421,9 +421,9 @@ Status launch_wgmma_bwd(const WgBwdArgs& wa_dkdv, const WgBwdArgs& wa_dq, void* 
   const FlashBwdParams& p = wa_dkdv.a.p;
   auto k1 = flash_bwd_dkdv_wgmma_kernel<T, kD>;
   auto k2 = flash_bwd_dq_wgmma_kernel<T, kD>;
-  static cuda_util::SmemOptIn opt1, opt2;
-  BARACUDA_RETURN_IF_ERROR(cuda_util::ensure_smem(opt1, k1, C1::kSmem, "FlashSdpaBackwardPlan: flash_bwd_dkdv_wgmma smem attribute"));
-  BARACUDA_RETURN_IF_ERROR(cuda_util::ensure_smem(opt2, k2, C2::kSmem, "FlashSdpaBackwardPlan: flash_bwd_dq_wgmma smem attribute"));
+  static dev::SmemOptIn opt1, opt2;
+  BARACUDA_RETURN_IF_ERROR(dev::ensure_smem(opt1, k1, C1::kSmem, "FlashSdpaBackwardPlan: flash_bwd_dkdv_wgmma smem attribute"));
+  BARACUDA_RETURN_IF_ERROR(dev::ensure_smem(opt2, k2, C2::kSmem, "FlashSdpaBackwardPlan: flash_bwd_dq_wgmma smem attribute"));
   const cudaStream_t st = static_cast<cudaStream_t>(stream);
   for (int b0 = 0; b0 < p.batch; b0 += mma_bwd::kMaxGridZ) {
     WgBwdArgs w = wa_dkdv, w2 = wa_dq;
@@ -433,19 +433,19 @@ Status launch_wgmma_bwd(const WgBwdArgs& wa_dkdv, const WgBwdArgs& wa_dq, void* 
     if (p.kv_len > 0) {
       k1<<<dim3((p.kv_len + C1::kBN - 1) / C1::kBN, p.kv_heads, nb), C1::kThreads, C1::kSmem, st>>>(w);
       const cudaError_t e = cudaGetLastError();
-      if (e != cudaSuccess) return detail::cuda_status(static_cast<int>(e), "FlashSdpaBackwardPlan: flash_bwd_dkdv_wgmma launch");
+      if (e != cudaSuccess) return baracuda::detail::cuda_status(static_cast<int>(e), "FlashSdpaBackwardPlan: flash_bwd_dkdv_wgmma launch");
     }
     if (p.q_len > 0) {
       k2<<<dim3((p.q_len + C2::kBM - 1) / C2::kBM, p.heads, nb), C2::kThreads, C2::kSmem, st>>>(w2);
       const cudaError_t e = cudaGetLastError();
-      if (e != cudaSuccess) return detail::cuda_status(static_cast<int>(e), "FlashSdpaBackwardPlan: flash_bwd_dq_wgmma launch");
+      if (e != cudaSuccess) return baracuda::detail::cuda_status(static_cast<int>(e), "FlashSdpaBackwardPlan: flash_bwd_dq_wgmma launch");
     }
   }
   return Status::ok();
 }
 
-}  // namespace baracuda::cuda_flash::wgmma_bwd
+}  // namespace baracuda::attention::cuda::wgmma_bwd
 
 #define BARACUDA_FLASH_WGMMA_BWD_INSTANTIATE(T, D)                                  \
-  template baracuda::Status baracuda::cuda_flash::wgmma_bwd::launch_wgmma_bwd<T, D>( \
-      const baracuda::cuda_flash::wgmma_bwd::WgBwdArgs&, const baracuda::cuda_flash::wgmma_bwd::WgBwdArgs&, void*);
+  template baracuda::Status baracuda::attention::cuda::wgmma_bwd::launch_wgmma_bwd<T, D>( \
+      const baracuda::attention::cuda::wgmma_bwd::WgBwdArgs&, const baracuda::attention::cuda::wgmma_bwd::WgBwdArgs&, void*);

@@ -40,10 +40,10 @@
 #include "cuda/sm90/wgmma_ops.cuh"
 #include "ops/attention/cuda/flash_mma_fwd.cuh"
 
-namespace baracuda::cuda_flash::wgmma_fwd {
+namespace baracuda::attention::cuda::wgmma_fwd {
 
-using namespace baracuda::cuda_mma;
-using namespace baracuda::cuda_sm90;
+using namespace baracuda::dev::sm80;
+using namespace baracuda::dev::sm90;
 using mma_fwd::FwdArgs;
 
 template <int kD>
@@ -238,8 +238,8 @@ template <class T, int kD>
 Status launch_wgmma_kernel(const WgArgs& wa, int q_len, int heads, int batch, void* stream) {
   using Cfg = WgCfg<kD>;
   auto kern = flash_fwd_wgmma_kernel<T, kD>;
-  static cuda_util::SmemOptIn optin;
-  BARACUDA_RETURN_IF_ERROR(cuda_util::ensure_smem(optin, kern, Cfg::kSmem, "FlashSdpaPlan: flash_fwd_wgmma smem attribute"));
+  static dev::SmemOptIn optin;
+  BARACUDA_RETURN_IF_ERROR(dev::ensure_smem(optin, kern, Cfg::kSmem, "FlashSdpaPlan: flash_fwd_wgmma smem attribute"));
   WgArgs w = wa;
   constexpr int kMaxZ = 65535;
   for (int b0 = 0; b0 < batch; b0 += kMaxZ) {
@@ -248,14 +248,14 @@ Status launch_wgmma_kernel(const WgArgs& wa, int q_len, int heads, int batch, vo
     const dim3 grid((q_len + Cfg::kBM - 1) / Cfg::kBM, heads, nb);
     kern<<<grid, Cfg::kThreads, Cfg::kSmem, static_cast<cudaStream_t>(stream)>>>(w);
     const cudaError_t e = cudaGetLastError();
-    if (e != cudaSuccess) return detail::cuda_status(static_cast<int>(e), "FlashSdpaPlan: flash_fwd_wgmma launch");
+    if (e != cudaSuccess) return baracuda::detail::cuda_status(static_cast<int>(e), "FlashSdpaPlan: flash_fwd_wgmma launch");
   }
   return Status::ok();
 }
 
-}  // namespace baracuda::cuda_flash::wgmma_fwd
+}  // namespace baracuda::attention::cuda::wgmma_fwd
 
 // One explicit instantiation per (dtype, head dim) of ../manifest.cmake, each in its own generated TU.
 #define BARACUDA_FLASH_WGMMA_FWD_INSTANTIATE(T, D)                                     \
-  template baracuda::Status baracuda::cuda_flash::wgmma_fwd::launch_wgmma_kernel<T, D>( \
-      const baracuda::cuda_flash::wgmma_fwd::WgArgs&, int, int, int, void*);
+  template baracuda::Status baracuda::attention::cuda::wgmma_fwd::launch_wgmma_kernel<T, D>( \
+      const baracuda::attention::cuda::wgmma_fwd::WgArgs&, int, int, int, void*);

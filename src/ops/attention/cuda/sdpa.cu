@@ -8,9 +8,9 @@
 #include <string>
 
 #include "ops/attention/manifest.hpp"  // generated from ops/attention/manifest.cmake
-#include "ops/attention/sdpa_cuda.hpp"
+#include "ops/attention/sdpa_launch.hpp"
 
-namespace baracuda::cuda_sdpa {
+namespace baracuda::attention::cuda::sdpa {
 
 namespace detail_k {
 template <class T>
@@ -64,4 +64,4 @@ Status backward(const SdpaBwdParams& p, int /*sm_count*/, void* stream) {
   }
 }
 
-}  // namespace baracuda::cuda_sdpa
+}  // namespace baracuda::attention::cuda::sdpa

@@ -42,9 +42,9 @@
 #include "core/cuda_device.hpp"
 #include "cuda/numeric.cuh"
 #include "cuda/warp_reduce.cuh"
-#include "ops/attention/sdpa_cuda.hpp"
+#include "ops/attention/sdpa_launch.hpp"
 
-namespace baracuda::cuda_sdpa::detail_k {
+namespace baracuda::attention::cuda::sdpa::detail_k {
 
 using dev::acc_t;
 
@@ -503,4 +503,4 @@ Status run_backward(const SdpaBwdParams& p, cudaStream_t stream) {
   }
 }
 
-}  // namespace baracuda::cuda_sdpa::detail_k
+}  // namespace baracuda::attention::cuda::sdpa::detail_k

@@ -28,7 +28,7 @@
 BARACUDA_REDUCE_BW_EW_EXTERN
 BARACUDA_REDUCE_BW_TILED_EXTERN
 
-namespace baracuda::cuda_reduce {
+namespace baracuda::reduce::cuda {
 
 namespace {
 
@@ -122,7 +122,7 @@ Status launch_backward(const BackwardLaunch& p) {
       if (!red) aux_stride *= p.shape[i];
     }
     int64_t* sp[kEwOperands] = {st[0], st[1], st[2], st[3], st[4]};
-    pb.ew_nd = detail::coalesce_dims(p.rank, sh, kEwOperands, sp);
+    pb.ew_nd = baracuda::detail::coalesce_dims(p.rank, sh, kEwOperands, sp);
     reverse_n(sh, pb.ew_nd);
     for (int k = 0; k < kEwOperands; ++k) reverse_n(st[k], pb.ew_nd);
     for (int d = 0; d < pb.ew_nd; ++d) {
@@ -132,7 +132,7 @@ Status launch_backward(const BackwardLaunch& p) {
   }
 
   // ---- tile view: kept dims x reduced dims --------------------------------------
-  // (detail::make_reduce_layout coalesces one input with its output; here x, dx,
+  // (baracuda::detail::make_reduce_layout coalesces one input with its output; here x, dx,
   // dy and y must share the kept dims and x, dx the reduced ones, so the same
   // coalesce_dims runs over all of them.)
   if (uses_tiles(p.kind)) {
@@ -155,8 +155,8 @@ Status launch_backward(const BackwardLaunch& p) {
     }
     int64_t* kp[kKeptOperands] = {kst[0], kst[1], kst[2], kst[3]};
     int64_t* rp[2] = {rst[0], rst[1]};
-    pb.nk = detail::coalesce_dims(nk, ks, kKeptOperands, kp);
-    pb.nr = detail::coalesce_dims(nr, rs, 2, rp);
+    pb.nk = baracuda::detail::coalesce_dims(nk, ks, kKeptOperands, kp);
+    pb.nr = baracuda::detail::coalesce_dims(nr, rs, 2, rp);
     reverse_n(ks, pb.nk);
     reverse_n(rs, pb.nr);
     for (int k = 0; k < kKeptOperands; ++k) reverse_n(kst[k], pb.nk);
@@ -183,4 +183,4 @@ Status launch_backward(const BackwardLaunch& p) {
   return Status(StatusCode::Unsupported, "ReduceBackwardPlan: dtype");
 }
 
-}  // namespace baracuda::cuda_reduce
+}  // namespace baracuda::reduce::cuda

@@ -7,7 +7,7 @@
 
 #include "ops/reduce/cuda/backward_planner.cuh"
 
-namespace baracuda::cuda_reduce::bw {
+namespace baracuda::reduce::cuda::bw {
 
 // Fixed-order warp sum: lane 0 ends with the sum of all 32 lanes.
 template <class P>
@@ -96,4 +96,4 @@ __device__ __forceinline__ void block_scan(A v, int tx, int ty, const TileCfg& c
   total = ty == 0 ? v * bs : A(1);
 }
 
-}  // namespace baracuda::cuda_reduce::bw
+}  // namespace baracuda::reduce::cuda::bw

@@ -14,7 +14,7 @@
 #include "ops/reduce/cuda/backward_common.cuh"
 #include "ops/reduce/cuda/backward_planner.cuh"
 
-namespace baracuda::cuda_reduce::bw {
+namespace baracuda::reduce::cuda::bw {
 
 template <class T>
 struct CombineParams {
@@ -95,4 +95,4 @@ Status launch_combine(const Problem& pb, const void* part, acc_t<T>* aux, int64_
   return check_launch("ReduceBackwardPlan: combine kernel");
 }
 
-}  // namespace baracuda::cuda_reduce::bw
+}  // namespace baracuda::reduce::cuda::bw

@@ -16,9 +16,9 @@
 #include "cuda/numeric.cuh"
 #include "ops/reduce/cuda/backward_planner.cuh"
 
-namespace baracuda::cuda_reduce::bw {
+namespace baracuda::reduce::cuda::bw {
 
-using detail::FastDiv;
+using baracuda::detail::FastDiv;
 
 // The per-slice auxiliary a kind needs, and what a tile pass does with it.
 enum TileKind { TK_MEAN = 0, TK_TIE, TK_PROD };  // Var/Std, Max/Min, Prod
@@ -26,7 +26,7 @@ enum TileMode { TM_FUSED = 0, TM_PARTIAL, TM_APPLY };
 
 inline Status check_launch(const char* what) {
   const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) return detail::cuda_status(static_cast<int>(e), what);
+  if (e != cudaSuccess) return baracuda::detail::cuda_status(static_cast<int>(e), what);
   return Status::ok();
 }
 
@@ -139,4 +139,4 @@ __device__ __forceinline__ int64_t red_offset(const TP& p, int64_t r, int k) {
   return off;
 }
 
-}  // namespace baracuda::cuda_reduce::bw
+}  // namespace baracuda::reduce::cuda::bw

@@ -16,7 +16,7 @@
 #include "ops/reduce/cuda/backward_formulas.cuh"
 #include "ops/reduce/cuda/backward_planner.cuh"
 
-namespace baracuda::cuda_reduce::bw {
+namespace baracuda::reduce::cuda::bw {
 
 
 constexpr int kEwThreads = 256;
@@ -231,7 +231,7 @@ Status launch_ew_impl(const Problem& pb, const acc_t<T>* aux, const EwArgs<acc_t
   const unsigned grid = static_cast<unsigned>(std::min<int64_t>(static_cast<int64_t>(p.chunks), INT_MAX));
   ew_kernel<OP, T, I, VEC, U><<<grid, kEwThreads, 0, pb.stream>>>(p);
   const cudaError_t e = cudaGetLastError();
-  if (e != cudaSuccess) return detail::cuda_status(static_cast<int>(e), "ReduceBackwardPlan: elementwise kernel");
+  if (e != cudaSuccess) return baracuda::detail::cuda_status(static_cast<int>(e), "ReduceBackwardPlan: elementwise kernel");
   return Status::ok();
 }
 
@@ -248,4 +248,4 @@ Status launch_ew(const Problem& pb, const acc_t<T>* aux, const EwArgs<acc_t<T>>&
                : launch_ew_impl<OP, T, uint64_t, 1, 4>(pb, aux, args, reverse);
 }
 
-}  // namespace baracuda::cuda_reduce::bw
+}  // namespace baracuda::reduce::cuda::bw

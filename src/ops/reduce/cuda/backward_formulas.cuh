@@ -6,7 +6,7 @@
 
 #include "cuda/numeric.cuh"
 
-namespace baracuda::cuda_reduce::bw {
+namespace baracuda::reduce::cuda::bw {
 
 // ===========================================================================
 // Gradient formulas, split into a per-slice coefficient and a per-element
@@ -99,4 +99,4 @@ __device__ __forceinline__ A ew_elem(A coef, A x, A y, A aux) {
   }
 }
 
-}  // namespace baracuda::cuda_reduce::bw
+}  // namespace baracuda::reduce::cuda::bw

@@ -46,7 +46,7 @@
 #include "ops/reduce/cuda/backward_row_smem.cuh"
 #include "ops/reduce/cuda/backward_tile.cuh"
 
-namespace baracuda::cuda_reduce::bw {
+namespace baracuda::reduce::cuda::bw {
 
 template <class T>
 EwArgs<acc_t<T>> make_args(const Problem& pb) {
@@ -156,4 +156,4 @@ Status run_f64(const Problem& pb);
 Status run_f16(const Problem& pb);
 Status run_bf16(const Problem& pb);
 
-}  // namespace baracuda::cuda_reduce::bw
+}  // namespace baracuda::reduce::cuda::bw

@@ -20,7 +20,7 @@
 #include "ops/reduce/cuda/backward_common.cuh"
 #include "ops/reduce/cuda/backward_planner.cuh"
 
-namespace baracuda::cuda_reduce::bw {
+namespace baracuda::reduce::cuda::bw {
 
 constexpr int kPartUnroll = 4;  // 16-byte loads in flight per thread and step
 
@@ -208,4 +208,4 @@ Status launch_partials(const Problem& pb, const TiledPlan& pl, void* part, acc_t
   return check_launch("ReduceBackwardPlan: column partial kernel");
 }
 
-}  // namespace baracuda::cuda_reduce::bw
+}  // namespace baracuda::reduce::cuda::bw

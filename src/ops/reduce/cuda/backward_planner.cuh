@@ -31,10 +31,10 @@
 #include "core/int_math.hpp"
 #include "ops/reduce/cuda/backward_problem.cuh"
 
-namespace baracuda::cuda_reduce::bw {
+namespace baracuda::reduce::cuda::bw {
 
-using detail::ceil_div;
-using detail::is_aligned16;
+using baracuda::detail::ceil_div;
+using baracuda::detail::is_aligned16;
 
 inline size_t align16(size_t b) { return (b + 15) & ~size_t{15}; }
 
@@ -104,15 +104,15 @@ inline TileCfg choose_tile(bool row, int R, int64_t M, int64_t L) {
   TileCfg c;
   const int64_t need = ceil_div(L, R);
   if (row) {
-    c.TY = static_cast<int>(detail::pow2_ceil(std::min<int64_t>(need, kTileMaxThreads)));
-    c.TX = c.TY >= 256 ? 1 : static_cast<int>(std::min<int64_t>(256 / c.TY, detail::pow2_ceil(std::min<int64_t>(M, 256))));
+    c.TY = static_cast<int>(baracuda::detail::pow2_ceil(std::min<int64_t>(need, kTileMaxThreads)));
+    c.TX = c.TY >= 256 ? 1 : static_cast<int>(std::min<int64_t>(256 / c.TY, baracuda::detail::pow2_ceil(std::min<int64_t>(M, 256))));
   } else {
-    c.TX = static_cast<int>(detail::pow2_ceil(std::min<int64_t>(M, 32)));
-    c.TY = static_cast<int>(detail::pow2_ceil(std::min<int64_t>(need, 16)));
+    c.TX = static_cast<int>(baracuda::detail::pow2_ceil(std::min<int64_t>(M, 32)));
+    c.TY = static_cast<int>(baracuda::detail::pow2_ceil(std::min<int64_t>(need, 16)));
   }
   c.row = row ? 1 : 0;
-  c.lgTX = detail::log2_ceil(c.TX);
-  c.lgTY = detail::log2_ceil(c.TY);
+  c.lgTX = baracuda::detail::log2_ceil(c.TX);
+  c.lgTY = baracuda::detail::log2_ceil(c.TY);
   c.S = ceil_div(L, static_cast<int64_t>(c.TY) * R);
   c.G = ceil_div(M, c.TX);
   return c;
@@ -335,4 +335,4 @@ inline Status plan_tiled(const Problem& pb, TiledPlan* plan) {
   return Status::ok();
 }
 
-}  // namespace baracuda::cuda_reduce::bw
+}  // namespace baracuda::reduce::cuda::bw

@@ -8,9 +8,9 @@
 #include <cstdint>
 
 #include "cuda/numeric.cuh"
-#include "ops/reduce/reduce_cuda.hpp"
+#include "ops/reduce/launch.hpp"
 
-namespace baracuda::cuda_reduce::bw {
+namespace baracuda::reduce::cuda::bw {
 
 template <class T>
 using acc_t = dev::acc_t<T>;
@@ -53,4 +53,4 @@ struct Problem {
   bool row_order;  // reduced dims are the contiguous ones (else the kept dims are)
 };
 
-}  // namespace baracuda::cuda_reduce::bw
+}  // namespace baracuda::reduce::cuda::bw

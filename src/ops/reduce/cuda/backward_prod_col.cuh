@@ -38,7 +38,7 @@
 #include "ops/reduce/cuda/backward_common.cuh"
 #include "ops/reduce/cuda/backward_planner.cuh"
 
-namespace baracuda::cuda_reduce::bw {
+namespace baracuda::reduce::cuda::bw {
 
 template <class T>
 struct ColProdParams {
@@ -315,4 +315,4 @@ Status launch_col_prod(const Problem& pb, const ColProdCfg& c) {
   return check_launch("ReduceBackwardPlan: column prod apply kernel");
 }
 
-}  // namespace baracuda::cuda_reduce::bw
+}  // namespace baracuda::reduce::cuda::bw

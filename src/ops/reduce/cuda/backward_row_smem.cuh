@@ -15,7 +15,7 @@
 #include "ops/reduce/cuda/backward_formulas.cuh"
 #include "ops/reduce/cuda/backward_planner.cuh"
 
-namespace baracuda::cuda_reduce::bw {
+namespace baracuda::reduce::cuda::bw {
 
 template <class T>
 struct RowParams {
@@ -185,10 +185,10 @@ Status launch_row_smem(const Problem& pb, const EwArgs<acc_t<T>>& args) {
   auto kern = row_smem_kernel<TK, T>;
   if (bytes > 48 * 1024) {
     const cudaError_t e = cudaFuncSetAttribute(kern, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes));
-    if (e != cudaSuccess) return detail::cuda_status(static_cast<int>(e), "ReduceBackwardPlan: row kernel smem attribute");
+    if (e != cudaSuccess) return baracuda::detail::cuda_status(static_cast<int>(e), "ReduceBackwardPlan: row kernel smem attribute");
   }
   kern<<<static_cast<unsigned>(pb.M), threads, bytes, pb.stream>>>(rp);
   return check_launch("ReduceBackwardPlan: row kernel");
 }
 
-}  // namespace baracuda::cuda_reduce::bw
+}  // namespace baracuda::reduce::cuda::bw

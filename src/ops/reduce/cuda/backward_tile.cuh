@@ -16,7 +16,7 @@
 #include "ops/reduce/cuda/backward_formulas.cuh"
 #include "ops/reduce/cuda/backward_planner.cuh"
 
-namespace baracuda::cuda_reduce::bw {
+namespace baracuda::reduce::cuda::bw {
 
 template <class T>
 struct TileParams {
@@ -246,4 +246,4 @@ Status launch_tile(const TileParams<T>& tp, const Problem& pb) {
   return check_launch("ReduceBackwardPlan: tile kernel");
 }
 
-}  // namespace baracuda::cuda_reduce::bw
+}  // namespace baracuda::reduce::cuda::bw

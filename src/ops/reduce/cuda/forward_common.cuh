@@ -19,9 +19,9 @@
 #include "cuda/row_reduce.cuh"
 #include "cuda/vector_io.cuh"
 #include "cuda/warp_reduce.cuh"
-#include "ops/reduce/reduce_cuda.hpp"
+#include "ops/reduce/launch.hpp"
 
-namespace baracuda::cuda_reduce::fwd {
+namespace baracuda::reduce::cuda::fwd {
 
 using dev::acc_t;
 
@@ -751,7 +751,7 @@ Status launch_op(const FwdParams& P, cudaStream_t stream) {
       break;
   }
   cudaError_t err = cudaGetLastError();
-  if (err != cudaSuccess) return detail::cuda_status(static_cast<int>(err), name);
+  if (err != cudaSuccess) return baracuda::detail::cuda_status(static_cast<int>(err), name);
   if (P.splits > 1) {
     // Programmatic dependent launch (sm_90+): the finalize grid is scheduled
     // while the main grid drains and waits in griddepcontrol.wait, which
@@ -771,7 +771,7 @@ Status launch_op(const FwdParams& P, cudaStream_t stream) {
     }
     err = cudaLaunchKernelEx(&cfg, finalize_kernel<Op>, P);
     if (err == cudaSuccess) err = cudaGetLastError();
-    if (err != cudaSuccess) return detail::cuda_status(static_cast<int>(err), "ReducePlan: finalize_kernel");
+    if (err != cudaSuccess) return baracuda::detail::cuda_status(static_cast<int>(err), "ReducePlan: finalize_kernel");
   }
   return Status::ok();
 }
@@ -793,4 +793,4 @@ BARACUDA_REDUCE_FWD_FLOAT_OPS(BARACUDA_REDUCE_FWD_EXTERN, __nv_bfloat16)
 BARACUDA_REDUCE_FWD_INT_OPS(BARACUDA_REDUCE_FWD_EXTERN, int32_t)
 BARACUDA_REDUCE_FWD_INT_OPS(BARACUDA_REDUCE_FWD_EXTERN, int64_t)
 
-}  // namespace baracuda::cuda_reduce::fwd
+}  // namespace baracuda::reduce::cuda::fwd

@@ -29,7 +29,7 @@
 #include "ops/reduce/cuda/forward_common.cuh"
 #include "ops/reduce/manifest.hpp"  // generated from ops/reduce/manifest.cmake
 
-namespace baracuda::cuda_reduce {
+namespace baracuda::reduce::cuda {
 namespace {
 
 using fwd::Algo;
@@ -39,10 +39,10 @@ using fwd::kThreads;
 constexpr int64_t kMaxSplits = 4096;
 constexpr unsigned kGridPerSm = 32;  // grid.x cap (blocks loop beyond it)
 
-using detail::ceil_div;
-using detail::log2_ceil;
-using detail::pow2_ceil;
-using detail::pow2_floor;
+using baracuda::detail::ceil_div;
+using baracuda::detail::log2_ceil;
+using baracuda::detail::pow2_ceil;
+using baracuda::detail::pow2_floor;
 
 // Calls f(Op{}) for the op that implements (kind, dtype); returns false when
 // the combination is unsupported.
@@ -138,7 +138,7 @@ int64_t cap_splits(int64_t want, int64_t num_out, size_t sbytes, size_t ws_usabl
 }
 
 // Last kept dim with unit input stride, or -1.
-int unit_stride_kept_dim(const detail::ReduceLayout& L) {
+int unit_stride_kept_dim(const baracuda::detail::ReduceLayout& L) {
   for (int k = L.n_kept - 1; k >= 0; --k)
     if (L.kept_in_stride[k] == 1) return k;
   return -1;
@@ -146,7 +146,7 @@ int unit_stride_kept_dim(const detail::ReduceLayout& L) {
 
 // The launch configuration: a pure function of its arguments. `x` only
 // matters through its 16-byte alignment (column vectorisation); null = aligned.
-FwdParams plan(ReduceKind kind, DType dtype, const detail::ReduceLayout& L, int sm_count, size_t ws_bytes,
+FwdParams plan(ReduceKind kind, DType dtype, const baracuda::detail::ReduceLayout& L, int sm_count, size_t ws_bytes,
                const void* x) {
   FwdParams P{};
   const int esize = static_cast<int>(dtype_size(dtype));
@@ -312,7 +312,7 @@ size_t needed_ws(const FwdParams& P, size_t sbytes) {
 
 }  // namespace
 
-size_t forward_workspace_bytes(ReduceKind kind, DType in_dtype, const detail::ReduceLayout& contiguous_layout,
+size_t forward_workspace_bytes(ReduceKind kind, DType in_dtype, const baracuda::detail::ReduceLayout& contiguous_layout,
                                int sm_count) {
   const size_t sbytes = state_bytes(kind, in_dtype);
   if (sbytes == 0 || contiguous_layout.num_out <= 0) return 0;
@@ -320,9 +320,15 @@ size_t forward_workspace_bytes(ReduceKind kind, DType in_dtype, const detail::Re
   return needed_ws(P, sbytes);
 }
 
-std::string forward_variant(ReduceKind kind, DType in_dtype, const detail::ReduceLayout& layout, int sm_count) {
+std::string forward_variant(ReduceKind kind, DType in_dtype, const baracuda::detail::ReduceLayout& layout, int sm_count) {
   if (state_bytes(kind, in_dtype) == 0) return "unsupported";
   return algo_name(plan(kind, in_dtype, layout, sm_count, SIZE_MAX, nullptr).algo);
+}
+
+std::string forward_variant_for(const ForwardLaunch& p) {
+  if (p.layout.num_out <= 0) return "empty";
+  if (state_bytes(p.kind, p.in_dtype) == 0) return "unsupported";
+  return algo_name(plan(p.kind, p.in_dtype, p.layout, p.sm_count, p.ws != nullptr ? p.ws_bytes : 0, p.x).algo);
 }
 
 Status launch_forward(const ForwardLaunch& p) {
@@ -360,4 +366,4 @@ Status launch_forward(const ForwardLaunch& p) {
   return st;
 }
 
-}  // namespace baracuda::cuda_reduce
+}  // namespace baracuda::reduce::cuda

@@ -45,17 +45,17 @@
 #include "core/int_math.hpp"
 #include "core/strided_view.hpp"
 #include "cuda/numeric.cuh"
-#include "ops/rope/rope_cuda.hpp"
+#include "ops/rope/launch.hpp"
 
-namespace baracuda::cuda_rope::kern {
+namespace baracuda::rope::cuda::kern {
 
 constexpr int kThreads = 256;
 constexpr int64_t kMaxTokensPerBlock = 64;
 constexpr int64_t kTableBytes = 16 * 1024;
 constexpr int kParamFreqs = 256;  // inv_freq values passed in the kernel parameters
 
-using detail::FastDiv;
-using detail::StridedView;
+using baracuda::detail::FastDiv;
+using baracuda::detail::StridedView;
 
 // One side (q or k) of the kernel: input and output [b, h, s, d] views.
 struct DView {
@@ -354,22 +354,6 @@ __global__ void __launch_bounds__(kThreads, (Tr<T, P, kVec>::kMinBlocks)) rope_k
 }
 
 // ---- host side ----------------------------------------------------------------------
-// Every view of a side with heads: unit stride along D, 16-byte aligned rows.
-inline bool views_allow_vec(const Launch& l) {
-  const int64_t v = vec_elems(l.desc.dtype);
-  const RopeDescriptor& d = l.desc;
-  auto ok = [&](const auto& x, int64_t heads) {
-    if (x.stride[3] != 1 || !detail::is_aligned16(x.data)) return false;
-    if (d.batch > 1 && x.stride[0] % v != 0) return false;
-    if (heads > 1 && x.stride[1] % v != 0) return false;
-    if (d.seq_len > 1 && x.stride[2] % v != 0) return false;
-    return true;
-  };
-  for (int w = 0; w < 2; ++w)
-    if (l.heads[w] > 0 && !(ok(l.x[w], l.heads[w]) && ok(l.y[w], l.heads[w]))) return false;
-  return true;
-}
-
 template <class T, RopePairs P, bool kVec, bool kTable>
 Status launch_impl(const Launch& l) {
   using X = Tr<T, P, kVec>;
@@ -437,7 +421,7 @@ Status launch_impl(const Launch& l) {
   const int64_t grid = std::min<int64_t>(p.n_groups, sms * 128);
   const size_t smem = kTable ? static_cast<size_t>(tb * row_bytes) : 0;
   rope_kernel<T, P, kVec, kTable><<<static_cast<unsigned>(grid), kThreads, smem, static_cast<cudaStream_t>(l.stream)>>>(p);
-  return detail::cuda_status(static_cast<int>(cudaGetLastError()),
+  return baracuda::detail::cuda_status(static_cast<int>(cudaGetLastError()),
                             l.backward ? "RopeBackwardPlan: kernel launch" : "RopePlan: kernel launch");
 }
 
@@ -447,7 +431,7 @@ Status launch_impl(const Launch& l) {
 template <class T>
 bool uses_table(const RopeDescriptor& d) {
   static_assert(sizeof(CS<dev::acc_t<T>>) == (sizeof(dev::acc_t<T>) == 8 ? 16 : 8) && kTableBytes == 16 * 1024,
-                "table_fits() in rope_cuda.hpp mirrors the table layout");
+                "table_fits() in launch.hpp mirrors the table layout");
   return table_fits(d);
 }
 
@@ -464,4 +448,4 @@ Status launch_typed(const Launch& l) {
                                                 : launch_pairs<T, RopePairs::HalfSplit>(l);
 }
 
-}  // namespace baracuda::cuda_rope::kern
+}  // namespace baracuda::rope::cuda::kern

@@ -4,9 +4,9 @@
 #include <cuda_fp16.h>
 
 #include "ops/rope/manifest.hpp"  // generated from ops/rope/manifest.cmake
-#include "ops/rope/rope_cuda.hpp"
+#include "ops/rope/launch.hpp"
 
-namespace baracuda::cuda_rope {
+namespace baracuda::rope::cuda {
 
 namespace kern {
 template <class T>
@@ -24,4 +24,4 @@ Status launch(const Launch& l) {
   return Status(StatusCode::Unsupported, "RopePlan: CUDA kernel needs f32, f64, f16 or bf16");
 }
 
-}  // namespace baracuda::cuda_rope
+}  // namespace baracuda::rope::cuda

@@ -17,7 +17,7 @@
 #include "baracuda/core/status.hpp"
 #include "baracuda/ops/attention.hpp"
 
-namespace baracuda::cuda_flash {
+namespace baracuda::attention::cuda {
 
 struct FlashFwdParams {
   DType dtype = DType::BF16;
@@ -57,7 +57,7 @@ struct FlashFwdParams {
   // for the split-KV path; too small or null: the kernels run without it.
   void* fwd_workspace = nullptr;
   size_t fwd_workspace_bytes = 0;
-  detail::FlashHint hint;  // variant overrides recorded by the plan at select()
+  baracuda::detail::FlashHint hint;  // variant overrides recorded by the plan at select()
 };
 
 struct FlashBwdParams : FlashFwdParams {
@@ -83,7 +83,7 @@ struct FlashShape {
   // into the exponent (not a positive normal f32 once times log2(e)): the
   // general kernels run (the variant names say which).
   bool features = false;
-  detail::FlashHint hint;  // variant overrides recorded by the plan at select()
+  baracuda::detail::FlashHint hint;  // variant overrides recorded by the plan at select()
 };
 
 // The feature-free tensor-core kernels fold scale * log2(e) into the exponent:
@@ -143,5 +143,17 @@ Status forward_wgmma(const FlashFwdParams& p, int arch, bool* ran, void* stream)
 // backward_mma() after its preprocess kernel, on the same workspace.
 bool backward_wgmma_eligible(const FlashShape& s, int arch);
 const char* backward_wgmma_variant(const FlashShape& s);
+// Whether the tensor maps of the Hopper kernels can describe these actual
+// pointers and strides (builds the maps on the host, launches nothing).
+bool forward_wgmma_maps_ok(const FlashFwdParams& p);
+bool backward_wgmma_maps_ok(const FlashBwdParams& p);
 
-}  // namespace baracuda::cuda_flash
+// ---- what run() launches for actual arguments ---------------------------------
+// forward_mma_variant / backward_mma_variant name the select()-time choice from
+// the shape; these name what forward_mma / backward_mma launch for the actual
+// params: the same, except where the split-KV workspace is absent or the TMA
+// maps refuse the strides (then the mma.sync tile). The plans' sku_for().
+const char* forward_mma_variant_for(const FlashFwdParams& p, int arch, int sm_count);
+const char* backward_mma_variant_for(const FlashBwdParams& p, int arch);
+
+}  // namespace baracuda::attention::cuda

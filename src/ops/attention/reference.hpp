@@ -5,7 +5,7 @@
 #pragma once
 #include "baracuda/ops/attention.hpp"
 
-namespace baracuda::cpu_attention {
+namespace baracuda::attention::ref {
 
 Status sdpa_forward(const SdpaDescriptor& d, const SdpaArgs& a);
 Status sdpa_backward(const SdpaDescriptor& d, const SdpaBackwardArgs& a);
@@ -17,4 +17,4 @@ Status sdpa_backward(const SdpaDescriptor& d, const SdpaBackwardArgs& a);
 Status flash_forward(const FlashSdpaDescriptor& d, const FlashSdpaArgs& a);
 Status flash_backward(const FlashSdpaDescriptor& d, const FlashSdpaBackwardArgs& a);
 
-}  // namespace baracuda::cpu_attention
+}  // namespace baracuda::attention::ref

@@ -4,7 +4,7 @@
 #pragma once
 #include "baracuda/ops/rope.hpp"
 
-namespace baracuda::cpu_rope {
+namespace baracuda::rope::ref {
 
 // Operands of one forward or backward call, already validated by the plan.
 // x[0] / y[0]: q (or dy_q) and q_out (or dq); x[1] / y[1]: k side (numel 0
@@ -19,4 +19,4 @@ struct Problem {
 
 Status run(const Problem& p);
 
-}  // namespace baracuda::cpu_rope
+}  // namespace baracuda::rope::ref

@@ -3,7 +3,7 @@
 #pragma once
 #include "baracuda/ops/reduce.hpp"
 
-namespace baracuda::cpu_reduce {
+namespace baracuda::reduce::ref {
 
 // x: the input view; y: the output viewed in the INPUT's rank (extent 1 on
 // reduced axes). out_dtype as ReducePlan::output_dtype().
@@ -15,4 +15,4 @@ Status forward(ReduceKind kind, const TensorRef& x, const TensorMut& y_in_rank, 
 Status backward(ReduceKind kind, const TensorRef& dy, const TensorRef& x, const TensorRef& y, const TensorMut& dx,
                 uint32_t axis_mask, int64_t correction);
 
-}  // namespace baracuda::cpu_reduce
+}  // namespace baracuda::reduce::ref

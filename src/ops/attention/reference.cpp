@@ -2,7 +2,7 @@
 // FlashSdpaBackwardPlan. One (batch, kv-head group) is one task: it owns the
 // rows of y / dq of the group's query heads and the rows of dk / dv of its kv
 // head, so tasks run in parallel without sharing outputs. Everything is double.
-#include "ops/attention/cpu.hpp"
+#include "ops/attention/reference.hpp"
 
 #include <cmath>
 #include <limits>
@@ -12,12 +12,12 @@
 #include "core/host_elements.hpp"
 #include "core/strided_view.hpp"
 
-namespace baracuda::cpu_attention {
+namespace baracuda::attention::ref {
 namespace {
 
-using detail::load_f;
-using detail::parallel_for;
-using detail::store_f;
+using baracuda::detail::load_f;
+using baracuda::detail::parallel_for;
+using baracuda::detail::store_f;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
@@ -26,7 +26,7 @@ constexpr double kInf = std::numeric_limits<double>::infinity();
 // its dtype.
 template <class Ptr>
 struct View4 {
-  detail::StridedView<4, Ptr> at;
+  baracuda::detail::StridedView<4, Ptr> at;
   DType dtype = DType::F32;
   double get(int64_t b, int64_t h, int64_t s, int64_t d) const { return load_f(at.data, dtype, at.offset(b, h, s, d)); }
 };
@@ -37,7 +37,7 @@ void set(const View4<Ptr>& v, int64_t b, int64_t h, int64_t s, int64_t d, double
 
 template <class T>
 View4<decltype(T::data)> dense4(const T& t) {
-  return {detail::view_of<4>(t), t.dtype};
+  return {baracuda::detail::view_of<4>(t), t.dtype};
 }
 // [T,H,D] (varlen) or [B,H,S,D] (dense)
 template <class T>
@@ -339,4 +339,4 @@ Status sdpa_backward(const SdpaDescriptor& d, const SdpaBackwardArgs& a) {
   return Status::ok();
 }
 
-}  // namespace baracuda::cpu_attention
+}  // namespace baracuda::attention::ref

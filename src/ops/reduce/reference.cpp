@@ -2,7 +2,7 @@
 // (the elements of the reduced axes) and compute the kind's formula in double
 // (int64 for integer Sum/Prod/Max/Min/Arg*). Var/Std use two passes over the
 // slice (mean, then squared deviations), LogSumExp shifts by the slice max.
-#include "ops/reduce/cpu.hpp"
+#include "ops/reduce/reference.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -13,14 +13,14 @@
 #include "baracuda/core/half.hpp"
 #include "core/host_elements.hpp"
 
-namespace baracuda::cpu_reduce {
+namespace baracuda::reduce::ref {
 namespace {
 
-using detail::load_f;
-using detail::load_i;
-using detail::parallel_for;
-using detail::store_f;
-using detail::store_i;
+using baracuda::detail::load_f;
+using baracuda::detail::load_i;
+using baracuda::detail::parallel_for;
+using baracuda::detail::store_f;
+using baracuda::detail::store_i;
 
 // Enumerates output slices: for each combination of kept indices, the offsets
 // of every slice element in up to 2 "full" operands (x, dx) and the offset in
@@ -237,4 +237,4 @@ Status backward(ReduceKind kind, const TensorRef& dy, const TensorRef& x, const 
   return Status::ok();
 }
 
-}  // namespace baracuda::cpu_reduce
+}  // namespace baracuda::reduce::ref

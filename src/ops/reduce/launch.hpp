@@ -9,7 +9,7 @@
 #include "baracuda/ops/reduce.hpp"
 #include "core/layout.hpp"
 
-namespace baracuda::cuda_reduce {
+namespace baracuda::reduce::cuda {
 
 // ---- forward ---------------------------------------------------------------
 struct ForwardLaunch {
@@ -18,7 +18,7 @@ struct ForwardLaunch {
   DType out_dtype;          // as ReducePlan::output_dtype()
   const void* x;            // points at element [0,...,0] of the input
   void* y;                  // points at element [0,...,0] of the output
-  detail::ReduceLayout layout;  // num_out > 0 guaranteed; red_numel may be 0
+  baracuda::detail::ReduceLayout layout;  // num_out > 0 guaranteed; red_numel may be 0
   int64_t correction;       // Var / Std
   void* ws;                 // device scratch (may be null when ws_bytes == 0)
   size_t ws_bytes;          // the plan's workspace_size(); decisions depend on it, never on more
@@ -30,10 +30,14 @@ struct ForwardLaunch {
 // Scratch the forward needs for a problem of this shape when the input is
 // contiguous (used by ReducePlan::select). launch_forward must stay correct
 // for ANY ws_bytes (it may only split less), so strided inputs still work.
-size_t forward_workspace_bytes(ReduceKind kind, DType in_dtype, const detail::ReduceLayout& contiguous_layout,
+size_t forward_workspace_bytes(ReduceKind kind, DType in_dtype, const baracuda::detail::ReduceLayout& contiguous_layout,
                                int sm_count);
 // Name of the algorithm launch_forward uses for this layout ("row-block", ...).
-std::string forward_variant(ReduceKind kind, DType in_dtype, const detail::ReduceLayout& layout, int sm_count);
+std::string forward_variant(ReduceKind kind, DType in_dtype, const baracuda::detail::ReduceLayout& layout, int sm_count);
+// The algorithm launch_forward(p) runs for these actual views and pointers
+// (ReducePlan::sku_for): the layout re-derived from the strides, the vector
+// width from the input's alignment, the split from the workspace.
+std::string forward_variant_for(const ForwardLaunch& p);
 Status launch_forward(const ForwardLaunch& p);
 
 // ---- backward ----------------------------------------------------------------
@@ -60,4 +64,4 @@ struct BackwardLaunch {
 size_t backward_workspace_bytes(ReduceKind kind, DType dtype, const Dims& shape, uint32_t axis_mask, int sm_count);
 Status launch_backward(const BackwardLaunch& p);
 
-}  // namespace baracuda::cuda_reduce
+}  // namespace baracuda::reduce::cuda

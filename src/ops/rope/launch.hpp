@@ -8,16 +8,17 @@
 
 #include "baracuda/core/status.hpp"
 #include "baracuda/ops/rope.hpp"
+#include "core/align.hpp"
 #include "core/strided_view.hpp"
 
-namespace baracuda::cuda_rope {
+namespace baracuda::rope::cuda {
 
 struct Launch {
   RopeDescriptor desc;  // validated, rotary_dim resolved
   bool backward = false;
   // Logical [B, heads, S, D] views (data + element strides).
-  detail::StridedView<4> x[2];         // inputs: q (dy_q), k (dy_k); x[1] unused when heads[1] == 0
-  detail::StridedView<4, void*> y[2];  // outputs: q_out (dq), k_out (dk); y[i].data may equal x[i].data (in place)
+  baracuda::detail::StridedView<4> x[2];         // inputs: q (dy_q), k (dy_k); x[1] unused when heads[1] == 0
+  baracuda::detail::StridedView<4, void*> y[2];  // outputs: q_out (dq), k_out (dk); y[i].data may equal x[i].data (in place)
   bool in_place[2] = {false, false};  // y[i] is exactly x[i] (pass-through dims are then not rewritten)
   int64_t heads[2] = {0, 0};          // H, and Hk or 0 without k
   const void* positions = nullptr;
@@ -54,6 +55,28 @@ inline std::string variant_for(const RopeDescriptor& d) {
   return std::string(rope_pairs_name(d.pairs)) + (dims_allow_vec(d) ? ".vec16" : ".strided");
 }
 
+// The vector path's view rule: every view of a side with heads: unit stride along D, 16-byte aligned rows.
+inline bool views_allow_vec(const Launch& l) {
+  const int64_t v = vec_elems(l.desc.dtype);
+  const RopeDescriptor& d = l.desc;
+  auto ok = [&](const auto& x, int64_t heads) {
+    if (x.stride[3] != 1 || !baracuda::detail::is_aligned16(x.data)) return false;
+    if (d.batch > 1 && x.stride[0] % v != 0) return false;
+    if (heads > 1 && x.stride[1] % v != 0) return false;
+    if (d.seq_len > 1 && x.stride[2] % v != 0) return false;
+    return true;
+  };
+  for (int w = 0; w < 2; ++w)
+    if (l.heads[w] > 0 && !(ok(l.x[w], l.heads[w]) && ok(l.y[w], l.heads[w]))) return false;
+  return true;
+}
+
+// The path launch(l) takes for these actual views (RopePlan::sku_for).
+inline std::string variant_for(const Launch& l) {
+  if (!table_fits(l.desc)) return variant_for(l.desc);
+  return std::string(rope_pairs_name(l.desc.pairs)) + (dims_allow_vec(l.desc) && views_allow_vec(l) ? ".vec16" : ".strided");
+}
+
 Status launch(const Launch& l);
 
-}  // namespace baracuda::cuda_rope
+}  // namespace baracuda::rope::cuda

@@ -13,9 +13,9 @@
 #include "baracuda/core/status.hpp"
 #include "core/strided_view.hpp"
 
-namespace baracuda::cuda_sdpa {
+namespace baracuda::attention::cuda::sdpa {
 
-using detail::StridedView;
+using baracuda::detail::StridedView;
 
 struct SdpaFwdParams {
   DType dtype = DType::F32;
@@ -39,4 +39,4 @@ struct SdpaBwdParams : SdpaFwdParams {
 Status forward(const SdpaFwdParams& p, int sm_count, void* stream);
 Status backward(const SdpaBwdParams& p, int sm_count, void* stream);
 
-}  // namespace baracuda::cuda_sdpa
+}  // namespace baracuda::attention::cuda::sdpa

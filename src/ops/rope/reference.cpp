@@ -3,7 +3,7 @@
 // kernel), then every head of q and k is rotated pair by pair (both elements
 // of a pair are read before either is written, so in place is safe) and the
 // pass-through dims [R, D) are copied.
-#include "ops/rope/cpu.hpp"
+#include "ops/rope/reference.hpp"
 
 #include <algorithm>
 #include <cmath>
@@ -11,11 +11,11 @@
 
 #include "core/host_elements.hpp"
 
-namespace baracuda::cpu_rope {
+namespace baracuda::rope::ref {
 
-using detail::load_f;
-using detail::load_i;
-using detail::store_f;
+using baracuda::detail::load_f;
+using baracuda::detail::load_i;
+using baracuda::detail::store_f;
 
 Status run(const Problem& p) {
   const RopeDescriptor& d = p.desc;
@@ -25,7 +25,7 @@ Status run(const Problem& p) {
   if (tokens == 0 || heads[0] + heads[1] == 0) return Status::ok();
   const bool interleaved = d.pairs == RopePairs::Interleaved;
 
-  detail::parallel_for(tokens, (heads[0] + heads[1]) * D, [&](int64_t t) {
+  baracuda::detail::parallel_for(tokens, (heads[0] + heads[1]) * D, [&](int64_t t) {
     const int64_t b = t / S, s = t % S;
     int64_t pos = s;
     if (d.positions == RopePositions::PerSequence)
@@ -71,4 +71,4 @@ Status run(const Problem& p) {
   return Status::ok();
 }
 
-}  // namespace baracuda::cpu_rope
+}  // namespace baracuda::rope::ref
