@@ -36,6 +36,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <climits>
 #include <csignal>
@@ -174,7 +175,9 @@ inline Reach reach_of(const Dims& shape, const Dims& strides) {
   Reach r;
   if (!rank_ok(shape) || !rank_ok(strides) || shape.rank != strides.rank) return r;
   r.numel = 1;
-  const i128 cap = static_cast<i128>(1) << 100;  // saturate: 8 extents of 2^63 would overflow even 128 bits
+  // Saturate above 2^64 (already beyond any int64 count): a product of at most
+  // 2^64 and one extent < 2^63 stays below 2^127, so the i128 never overflows.
+  const i128 cap = static_cast<i128>(1) << 64;
   for (int i = 0; i < shape.rank; ++i) {
     if (shape[i] < 0) return r;
     r.numel = r.numel > cap ? (shape[i] == 0 ? 0 : r.numel) : r.numel * shape[i];
@@ -184,7 +187,10 @@ inline Reach reach_of(const Dims& shape, const Dims& strides) {
   if (r.numel == 0) return r;
   r.lo = r.hi = 0;
   for (int i = 0; i < shape.rank; ++i) {
-    const i128 d = static_cast<i128>(shape[i] - 1) * strides[i];
+    // Each term is below 2^126 in magnitude; clamped to 2^100 so eight of them
+    // cannot overflow the sum (offsets beyond 2^64 are refused the same way).
+    const i128 big = static_cast<i128>(1) << 100;
+    const i128 d = std::clamp<i128>(static_cast<i128>(shape[i] - 1) * strides[i], -big, big);
     if (d < 0) r.lo += d;
     else r.hi += d;
   }
