@@ -4,12 +4,13 @@
 #include <cstddef>
 #include <cstdint>
 
+#include "baracuda/core/export.hpp"
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/tensor.hpp"
 
 namespace baracuda {
 
-class Buffer {
+class BARACUDA_API Buffer {
  public:
   Buffer() = default;
   // Allocates `bytes` on `device` (host memory for the CPU). Throws StatusError on failure.
@@ -44,10 +45,10 @@ class Buffer {
 };
 
 // True when this build has CUDA support and at least one CUDA device is visible.
-bool cuda_available();
+BARACUDA_API bool cuda_available();
 // Number of visible CUDA devices (0 in a CPU-only build).
-int cuda_device_count();
+BARACUDA_API int cuda_device_count();
 // Blocks until all work on `stream` finished (no-op on the CPU).
-Status synchronize(const class Stream& stream);
+BARACUDA_API Status synchronize(const class Stream& stream);
 
 }  // namespace baracuda

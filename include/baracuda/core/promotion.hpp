@@ -27,11 +27,12 @@
 #include <string_view>
 
 #include "baracuda/core/dtype.hpp"
+#include "baracuda/core/export.hpp"
 #include "baracuda/core/status.hpp"
 
 namespace baracuda {
 
-Result<DType> promote_types(DType a, DType b, std::string_view plan = "promote_types");
+BARACUDA_API Result<DType> promote_types(DType a, DType b, std::string_view plan = "promote_types");
 
 // The dtype a wrapped scalar of this category contributes (PyTorch with its
 // default dtype f32): bool, i64, f32, c64.
@@ -57,7 +58,7 @@ struct ResultTypeOperand {
   static constexpr ResultTypeOperand scalar(DTypeCategory c) { return {Kind::Scalar, scalar_default_dtype(c)}; }
 };
 
-Result<DType> result_type(std::span<const ResultTypeOperand> operands, std::string_view plan = "result_type");
+BARACUDA_API Result<DType> result_type(std::span<const ResultTypeOperand> operands, std::string_view plan = "result_type");
 inline Result<DType> result_type(std::initializer_list<ResultTypeOperand> operands, std::string_view plan = "result_type") {
   return result_type(std::span<const ResultTypeOperand>(operands.begin(), operands.size()), plan);
 }

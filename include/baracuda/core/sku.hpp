@@ -4,11 +4,12 @@
 #include <string>
 
 #include "baracuda/core/dtype.hpp"
+#include "baracuda/core/export.hpp"
 
 namespace baracuda {
 
 enum class Backend : uint8_t { CpuReference, Bespoke, CuBlasLt, CuDnn };
-const char* backend_name(Backend b);
+BARACUDA_API const char* backend_name(Backend b);
 
 struct PlanPreference {
   std::optional<Backend> backend;   // which backend to use
@@ -30,7 +31,7 @@ struct PrecisionGuarantee {
   bool bit_stable_on_same_hardware = true;  // ... across runs on the same GPU model
 };
 
-struct KernelSku {
+struct BARACUDA_API KernelSku {
   Backend backend = Backend::CpuReference;
   int arch = 0;                  // sm_XY as XY (90 for sm_90); 0 on the CPU
   DType dtype = DType::F32;      // input element type

@@ -7,6 +7,8 @@
 #include <string>
 #include <utility>
 
+#include "baracuda/core/export.hpp"
+
 namespace baracuda {
 
 enum class StatusCode {
@@ -19,9 +21,9 @@ enum class StatusCode {
   LibraryError,       // an NVIDIA library (cuBLASLt, cuDNN, ...) failed
 };
 
-const char* status_code_name(StatusCode c);
+BARACUDA_API const char* status_code_name(StatusCode c);
 
-class Status {
+class BARACUDA_API Status {
  public:
   Status() = default;  // Ok
   Status(StatusCode code, std::string message, size_t needed = 0, size_t got = 0)
@@ -45,7 +47,7 @@ class Status {
   size_t needed_ = 0, got_ = 0;
 };
 
-class StatusError : public std::runtime_error {
+class BARACUDA_API StatusError : public std::runtime_error {
  public:
   explicit StatusError(Status s) : std::runtime_error(s.to_string()), status_(std::move(s)) {}
   const Status& status() const { return status_; }

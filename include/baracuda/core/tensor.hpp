@@ -8,12 +8,13 @@
 #include <string>
 
 #include "baracuda/core/dtype.hpp"
+#include "baracuda/core/export.hpp"
 
 namespace baracuda {
 
 inline constexpr int kMaxRank = 8;
 
-struct Device {
+struct BARACUDA_API Device {
   enum class Kind : uint8_t { Cpu, Cuda };
   Kind kind = Kind::Cpu;
   int ordinal = 0;
@@ -31,7 +32,7 @@ struct Device {
 // Invariant: 0 <= rank <= kMaxRank. The fields are public (aggregate-like use
 // from frameworks), so every library function that reads a Dims clamps or
 // rejects a broken rank instead of indexing past `v`.
-struct Dims {
+struct BARACUDA_API Dims {
   int rank = 0;
   std::array<int64_t, kMaxRank> v{};
   Dims() = default;
@@ -47,16 +48,18 @@ struct Dims {
   friend bool operator==(const Dims& a, const Dims& b);
   std::string to_string() const;  // "[4,1,7]"
 };
+// The friend above, declared again where the export attribute is allowed.
+BARACUDA_API bool operator==(const Dims& a, const Dims& b);
 
 // Product of the extents; 1 for rank 0. Never wraps: INT64_MAX when the
 // product overflows (or the rank is broken), so an overflowing shape can
 // never look empty. Plans reject such shapes before using them.
-int64_t shape_numel(const Dims& shape);
-Dims contiguous_strides(const Dims& shape);           // row-major
+BARACUDA_API int64_t shape_numel(const Dims& shape);
+BARACUDA_API Dims contiguous_strides(const Dims& shape);           // row-major
 
 namespace detail {
-int64_t view_span(const Dims& shape, const Dims& strides);
-bool view_is_contiguous(const Dims& shape, const Dims& strides);
+BARACUDA_API int64_t view_span(const Dims& shape, const Dims& strides);
+BARACUDA_API bool view_is_contiguous(const Dims& shape, const Dims& strides);
 
 template <class Ptr>
 struct TensorView {
@@ -77,14 +80,14 @@ struct TensorView {
 };
 }  // namespace detail
 
-struct TensorRef : detail::TensorView<const void*> {
+struct BARACUDA_API TensorRef : detail::TensorView<const void*> {
   TensorRef() = default;
   TensorRef(const void* data, DType dtype, Device device, Dims shape, Dims strides, int64_t capacity);
   // Contiguous row-major view whose buffer holds exactly numel elements.
   static TensorRef contiguous(const void* data, DType dtype, Device device, Dims shape);
 };
 
-struct TensorMut : detail::TensorView<void*> {
+struct BARACUDA_API TensorMut : detail::TensorView<void*> {
   TensorMut() = default;
   TensorMut(void* data, DType dtype, Device device, Dims shape, Dims strides, int64_t capacity);
   static TensorMut contiguous(void* data, DType dtype, Device device, Dims shape);

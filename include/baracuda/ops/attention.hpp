@@ -48,6 +48,7 @@
 #include <optional>
 
 #include "baracuda/core/dtype.hpp"
+#include "baracuda/core/export.hpp"
 #include "baracuda/core/plan.hpp"
 #include "baracuda/core/sku.hpp"
 #include "baracuda/core/status.hpp"
@@ -70,7 +71,7 @@ struct FlashHint {
   bool has_tile() const { return tile_bm > 0; }
 };
 }  // namespace detail
-const char* diagonal_align_name(DiagonalAlign a);
+BARACUDA_API const char* diagonal_align_name(DiagonalAlign a);
 
 // ---------------------------------------------------------------------------
 // Materialized attention. Forward saves the probabilities p [B,H,Q,K] (dtype
@@ -97,7 +98,7 @@ struct SdpaArgs {
   TensorMut probs;  // [B,H,Q,K], probs_dtype(); saved for SdpaBackwardPlan
 };
 
-class SdpaPlan : public PlanBase {
+class BARACUDA_API SdpaPlan : public PlanBase {
  public:
   static Result<SdpaPlan> select(const Stream& stream, const SdpaDescriptor& desc, const PlanPreference& pref = {});
   Status can_implement(const SdpaArgs& args) const;
@@ -122,7 +123,7 @@ struct SdpaBackwardArgs {
   TensorMut dq, dk, dv;
 };
 
-class SdpaBackwardPlan : public PlanBase {
+class BARACUDA_API SdpaBackwardPlan : public PlanBase {
  public:
   static Result<SdpaBackwardPlan> select(const Stream& stream, const SdpaDescriptor& desc,
                                          const PlanPreference& pref = {});
@@ -183,7 +184,7 @@ struct FlashSdpaArgs {
   TensorMut lse;           // f32 [B,H,Q] ([H,total_q] when varlen); saved for the backward
 };
 
-class FlashSdpaPlan : public PlanBase {
+class BARACUDA_API FlashSdpaPlan : public PlanBase {
  public:
   static Result<FlashSdpaPlan> select(const Stream& stream, const FlashSdpaDescriptor& desc,
                                       const PlanPreference& pref = {});
@@ -213,7 +214,7 @@ struct FlashSdpaBackwardArgs {
   TensorMut dq, dk, dv;    // like q, k, v
 };
 
-class FlashSdpaBackwardPlan : public PlanBase {
+class BARACUDA_API FlashSdpaBackwardPlan : public PlanBase {
  public:
   static Result<FlashSdpaBackwardPlan> select(const Stream& stream, const FlashSdpaDescriptor& desc,
                                               const PlanPreference& pref = {});

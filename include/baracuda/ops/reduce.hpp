@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "baracuda/core/dtype.hpp"
+#include "baracuda/core/export.hpp"
 #include "baracuda/core/plan.hpp"
 #include "baracuda/core/sku.hpp"
 #include "baracuda/core/status.hpp"
@@ -30,7 +31,7 @@
 namespace baracuda {
 
 enum class ReduceKind : uint8_t { Sum, Mean, Max, Min, Prod, Norm2, LogSumExp, Var, Std, ArgMax, ArgMin };
-const char* reduce_kind_name(ReduceKind k);
+BARACUDA_API const char* reduce_kind_name(ReduceKind k);
 
 struct ReduceDescriptor {
   ReduceKind kind = ReduceKind::Sum;
@@ -46,7 +47,7 @@ struct ReduceArgs {
   TensorMut y;  // output, shape == output_shape(), dtype == output_dtype(); must not self-overlap
 };
 
-class ReducePlan : public PlanBase {
+class BARACUDA_API ReducePlan : public PlanBase {
  public:
   static Result<ReducePlan> select(const Stream& stream, const ReduceDescriptor& desc,
                                    const PlanPreference& pref = {});
@@ -87,7 +88,7 @@ struct ReduceBackwardArgs {
   TensorMut dx;  // shape == descriptor.shape
 };
 
-class ReduceBackwardPlan : public PlanBase {
+class BARACUDA_API ReduceBackwardPlan : public PlanBase {
  public:
   static Result<ReduceBackwardPlan> select(const Stream& stream, const ReduceDescriptor& desc,
                                            const PlanPreference& pref = {});
@@ -119,7 +120,7 @@ struct ReduceToArgs {
   TensorRef x;
   TensorMut y;  // shape == target
 };
-class ReduceToPlan : public PlanBase {
+class BARACUDA_API ReduceToPlan : public PlanBase {
  public:
   static Result<ReduceToPlan> select(const Stream& stream, const ReduceToDescriptor& desc,
                                      const PlanPreference& pref = {});

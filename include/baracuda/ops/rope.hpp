@@ -58,6 +58,7 @@
 #include <cstdint>
 
 #include "baracuda/core/dtype.hpp"
+#include "baracuda/core/export.hpp"
 #include "baracuda/core/plan.hpp"
 #include "baracuda/core/sku.hpp"
 #include "baracuda/core/status.hpp"
@@ -68,8 +69,8 @@ namespace baracuda {
 
 enum class RopePairs : uint8_t { Interleaved /* (2i, 2i+1) */, HalfSplit /* (i, i + R/2), GPT-NeoX / HF */ };
 enum class RopePositions : uint8_t { None /* pos = s */, PerSequence /* positions [S] */, PerBatch /* positions [B, S] */ };
-const char* rope_pairs_name(RopePairs p);
-const char* rope_positions_name(RopePositions p);
+BARACUDA_API const char* rope_pairs_name(RopePairs p);
+BARACUDA_API const char* rope_positions_name(RopePositions p);
 
 struct RopeDescriptor {
   DType dtype = DType::F32;  // q, k, outputs (and the gradients): f32, f64, f16, bf16
@@ -99,7 +100,7 @@ struct RopeArgs {
   TensorMut k_out;      // [B, Hk, S, D]; may be k itself (has_k)
 };
 
-class RopePlan : public PlanBase {
+class BARACUDA_API RopePlan : public PlanBase {
  public:
   static Result<RopePlan> select(const Stream& stream, const RopeDescriptor& desc, const PlanPreference& pref = {});
   Status can_implement(const RopeArgs& args) const;
@@ -129,7 +130,7 @@ struct RopeBackwardArgs {
   TensorMut dk;         // [B, Hk, S, D]; may be dy_k itself (has_k)
 };
 
-class RopeBackwardPlan : public PlanBase {
+class BARACUDA_API RopeBackwardPlan : public PlanBase {
  public:
   static Result<RopeBackwardPlan> select(const Stream& stream, const RopeDescriptor& desc,
                                          const PlanPreference& pref = {});
