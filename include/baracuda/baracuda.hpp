@@ -14,3 +14,4 @@
 #include "baracuda/ops/attention.hpp"
 #include "baracuda/ops/reduce.hpp"
 #include "baracuda/ops/rope.hpp"
+#include "baracuda/version.hpp"

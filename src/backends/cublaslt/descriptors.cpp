@@ -48,15 +48,15 @@ Result<MatrixLayout> make_layout(const char* plan, DType t, int64_t rows, int64_
   if (!dt) return dt.status();
   cublasLtMatrixLayout_t raw = nullptr;
   const cublasStatus_t s =
-      cublasLtMatrixLayoutCreate(&raw, *dt, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld);
+      api().cublasLtMatrixLayoutCreate(&raw, *dt, static_cast<uint64_t>(rows), static_cast<uint64_t>(cols), ld);
   if (s != CUBLAS_STATUS_SUCCESS) return library_status(plan, s, step);
   MatrixLayout layout(raw);
   if (batch > 1) {
     Status st;
     const auto count = static_cast<int32_t>(batch);
-    set_attr(st, plan, cublasLtMatrixLayoutSetAttribute, raw, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, count,
+    set_attr(st, plan, api().cublasLtMatrixLayoutSetAttribute, raw, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, count,
              "setting a layout's batch count");
-    set_attr(st, plan, cublasLtMatrixLayoutSetAttribute, raw, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, stride,
+    set_attr(st, plan, api().cublasLtMatrixLayoutSetAttribute, raw, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, stride,
              "setting a layout's batch stride");
     if (!st.is_ok()) return st;
   }
@@ -82,12 +82,13 @@ Result<cudaDataType_t> data_type(const char* plan, DType t) {
 
 Result<MatmulDescriptors> make_descriptors(const char* plan, const MatmulProblem& p) {
   BARACUDA_RETURN_IF_ERROR(check_problem(plan, p));
+  BARACUDA_RETURN_IF_ERROR(require_api(plan));
   auto scale = data_type(plan, p.scale_type);
   if (!scale) return scale.status();
   MatmulDescriptors out;
   {
     cublasLtMatmulDesc_t raw = nullptr;
-    const cublasStatus_t s = cublasLtMatmulDescCreate(&raw, compute_type(p.compute), *scale);
+    const cublasStatus_t s = api().cublasLtMatmulDescCreate(&raw, compute_type(p.compute), *scale);
     if (s != CUBLAS_STATUS_SUCCESS) return library_status(plan, s, "creating the matmul descriptor");
     out.op.reset(raw);
   }
@@ -95,14 +96,14 @@ Result<MatmulDescriptors> make_descriptors(const char* plan, const MatmulProblem
   const cublasOperation_t ta = p.trans_a ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasOperation_t tb = p.trans_b ? CUBLAS_OP_T : CUBLAS_OP_N;
   const cublasLtEpilogue_t epi = epilogue_of(p.epilogue);
-  set_attr(st, plan, cublasLtMatmulDescSetAttribute, out.op.get(), CUBLASLT_MATMUL_DESC_TRANSA, ta, "setting transa");
-  set_attr(st, plan, cublasLtMatmulDescSetAttribute, out.op.get(), CUBLASLT_MATMUL_DESC_TRANSB, tb, "setting transb");
-  set_attr(st, plan, cublasLtMatmulDescSetAttribute, out.op.get(), CUBLASLT_MATMUL_DESC_EPILOGUE, epi,
+  set_attr(st, plan, api().cublasLtMatmulDescSetAttribute, out.op.get(), CUBLASLT_MATMUL_DESC_TRANSA, ta, "setting transa");
+  set_attr(st, plan, api().cublasLtMatmulDescSetAttribute, out.op.get(), CUBLASLT_MATMUL_DESC_TRANSB, tb, "setting transb");
+  set_attr(st, plan, api().cublasLtMatmulDescSetAttribute, out.op.get(), CUBLASLT_MATMUL_DESC_EPILOGUE, epi,
            "setting the epilogue");
   if (has_bias(p.epilogue)) {
     auto bias = data_type(plan, p.bias_type);
     if (!bias) return bias.status();
-    set_attr(st, plan, cublasLtMatmulDescSetAttribute, out.op.get(), CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, *bias,
+    set_attr(st, plan, api().cublasLtMatmulDescSetAttribute, out.op.get(), CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, *bias,
              "setting the bias data type");
   }
   if (!st.is_ok()) return st;
@@ -123,21 +124,22 @@ Result<MatmulDescriptors> make_descriptors(const char* plan, const MatmulProblem
 }
 
 Result<Preference> make_preference(const char* plan, const MatmulProblem& p, size_t workspace_limit) {
+  BARACUDA_RETURN_IF_ERROR(require_api(plan));
   cublasLtMatmulPreference_t raw = nullptr;
-  const cublasStatus_t s = cublasLtMatmulPreferenceCreate(&raw);
+  const cublasStatus_t s = api().cublasLtMatmulPreferenceCreate(&raw);
   if (s != CUBLAS_STATUS_SUCCESS) return library_status(plan, s, "creating the heuristic preference");
   Preference pref(raw);
   Status st;
   const uint64_t limit = workspace_limit;
-  set_attr(st, plan, cublasLtMatmulPreferenceSetAttribute, raw, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, limit,
+  set_attr(st, plan, api().cublasLtMatmulPreferenceSetAttribute, raw, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, limit,
            "setting the workspace limit");
-  set_attr(st, plan, cublasLtMatmulPreferenceSetAttribute, raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, p.align_a,
+  set_attr(st, plan, api().cublasLtMatmulPreferenceSetAttribute, raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, p.align_a,
            "setting A's alignment");
-  set_attr(st, plan, cublasLtMatmulPreferenceSetAttribute, raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, p.align_b,
+  set_attr(st, plan, api().cublasLtMatmulPreferenceSetAttribute, raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, p.align_b,
            "setting B's alignment");
-  set_attr(st, plan, cublasLtMatmulPreferenceSetAttribute, raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, p.align_c,
+  set_attr(st, plan, api().cublasLtMatmulPreferenceSetAttribute, raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, p.align_c,
            "setting C's alignment");
-  set_attr(st, plan, cublasLtMatmulPreferenceSetAttribute, raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, p.align_d,
+  set_attr(st, plan, api().cublasLtMatmulPreferenceSetAttribute, raw, CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, p.align_d,
            "setting D's alignment");
   if (!st.is_ok()) return st;
   return pref;

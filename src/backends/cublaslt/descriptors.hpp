@@ -9,19 +9,20 @@
 #include <memory>
 #include <type_traits>
 
+#include "backends/cublaslt/api.hpp"
 #include "backends/cublaslt/matmul_problem.hpp"
 #include "baracuda/core/status.hpp"
 
 namespace baracuda::cublaslt {
 
 struct MatmulDescDeleter {
-  void operator()(cublasLtMatmulDesc_t d) const { cublasLtMatmulDescDestroy(d); }
+  void operator()(cublasLtMatmulDesc_t d) const { api().cublasLtMatmulDescDestroy(d); }
 };
 struct MatrixLayoutDeleter {
-  void operator()(cublasLtMatrixLayout_t d) const { cublasLtMatrixLayoutDestroy(d); }
+  void operator()(cublasLtMatrixLayout_t d) const { api().cublasLtMatrixLayoutDestroy(d); }
 };
 struct PreferenceDeleter {
-  void operator()(cublasLtMatmulPreference_t d) const { cublasLtMatmulPreferenceDestroy(d); }
+  void operator()(cublasLtMatmulPreference_t d) const { api().cublasLtMatmulPreferenceDestroy(d); }
 };
 using MatmulDesc = std::unique_ptr<std::remove_pointer_t<cublasLtMatmulDesc_t>, MatmulDescDeleter>;
 using MatrixLayout = std::unique_ptr<std::remove_pointer_t<cublasLtMatrixLayout_t>, MatrixLayoutDeleter>;

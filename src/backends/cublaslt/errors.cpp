@@ -3,11 +3,13 @@
 
 #include <string>
 
+#include "backends/cublaslt/api.hpp"
+
 namespace baracuda::cublaslt {
 
 Status library_status(const char* plan, cublasStatus_t s, const char* step) {
   const StatusCode code = s == CUBLAS_STATUS_NOT_SUPPORTED ? StatusCode::Unsupported : StatusCode::LibraryError;
-  return Status(code, std::string(plan) + ": cuBLASLt: " + cublasLtGetStatusName(s) + " (" + cublasLtGetStatusString(s) +
+  return Status(code, std::string(plan) + ": cuBLASLt: " + api().cublasLtGetStatusName(s) + " (" + api().cublasLtGetStatusString(s) +
                           ") while " + step);
 }
 

@@ -5,6 +5,7 @@
 #include <mutex>
 #include <string>
 
+#include "backends/cublaslt/api.hpp"
 #include "backends/cublaslt/errors.hpp"
 #include "core/cuda_device.hpp"
 
@@ -15,6 +16,7 @@ Result<cublasLtHandle_t> device_handle(const char* plan, int device, bool captur
   static std::map<int, cublasLtHandle_t> handles;  // never destroyed (handle.hpp)
   std::lock_guard<std::mutex> lock(mu);
   if (auto it = handles.find(device); it != handles.end()) return it->second;
+  BARACUDA_RETURN_IF_ERROR(require_api(plan));
   if (capturing)
     return Status(StatusCode::Unsupported, std::string(plan) + ": cuBLASLt: the handle of device " + std::to_string(device) +
                                                " is not created yet and cannot be created while the stream is capturing a "
@@ -23,7 +25,7 @@ Result<cublasLtHandle_t> device_handle(const char* plan, int device, bool captur
   detail::DeviceGuard guard(device);
   BARACUDA_RETURN_IF_ERROR(guard.status());
   cublasLtHandle_t h = nullptr;
-  const cublasStatus_t s = cublasLtCreate(&h);
+  const cublasStatus_t s = api().cublasLtCreate(&h);
   if (s != CUBLAS_STATUS_SUCCESS) return library_status(plan, s, "creating the cuBLASLt handle");
   handles.emplace(device, h);
   return h;

@@ -8,6 +8,9 @@
 // are never destroyed (a static destructor may run after the CUDA runtime has
 // shut down).
 //
+// cuBLASLt is loaded at the first handle (api.hpp): without it every call
+// answers Unsupported "<plan>: cuBLASLt could not be loaded (...)".
+//
 // Capture rule: creating a handle may initialize library state and allocate;
 // it is refused (Unsupported) while the stream captures a CUDA graph. A plan
 // creates it at select(), so runs inside a capture find it.

@@ -7,6 +7,7 @@
 #include <memory>
 #include <string>
 
+#include "backends/cublaslt/api.hpp"
 #include "backends/cublaslt/descriptors.hpp"
 #include "backends/cublaslt/errors.hpp"
 #include "backends/cublaslt/handle.hpp"
@@ -36,7 +37,7 @@ Result<std::unique_ptr<AlgoChoice>> query_heuristics(const char* plan, int devic
   cublasLtMatmulHeuristicResult_t result{};
   int returned = 0;
   const cublasStatus_t s =
-      cublasLtMatmulAlgoGetHeuristic(*handle, desc->op.get(), desc->a.get(), desc->b.get(), desc->c.get(),
+      api().cublasLtMatmulAlgoGetHeuristic(*handle, desc->op.get(), desc->a.get(), desc->b.get(), desc->c.get(),
                                      desc->d.get(), pref->get(), 1, &result, &returned);
   if (s != CUBLAS_STATUS_SUCCESS) return library_status(plan, s, "querying the matmul heuristics");
   if (returned < 1 || result.state != CUBLAS_STATUS_SUCCESS)
@@ -115,13 +116,13 @@ Status run_matmul(const char* plan, cublasLtHandle_t handle, const MatmulProblem
   auto desc = make_descriptors(plan, p);
   if (!desc) return desc.status();
   if (args.bias) {
-    const cublasStatus_t s = cublasLtMatmulDescSetAttribute(desc->op.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER,
+    const cublasStatus_t s = api().cublasLtMatmulDescSetAttribute(desc->op.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                             &args.bias, sizeof(args.bias));
     if (s != CUBLAS_STATUS_SUCCESS) return library_status(plan, s, "setting the bias pointer");
   }
   const Scalar alpha = scalar_of(p.scale_type, args.alpha), beta = scalar_of(p.scale_type, args.beta);
   const cublasStatus_t s =
-      cublasLtMatmul(handle, desc->op.get(), &alpha, args.a, desc->a.get(), args.b, desc->b.get(), &beta, c,
+      api().cublasLtMatmul(handle, desc->op.get(), &alpha, args.a, desc->a.get(), args.b, desc->b.get(), &beta, c,
                      desc->c.get(), args.d, desc->d.get(), &algo.algo, workspace, algo.workspace_bytes,
                      static_cast<cudaStream_t>(stream));
   if (s != CUBLAS_STATUS_SUCCESS) return library_status(plan, s, "running the matmul");

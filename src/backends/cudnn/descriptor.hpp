@@ -5,7 +5,9 @@
 
 #include <utility>
 
+#include "backends/cudnn/api.hpp"
 #include "backends/cudnn/errors.hpp"
+#include "backends/cudnn/library.hpp"
 
 namespace baracuda::cudnn {
 
@@ -30,7 +32,7 @@ class Descriptor {
 
  private:
   void reset() {
-    if (d_) cudnnBackendDestroyDescriptor(d_);
+    if (d_) api().cudnnBackendDestroyDescriptor(d_);
     d_ = nullptr;
   }
   cudnnBackendDescriptor_t d_ = nullptr;
@@ -38,8 +40,9 @@ class Descriptor {
 
 // A new descriptor of `type`; `step` names what failed in the error.
 inline Result<Descriptor> make_descriptor(const char* plan, cudnnBackendDescriptorType_t type, const char* step) {
+  if (!try_api()) return unsupported(plan, unavailable_reason());  // every graph starts here
   cudnnBackendDescriptor_t d = nullptr;
-  const cudnnStatus_t s = cudnnBackendCreateDescriptor(type, &d);
+  const cudnnStatus_t s = api().cudnnBackendCreateDescriptor(type, &d);
   if (s != CUDNN_STATUS_SUCCESS) return library_status(plan, s, step);
   return Descriptor(d);
 }

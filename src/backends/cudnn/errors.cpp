@@ -5,14 +5,15 @@
 
 #include <string>
 
+#include "backends/cudnn/api.hpp"
 #include "backends/cudnn/errors.hpp"
 
 namespace baracuda::cudnn {
 
 Status library_status(const char* plan, cudnnStatus_t s, const char* step) {
-  std::string m = std::string(plan) + ": cuDNN: " + cudnnGetErrorString(s) + " while " + step;
+  std::string m = std::string(plan) + ": cuDNN: " + api().cudnnGetErrorString(s) + " while " + step;
   char detail[512] = {0};
-  cudnnGetLastErrorString(detail, sizeof detail);
+  api().cudnnGetLastErrorString(detail, sizeof detail);
   if (detail[0] != '\0') m += std::string(" (") + detail + ")";
   const int value = static_cast<int>(s);
   const StatusCode code = value >= 3000 && value < 4000 ? StatusCode::Unsupported : StatusCode::LibraryError;

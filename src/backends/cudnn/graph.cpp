@@ -5,6 +5,8 @@
 
 #include <string>
 
+#include "backends/cudnn/api.hpp"
+
 namespace baracuda::cudnn {
 
 std::vector<int64_t> packed_strides(std::span<const int64_t> dims) {
@@ -134,13 +136,13 @@ cudnnBackendDescriptor_t OperationGraph::make(cudnnBackendDescriptorType_t type,
 void OperationGraph::set(cudnnBackendDescriptor_t d, cudnnBackendAttributeName_t name, cudnnBackendAttributeType_t type,
                          int64_t n, const void* v, const char* step) {
   if (!st_.is_ok() || !d) return;
-  const cudnnStatus_t s = cudnnBackendSetAttribute(d, name, type, n, v);
+  const cudnnStatus_t s = api().cudnnBackendSetAttribute(d, name, type, n, v);
   if (s != CUDNN_STATUS_SUCCESS) st_ = library_status(plan_, s, step);
 }
 
 void OperationGraph::finalize_descriptor(cudnnBackendDescriptor_t d, const char* step) {
   if (!st_.is_ok() || !d) return;
-  const cudnnStatus_t s = cudnnBackendFinalize(d);
+  const cudnnStatus_t s = api().cudnnBackendFinalize(d);
   if (s != CUDNN_STATUS_SUCCESS) st_ = library_status(plan_, s, step);
 }
 

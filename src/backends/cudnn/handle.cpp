@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 
+#include "backends/cudnn/api.hpp"
 #include "backends/cudnn/errors.hpp"
 #include "backends/cudnn/handle.hpp"
 
@@ -31,7 +32,8 @@ HandleLease::HandleLease(int device, DeviceHandle* slot) : device_(device), slot
 
 Result<cudnnHandle_t> HandleLease::handle(const char* plan) {
   if (!slot_->handle) {
-    const cudnnStatus_t s = cudnnCreate(&slot_->handle);
+    if (!try_api()) return unsupported(plan, unavailable_reason());
+    const cudnnStatus_t s = api().cudnnCreate(&slot_->handle);
     if (s != CUDNN_STATUS_SUCCESS) {
       slot_->handle = nullptr;
       return library_status(plan, s, "creating the cuDNN handle");

@@ -1,11 +1,15 @@
 // cuDNN as a shared library backend: what every family's cuDNN route asks
-// first (is cuDNN in this build, which version is loaded, is it usable) and the
-// message style of its errors. Plain C++ interface: no cuDNN or CUDA headers,
-// and it links in every build (without cuDNN: in_build() and available() are
-// false, version() is 0).
+// first (is cuDNN in this build, could it be loaded, which version, is it
+// usable) and the message style of its errors. Plain C++ interface: no cuDNN
+// or CUDA headers, and it links in every build (without cuDNN: in_build() and
+// available() are false, version() is 0).
+//
+// cuDNN is never linked: libcudnn.so.9 is loaded at first use (api.hpp), so a
+// program runs without it and every cuDNN route then reports it missing.
 //
 // The rest of src/backends/cudnn/ needs cuDNN's headers and compiles to
 // nothing without BARACUDA_WITH_CUDNN:
+//   api.hpp             the table of cuDNN functions, loaded with dlopen once
 //   errors.hpp          cudnnStatus_t -> Status (Unsupported / LibraryError)
 //   descriptor.hpp      owning cudnnBackendDescriptor_t
 //   graph.hpp           operation-graph builder (tensors, pointwise, matmul, reduction, reshape)
@@ -24,7 +28,11 @@ namespace baracuda::cudnn {
 // True when the library was built with cuDNN (BARACUDA_WITH_CUDNN).
 bool in_build();
 
-// cudnnGetVersion() of the loaded library (e.g. 91900); 0 without cuDNN.
+// In the build, and the cuDNN library and every function baracuda calls could
+// be loaded (the first call loads it; later calls only read the result).
+bool loaded();
+
+// cudnnGetVersion() of the loaded library (e.g. 91900); 0 when not loaded.
 size_t version();
 
 // Built with cuDNN and the loaded library is a usable 9.x: the backend API of
@@ -34,8 +42,9 @@ size_t version();
 bool available();
 
 // Why available() is false, for a plan's message: "this build has no cuDNN
-// (BARACUDA_WITH_CUDNN is off)" or "cuDNN <version> is not usable (needs 9.x,
-// not 9.10.0/9.10.1)". Empty when available().
+// (BARACUDA_WITH_CUDNN is off)", "cuDNN could not be loaded (libcudnn.so.9:
+// cannot open shared object file: ...)" or "cuDNN <version> is not usable
+// (needs 9.x, not 9.10.0/9.10.1)". Empty when available().
 std::string unavailable_reason();
 
 // Status(Unsupported, "<plan>: cuDNN: <what>"): the problem is one cuDNN (or

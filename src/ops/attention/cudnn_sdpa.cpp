@@ -529,13 +529,13 @@ Status execute(const char* plan_name, const Problem& p, void* stream, void* work
 
 Result<PlanInfo> prepare_forward(const attention::cuda::FlashFwdParams& p) {
   BARACUDA_RETURN_IF_ERROR(check_common(kFwd, p));
-  if (!available()) return unsupported(kFwd, "cuDNN " + std::to_string(version()) + " is not usable");
+  if (!available()) return unsupported(kFwd, cudnn::unavailable_reason());
   return prepare(kFwd, problem_of(p));
 }
 
 Result<PlanInfo> prepare_backward(const attention::cuda::FlashBwdParams& p, bool deterministic) {
   BARACUDA_RETURN_IF_ERROR(check_backward(p));
-  if (!available()) return unsupported(kBwd, "cuDNN " + std::to_string(version()) + " is not usable");
+  if (!available()) return unsupported(kBwd, cudnn::unavailable_reason());
   return prepare(kBwd, problem_of(p, deterministic));
 }
 
@@ -543,7 +543,7 @@ namespace {
 Status run_forward(const attention::cuda::FlashFwdParams& p, void* stream, void* workspace, size_t workspace_bytes,
                    bool launch) {
   BARACUDA_RETURN_IF_ERROR(check_forward(p));
-  if (!available()) return unsupported(kFwd, "cuDNN " + std::to_string(version()) + " is not usable");
+  if (!available()) return unsupported(kFwd, cudnn::unavailable_reason());
   if (!p.q || !p.k || !p.v || !p.y) return Status(StatusCode::InvalidProblem, std::string(kFwd) + ": cuDNN: null tensor pointer");
   std::vector<std::pair<int64_t, void*>> io{{kQ, const_cast<void*>(p.q)}, {kK, const_cast<void*>(p.k)},
                                             {kV, const_cast<void*>(p.v)}, {kO, p.y}};
@@ -554,7 +554,7 @@ Status run_forward(const attention::cuda::FlashFwdParams& p, void* stream, void*
 
 Status run_backward(const attention::cuda::FlashBwdParams& p, void* stream, bool deterministic, bool launch) {
   BARACUDA_RETURN_IF_ERROR(check_backward(p));
-  if (!available()) return unsupported(kBwd, "cuDNN " + std::to_string(version()) + " is not usable");
+  if (!available()) return unsupported(kBwd, cudnn::unavailable_reason());
   if (!p.q || !p.k || !p.v || !p.y || !p.dy || !p.dq || !p.dk || !p.dv)
     return Status(StatusCode::InvalidProblem, std::string(kBwd) + ": cuDNN: null tensor pointer");
   std::vector<std::pair<int64_t, void*>> io{
