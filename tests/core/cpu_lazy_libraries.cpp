@@ -50,7 +50,8 @@ TEST(LazyLibraries, FirstCandidateThatOpensIsKeptAndResolves) {
   void (*missing)() = nullptr;
   EXPECT_FALSE(lib.resolve("baracuda_test_no_such_function", missing));
   EXPECT_EQ(missing, nullptr);
-  EXPECT_EQ(lib.error(), "libm.so.6 has no function baracuda_test_no_such_function (an older or incompatible version?)");
+  EXPECT_EQ(lib.error(),
+            "libm.so.6 has no function baracuda_test_no_such_function (an older or incompatible version?)");
 }
 
 TEST(LazyLibraries, CandidatesHonourTheEnvironmentOverride) {

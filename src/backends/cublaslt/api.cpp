@@ -20,7 +20,8 @@ struct Loaded {
 Loaded load() {
   Loaded l;
   auto lib = backends::DynamicLibrary::open(backends::library_candidates(
-      "BARACUDA_CUBLASLT_LIBRARY", "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR), BARACUDA_CUBLASLT_FALLBACK_DIR));
+      "BARACUDA_CUBLASLT_LIBRARY", "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR),
+      BARACUDA_CUBLASLT_FALLBACK_DIR));
   if (!lib.loaded()) {
     l.error = lib.error();
     return l;
