@@ -161,7 +161,7 @@ int main() {
   };
   const Probe probes[] = {{&Inputs::q, &ref.dq, "dq"}, {&Inputs::k, &ref.dk, "dk"}, {&Inputs::v, &ref.dv, "dv"}};
   for (const Probe& p : probes) {
-    for (size_t i : {size_t{5}, size_t{37}, (in.*p.tensor).size() - 1}) {
+    for (size_t i : {size_t{40}, size_t{77}, (in.*p.tensor).size() - 1}) {
       Inputs plus = in, minus = in;
       (plus.*p.tensor)[i] += h;
       (minus.*p.tensor)[i] -= h;
