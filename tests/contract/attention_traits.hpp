@@ -1,6 +1,7 @@
 // Contract traits of the attention family: SdpaPlan, SdpaBackwardPlan,
 // FlashSdpaPlan, FlashSdpaBackwardPlan. A new attention plan joins with a
-// traits struct here and one line in AttentionPlans at the end.
+// traits struct here and one INSTANTIATE line per suite in
+// tests/contract/cpu_attention.cpp and cuda_attention.cpp.
 #pragma once
 
 #include <sstream>
@@ -374,7 +375,5 @@ struct FlashSdpaBackwardTraits {
   static std::string describe(const Desc& d) { return attention_contract::describe(d); }
 };
 
-// The attention family's plans in the contract suite: one line per plan.
-using AttentionPlans = ::testing::Types<SdpaTraits, SdpaBackwardTraits, FlashSdpaTraits, FlashSdpaBackwardTraits>;
 
 }  // namespace contract

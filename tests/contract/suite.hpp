@@ -1,9 +1,11 @@
 // The contract suite: the rules of DESIGN.md §1 checked for every plan.
 //
-// A plan joins with a traits struct and one line in its family's type list
-// (tests/contract/<family>_traits.hpp); tests/contract/cpu_<family>.cpp and
-// cuda_<family>.cpp instantiate the suites below for that list. A traits
-// struct provides:
+// A plan joins with a traits struct (tests/contract/<family>_traits.hpp) and
+// one line in each of tests/contract/cpu_<family>.cpp and cuda_<family>.cpp:
+//   INSTANTIATE_TYPED_TEST_SUITE_P(ReducePlan, PlanContract, ::testing::Types<ReduceTraits>);
+// (the prefix is the plan's name, so tests read "ReducePlan/PlanContract/0.WorkspaceRule"
+// in gtest and "cpu.ReducePlan.WorkspaceRule<contract::ReduceTraits>" in ctest). A
+// traits struct provides:
 //
 //   using Plan, Desc, Args;                 the plan and its descriptor / argument types
 //   static constexpr const char* kName;     the name every error message starts with
@@ -46,14 +48,6 @@
 #endif
 
 namespace contract {
-
-// Test names show the plan: "Reduce/PlanContract/ReducePlan.WorkspaceRule".
-struct PlanName {
-  template <class T>
-  static std::string GetName(int) {
-    return T::kName;
-  }
-};
 
 template <class T>
 typename T::Plan select_or_die(const Stream& s, const typename T::Desc& d) {
