@@ -77,6 +77,17 @@ void fill_common(const SdpaDescriptor& d, attention::cuda::sdpa::SdpaFwdParams& 
 
 DType SdpaPlan::probs_dtype() const { return accumulator_dtype(desc_.dtype); }
 DType SdpaBackwardPlan::probs_dtype() const { return accumulator_dtype(desc_.dtype); }
+Dims SdpaPlan::q_shape() const { return shapes_of(desc_).q; }
+Dims SdpaPlan::k_shape() const { return shapes_of(desc_).k; }
+Dims SdpaPlan::v_shape() const { return shapes_of(desc_).v; }
+Dims SdpaPlan::y_shape() const { return shapes_of(desc_).y; }
+Dims SdpaPlan::probs_shape() const { return shapes_of(desc_).scores; }
+Dims SdpaPlan::mask_shape() const { return shapes_of(desc_).scores; }
+Dims SdpaBackwardPlan::q_shape() const { return shapes_of(desc_).q; }
+Dims SdpaBackwardPlan::k_shape() const { return shapes_of(desc_).k; }
+Dims SdpaBackwardPlan::v_shape() const { return shapes_of(desc_).v; }
+Dims SdpaBackwardPlan::y_shape() const { return shapes_of(desc_).y; }
+Dims SdpaBackwardPlan::probs_shape() const { return shapes_of(desc_).scores; }
 
 Result<SdpaPlan> SdpaPlan::select(const Stream& stream, const SdpaDescriptor& desc, const PlanPreference& pref) {
   SdpaPlan plan;
@@ -91,7 +102,7 @@ namespace {
 baracuda::detail::ArgCheck check_args(const SdpaPlan& p, const SdpaArgs& a) {
   const SdpaDescriptor& d = p.descriptor();
   const Shapes s = shapes_of(d);
-  baracuda::detail::ArgCheck c(p.name(), p.device());
+  baracuda::detail::ArgCheck c(p);
   c.input("q", a.q, d.dtype, s.q)
       .input("k", a.k, d.dtype, s.k)
       .input("v", a.v, d.dtype, s.v)
@@ -148,7 +159,7 @@ namespace {
 baracuda::detail::ArgCheck check_args(const SdpaBackwardPlan& p, const SdpaBackwardArgs& a) {
   const SdpaDescriptor& d = p.descriptor();
   const Shapes s = shapes_of(d);
-  baracuda::detail::ArgCheck c(p.name(), p.device());
+  baracuda::detail::ArgCheck c(p);
   c.input("dy", a.dy, d.dtype, s.y)
       .input("q", a.q, d.dtype, s.q)
       .input("k", a.k, d.dtype, s.k)
