@@ -1,4 +1,4 @@
-// Compiled (never linked) by nodiscard_check.cmake: dropping a Status or a
+// Compiled (never linked) by compile_check.cmake: dropping a Status or a
 // Result must be diagnosed. Each BARACUDA_SNIPPET_* macro selects one misuse;
 // without any of them the snippet ignores every value on purpose ((void)) and
 // must compile cleanly, which proves a failure of the others is the

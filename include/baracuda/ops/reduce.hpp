@@ -96,7 +96,8 @@ class ReduceBackwardPlan : public PlanBase {
   Status run(const Stream& stream, Workspace ws, const ReduceBackwardArgs& args) const;
   Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const ReduceBackwardArgs& args) const;  // see PlanBase
   const ReduceDescriptor& descriptor() const { return desc_; }
-  const Dims& output_shape() const { return out_shape_; }  // shape of dy / y
+  const Dims& output_shape() const { return out_shape_; }  // shape of dy / y (the forward's output)
+  // dx: descriptor().shape and descriptor().dtype.
   bool needs_x() const;
   bool needs_y() const;
 
@@ -128,6 +129,8 @@ class ReduceToPlan : public PlanBase {
   Status run(const Stream& stream, Workspace ws, const ReduceToArgs& args) const;  // workspace: the inner ReducePlan's
   Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const ReduceToArgs& args) const;  // see PlanBase
   const ReduceToDescriptor& descriptor() const { return desc_; }
+  const Dims& output_shape() const { return desc_.target; }  // y
+  DType output_dtype() const { return desc_.dtype; }
 
  private:
   ReduceToPlan(ReduceToDescriptor d, ReducePlan inner)

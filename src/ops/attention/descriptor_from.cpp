@@ -75,7 +75,7 @@ Result<FlashSdpaDescriptor> FlashSdpaDescriptor::from(const TensorRef& q, const 
   BARACUDA_RETURN_IF_ERROR(expect_rank(who, "v", v, rank, options.varlen ? "varlen [total_kv,Hk,D]" : "[B,Hk,K,D]"));
   BARACUDA_RETURN_IF_ERROR(same_dtype(who, q, k, v));
   if (!(k.shape == v.shape)) return invalid(who, "k ", k.shape, " and v ", v.shape, " must have one shape (Dk == Dv)");
-  const int h = rank - 2, dim = rank - 1;  // heads and head-dim axes
+  const int h = 1, dim = rank - 1;  // heads and head-dim axes: [B,H,S,D] and varlen [T,H,D]
   BARACUDA_RETURN_IF_ERROR(same_extent(who, "head_dim", "q", q, dim, "k", k, dim));
   d.dtype = q.dtype;
   d.heads = q.shape[h];

@@ -1,5 +1,6 @@
 // SdpaPlan / SdpaBackwardPlan (materialized attention): validation, argument
 // checks, backend choice and dispatch to the CPU reference or the CUDA kernels.
+#include <algorithm>
 #include <cmath>
 
 #include "core/plan_shell.hpp"
@@ -144,14 +145,16 @@ Result<SdpaBackwardPlan> SdpaBackwardPlan::select(const Stream& stream, const Sd
   const SdpaDescriptor& d = plan.desc_;
   auto be = baracuda::detail::setup_plan(plan, kBwd, kFamily, stream, pref, d.dtype, "sdpa.backward");
   if (!be) return be.status();
-  if (be->backend == Backend::Bespoke) {
-    int64_t bytes = 0;  // ds [B,H,Q,K] in the accumulator dtype
+  // ds [B,H,Q,K] in the accumulator dtype: the CUDA plan's workspace, which a
+  // CPU plan in strict workspace mode needs too (the host knows it exactly).
+  if (be->backend == Backend::Bespoke || baracuda::detail::PlanAccess::strict_workspace(plan)) {
+    int64_t bytes = 0;
     BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_size(
         kBwd, "workspace bytes B*H*Q*K*element", {d.batch, d.heads, d.q_len, d.kv_len,
                                                    static_cast<int64_t>(dtype_size(accumulator_dtype(d.dtype)))}, &bytes));
-    plan.workspace_bytes_ = static_cast<size_t>(bytes);
-    plan.sku_.variant = "materialized-tiled";
+    plan.workspace_bytes_ = std::max(plan.workspace_bytes_, static_cast<size_t>(bytes));
   }
+  if (be->backend == Backend::Bespoke) plan.sku_.variant = "materialized-tiled";
   return plan;
 }
 
