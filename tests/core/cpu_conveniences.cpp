@@ -10,6 +10,7 @@
 
 #include "baracuda/baracuda.hpp"
 #if defined(BARACUDA_WITH_CUDA) && __has_include(<cuda_fp16.h>)
+// cuda_fp16.h also declares a global `half`: baracuda's is spelled in full below.
 #include "baracuda/core/cuda_types.hpp"
 #define BT_HAVE_CUDA_TYPES 1
 #endif
@@ -37,20 +38,20 @@ TEST(Conveniences, ContiguousViewWithCapacityCatchesAShortBuffer) {
   EXPECT_EQ(typed.strides, (Dims{3, 1}));
   // Without a capacity the buffer is taken to be exactly numel long.
   EXPECT_EQ(TensorRef::contiguous(x.data(), DType::F32, Device::cpu(), {2, 3}).capacity, 6);
-  std::vector<half> h(4);
+  std::vector<baracuda::half> h(4);
   const TensorMut hm = TensorMut::contiguous(h.data(), Device::cpu(), {4}, 4);
   EXPECT_EQ(hm.dtype, DType::F16);
 }
 
 // ---- dtype_v -----------------------------------------------------------------------
 static_assert(dtype_v<float> == DType::F32 && dtype_v<double> == DType::F64);
-static_assert(dtype_v<half> == DType::F16 && dtype_v<bfloat16> == DType::BF16);
-static_assert(dtype_v<const bfloat16> == DType::BF16 && dtype_v<volatile const half> == DType::F16);
+static_assert(dtype_v<baracuda::half> == DType::F16 && dtype_v<baracuda::bfloat16> == DType::BF16);
+static_assert(dtype_v<const baracuda::bfloat16> == DType::BF16 && dtype_v<volatile const baracuda::half> == DType::F16);
 static_assert(dtype_v<bool> == DType::Bool && dtype_v<int8_t> == DType::I8 && dtype_v<uint8_t> == DType::U8);
 static_assert(dtype_v<int16_t> == DType::I16 && dtype_v<int32_t> == DType::I32 && dtype_v<int64_t> == DType::I64);
 static_assert(dtype_v<float8_e4m3> == DType::F8E4M3 && dtype_v<float8_e5m2> == DType::F8E5M2);
 static_assert(dtype_v<complex64> == DType::C64 && dtype_v<std::complex<double>> == DType::C128);
-static_assert(dtype_of<float>() == DType::F32 && DType(dtype_of<half>()) == DType::F16);
+static_assert(dtype_of<float>() == DType::F32 && DType(dtype_of<baracuda::half>()) == DType::F16);
 #ifdef BT_HAVE_CUDA_TYPES
 static_assert(dtype_v<__half> == DType::F16 && dtype_v<__nv_bfloat16> == DType::BF16);
 static_assert(dtype_v<__nv_fp8_e4m3> == DType::F8E4M3 && dtype_v<const __nv_fp8_e5m2> == DType::F8E5M2);

@@ -3,6 +3,8 @@
 // their data as __half, __nv_bfloat16, __nv_fp8_e4m3 or __nv_fp8_e5m2:
 //   TensorRef::contiguous(ptr_to_half, dev, shape, n)  // dtype F16
 // Not part of baracuda/baracuda.hpp: public headers need no CUDA headers.
+// cuda_fp16.h also declares a global `half` (= __half): next to `using
+// namespace baracuda;` spell baracuda's host type `baracuda::half`.
 // Each type has the size and bit layout of baracuda's host type for the same
 // dtype (half, bfloat16, float8_e4m3, float8_e5m2).
 #pragma once

@@ -353,7 +353,8 @@ Result<FlashSetup> setup_flash(PlanBase& plan, const char* name, const Stream& s
     sku = baracuda::detail::make_sku(cb, d.dtype, sku.op, cu->info.engine);
     sku.precision.deterministic = cu->info.deterministic;
   }
-  baracuda::detail::PlanAccess::set_workspace(plan, ws);
+  // A CPU plan keeps what setup_plan gave it (0, or the strict-mode token).
+  if (be->backend != Backend::CpuReference) baracuda::detail::PlanAccess::set_workspace(plan, ws);
 #else
   (void)backward;
 #endif
