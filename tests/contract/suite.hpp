@@ -91,7 +91,9 @@ void check_sku_for(const Stream& stream) {
     EXPECT_EQ(outputs_untouched(c, kPoison), "") << "sku_for wrote an output";
     EXPECT_EQ(s->op, plan.sku().op);
     EXPECT_EQ(s->dtype, plan.sku().dtype);
-    if (stream.is_cpu()) EXPECT_EQ(s->to_string(), plan.sku().to_string()) << T::describe(desc);
+    if (stream.is_cpu()) {
+      EXPECT_EQ(s->to_string(), plan.sku().to_string()) << T::describe(desc);
+    }
     // The errors run() gives, in run()'s order: stream first, then the arguments, then the workspace.
     const Stream other = stream.is_cpu() ? Stream::cuda(0) : Stream::cpu();
     EXPECT_EQ(plan.sku_for(other, c.workspace(), c.args).status().to_string(),
@@ -183,7 +185,9 @@ void check_zero_size(const Stream& stream) {
       auto c = make_call<T>(plan, stream.device(), rng);
       for (size_t i = 0; i < c.slots.size(); ++i) {
         if (!c.used(i)) continue;
-        if (c.is_output(i)) ASSERT_EQ(c.views[i].numel(), 0) << "traits: " << c.slots[i].name << " is not empty";
+        if (c.is_output(i)) {
+          ASSERT_EQ(c.views[i].numel(), 0) << "traits: " << c.slots[i].name << " is not empty";
+        }
         if (null_empty && c.views[i].numel() == 0) c.views[i].data = nullptr;
       }
       c.rebind();

@@ -206,7 +206,7 @@ Status flash_forward(const FlashSdpaDescriptor& d, const FlashSdpaArgs& a) {
         for (int64_t e = 0; e < D; ++e) acc[static_cast<size_t>(e)] += pj * c.v.get(sq.b, hk, sq.kv_start + j, e);
       }
       for (int64_t e = 0; e < D; ++e) set(y, sq.b, h, sq.q_start + i, e, acc[static_cast<size_t>(e)]);
-      set(lse, sq.b, h, sq.q_start + i, 0, l);
+      if (d.save_lse) set(lse, sq.b, h, sq.q_start + i, 0, l);
     }
   });
   return Status::ok();
