@@ -14,35 +14,39 @@ using namespace baracuda;
 
 namespace {
 
+// Throws on a failing Status (Status is [[nodiscard]]: a dropped one would hide a failure).
+void check(const Status& st) {
+  if (!st) throw StatusError(st);
+}
+
 // Runs `desc` on `stream` over host data `xs` (staged to the stream's device),
 // returns the output as doubles and the run time in microseconds.
 std::vector<double> run_reduce(const Stream& stream, const ReduceDescriptor& desc, const std::vector<float>& xs,
                                double* micros, KernelSku* sku) {
   ReducePlan plan = ReducePlan::select(stream, desc).value();  // throws on error
   Buffer x(stream.device(), xs.size() * sizeof(float));
-  x.copy_from_host(xs.data(), xs.size() * sizeof(float));
+  check(x.copy_from_host(xs.data(), xs.size() * sizeof(float)));
   const int64_t n_out = shape_numel(plan.output_shape());
   const size_t out_size = dtype_size(plan.output_dtype());
   Buffer y(stream.device(), static_cast<size_t>(n_out) * out_size);
   Buffer ws(stream.device(), plan.workspace_size());
   ReduceArgs args{x.view(DType::F32, desc.shape), y.view_mut(plan.output_dtype(), plan.output_shape())};
-  Status st = plan.run(stream, Workspace(ws.data(), ws.bytes()), args);  // warm-up + validation
-  if (!st) throw StatusError(st);
-  synchronize(stream);
+  check(plan.run(stream, Workspace(ws.data(), ws.bytes()), args));  // warm-up + validation
+  check(synchronize(stream));
   const auto t0 = std::chrono::steady_clock::now();
   const int reps = 10;
-  for (int i = 0; i < reps; ++i) plan.run(stream, Workspace(ws.data(), ws.bytes()), args);
-  synchronize(stream);
+  for (int i = 0; i < reps; ++i) check(plan.run(stream, Workspace(ws.data(), ws.bytes()), args));
+  check(synchronize(stream));
   *micros = std::chrono::duration<double, std::micro>(std::chrono::steady_clock::now() - t0).count() / reps;
   *sku = plan.sku();
   std::vector<double> out(static_cast<size_t>(n_out));
   if (plan.output_dtype() == DType::I64) {
     std::vector<int64_t> h(static_cast<size_t>(n_out));
-    y.copy_to_host(h.data(), h.size() * sizeof(int64_t));
+    check(y.copy_to_host(h.data(), h.size() * sizeof(int64_t)));
     for (size_t i = 0; i < h.size(); ++i) out[i] = static_cast<double>(h[i]);
   } else {
     std::vector<float> h(static_cast<size_t>(n_out));
-    y.copy_to_host(h.data(), h.size() * sizeof(float));
+    check(y.copy_to_host(h.data(), h.size() * sizeof(float)));
     for (size_t i = 0; i < h.size(); ++i) out[i] = h[i];
   }
   return out;
@@ -58,7 +62,7 @@ std::vector<double> run_attention(const Stream& stream, const FlashSdpaDescripto
   const Dims ls{d.batch, d.heads, d.q_len};
   auto upload = [&](const std::vector<float>& h) {
     Buffer b(stream.device(), h.size() * sizeof(float));
-    b.copy_from_host(h.data(), h.size() * sizeof(float));
+    check(b.copy_from_host(h.data(), h.size() * sizeof(float)));
     return b;
   };
   Buffer bq = upload(q), bk = upload(kv), bv = upload(kv), bdy = upload(dy);
@@ -73,7 +77,7 @@ std::vector<double> run_attention(const Stream& stream, const FlashSdpaDescripto
   fa.y = y.view_mut(DType::F32, qs);
   fa.lse = lse.view_mut(DType::F32, ls);
   Buffer ws(stream.device(), fwd.workspace_size());
-  if (Status st = fwd.run(stream, Workspace(ws.data(), ws.bytes()), fa); !st) throw StatusError(st);
+  check(fwd.run(stream, Workspace(ws.data(), ws.bytes()), fa));
 
   FlashSdpaBackwardPlan bwd = FlashSdpaBackwardPlan::select(stream, d).value();
   FlashSdpaBackwardArgs ba;
@@ -87,14 +91,14 @@ std::vector<double> run_attention(const Stream& stream, const FlashSdpaDescripto
   ba.dk = dk.view_mut(DType::F32, ks);
   ba.dv = dv.view_mut(DType::F32, ks);
   Buffer bws(stream.device(), bwd.workspace_size());
-  if (Status st = bwd.run(stream, Workspace(bws.data(), bws.bytes()), ba); !st) throw StatusError(st);
-  synchronize(stream);
+  check(bwd.run(stream, Workspace(bws.data(), bws.bytes()), ba));
+  check(synchronize(stream));
   *fw_sku = fwd.sku();
   *bw_sku = bwd.sku();
   std::vector<double> out;
   for (Buffer* b : {&y, &dq, &dk, &dv}) {
     std::vector<float> h(b->bytes() / 4);
-    b->copy_to_host(h.data(), b->bytes());
+    check(b->copy_to_host(h.data(), b->bytes()));
     out.insert(out.end(), h.begin(), h.end());
   }
   return out;

@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
 # The one script run on the GPU machine, from the repository root:
-#   configure (from scratch) + build, ctest, examples/quickstart, and with
+#   configure (from scratch) + build, ctest, examples (quickstart, attention_block), and with
 #   BENCH=1 the benchmarks (reduction, attention, RoPE) against PyTorch.
 #
 #   RESULTS=$OUT BENCH=1 tools/device-test.sh
 #
 # Knobs (environment):
 #   RESULTS       output folder (default ./device-results); gets at most 8 files:
-#                 env.txt build.log ctest.log run.log (quickstart + bench output)
+#                 env.txt build.log ctest.log run.log (examples + bench output)
 #                 [ctest-junit.xml, only when BENCH!=1]
 #                 bench.tgz (per family: ours/torch JSON, compare markdown + JSON)
 #   BUILD_DIR     build folder (default build)
@@ -114,16 +114,18 @@ else
   fail "$CTEST_LINE"
 fi
 
-# ---- quickstart example ------------------------------------------------------------
+# ---- examples ------------------------------------------------------------------------
 : > "$RESULTS/run.log"
-QS="$BUILD_DIR/examples/quickstart"
-if [[ -x "$QS" ]]; then
-  echo "### $QS" >> "$RESULTS/run.log"
-  if timeout 120 "$QS" >> "$RESULTS/run.log" 2>&1; then note "quickstart: ok"
-  else fail "quickstart: FAILED (rc=$?), see run.log"; fi
-else
-  note "quickstart: not built"
-fi
+for ex in quickstart attention_block; do
+  EX="$BUILD_DIR/examples/$ex"
+  if [[ -x "$EX" ]]; then
+    echo "### $EX" >> "$RESULTS/run.log"
+    if timeout 120 "$EX" >> "$RESULTS/run.log" 2>&1; then note "$ex: ok"
+    else fail "$ex: FAILED (rc=$?), see run.log"; fi
+  else
+    note "$ex: not built"
+  fi
+done
 
 # ---- benchmarks ------------------------------------------------------------------------
 # One family at a time: bench/baracuda_bench --family F, then bench/torch_bench.py

@@ -59,7 +59,7 @@ for plan in $PLANS; do
     seed=$((SEED_BASE + i))
     log="$RESULTS/fuzz-$plan-$seed.log"
     BARACUDA_FUZZ_SECONDS=$FUZZ_SECONDS BARACUDA_FUZZ_SEED=$seed \
-      run_one "$log" "$bin" --gtest_filter="*/PlanContract/$plan.FuzzDescriptorsAndViews" &
+      run_one "$log" "$bin" --gtest_filter="$plan/PlanContract/*.FuzzDescriptorsAndViews" &
     pids+=($!)
     names+=("$plan seed $seed")
     logs+=("$log")

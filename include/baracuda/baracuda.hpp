@@ -1,6 +1,9 @@
-// Umbrella header.
+// Umbrella header. DLPack interop (core/dlpack.hpp) is included: with
+// dlpack/dlpack.h on the include path it is the real thing, without it a call
+// to from_dlpack / to_dlpack fails to compile naming the missing header.
 #pragma once
 #include "baracuda/core/buffer.hpp"
+#include "baracuda/core/dlpack.hpp"
 #include "baracuda/core/dtype.hpp"
 #include "baracuda/core/dtype_dispatch.hpp"
 #include "baracuda/core/float8.hpp"

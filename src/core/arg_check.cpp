@@ -10,10 +10,27 @@ namespace baracuda::detail {
 
 namespace {
 bool given(const TensorRef& t) { return t.data != nullptr; }
+// Never filled in: what a default-constructed view looks like. (A view with a
+// shape and a null pointer is a different mistake: "data pointer is null".)
+bool never_filled(const TensorRef& t) { return t.data == nullptr && t.shape.rank == 0; }
+
+Status missing(const char* plan, const char* name, DType dtype, const Dims& shape, std::string_view why) {
+  if (why.empty()) return invalid(plan, name, " is missing: expected a ", dtype, " view of shape ", shape);
+  return invalid(plan, name, " is missing (", why, "): expected a ", dtype, " view of shape ", shape);
+}
 }  // namespace
 
-ArgCheck& ArgCheck::input(const char* name, const TensorRef& v, DType dtype, const Dims& shape) {
+Status empty_plan(const char* plan) {
+  const std::string_view name = plan && *plan ? plan : "plan";
+  return invalid(name, "the plan is empty (default-constructed): assign it from ", name, "::select() first");
+}
+
+ArgCheck& ArgCheck::input(const char* name, const TensorRef& v, DType dtype, const Dims& shape, std::string_view why) {
   if (!ok()) return *this;
+  if (never_filled(v)) {
+    status_ = missing(plan_, name, dtype, shape, why);
+    return *this;
+  }
   status_ = check_view(plan_, name, v, dtype, shape, device_);
   if (ok() && given(v) && n_in_ < kMaxViews) in_[n_in_++] = {name, v};
   return *this;
@@ -33,8 +50,12 @@ ArgCheck& ArgCheck::optional_input(const char* name, const TensorRef& v, bool us
   return input(name, v, dtype, shape);
 }
 
-ArgCheck& ArgCheck::output(const char* name, const TensorMut& v, DType dtype, const Dims& shape) {
+ArgCheck& ArgCheck::output(const char* name, const TensorMut& v, DType dtype, const Dims& shape, std::string_view why) {
   if (!ok()) return *this;
+  if (never_filled(v)) {
+    status_ = missing(plan_, name, dtype, shape, why);
+    return *this;
+  }
   status_ = check_output(plan_, name, v, dtype, shape, device_);
   if (!ok()) return *this;
   if (v.numel() != 0) outputs_empty_ = false;

@@ -18,24 +18,38 @@
 #include <string>
 #include <string_view>
 
+#include "baracuda/core/plan.hpp"
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/tensor.hpp"
 
 namespace baracuda::detail {
 
+// The error of every call on a default-constructed (empty) plan:
+// "<plan>: the plan is empty (default-constructed): assign it from <plan>::select() first".
+Status empty_plan(const char* plan);
+
 class ArgCheck {
  public:
   ArgCheck(const char* plan, Device device) : plan_(plan), device_(device) {}
+  // The plan's name and device; an empty (default-constructed) plan fails
+  // every argument list with empty_plan().
+  explicit ArgCheck(const PlanBase& plan) : plan_(plan.name()), device_(plan.device()) {
+    if (plan.empty()) status_ = empty_plan(plan.name());
+  }
 
-  // A tensor the problem reads.
-  ArgCheck& input(const char* name, const TensorRef& v, DType dtype, const Dims& shape);
+  // A tensor the problem reads. A view that was never filled in (null data
+  // and rank 0, i.e. a default-constructed TensorRef) is reported as missing:
+  // "<plan>: <name> is missing (<why>): expected a <dtype> view of shape
+  // <shape>"; `why` names the descriptor flag that asks for it, when one does
+  // ("descriptor.has_k is true, the default").
+  ArgCheck& input(const char* name, const TensorRef& v, DType dtype, const Dims& shape, std::string_view why = {});
   // A tensor only some descriptors use. `used`: it must be given (data set,
   // unless its expected shape is empty; else "<plan>: <missing>") and pass the
   // view rules. Not used: it must not be given ("<plan>: <unused>").
   ArgCheck& optional_input(const char* name, const TensorRef& v, bool used, DType dtype, const Dims& shape,
                            std::string_view missing, std::string_view unused);
-  // A tensor the problem writes.
-  ArgCheck& output(const char* name, const TensorMut& v, DType dtype, const Dims& shape);
+  // A tensor the problem writes (missing: as input()).
+  ArgCheck& output(const char* name, const TensorMut& v, DType dtype, const Dims& shape, std::string_view why = {});
   ArgCheck& optional_output(const char* name, const TensorMut& v, bool used, DType dtype, const Dims& shape,
                             std::string_view unused);
   // Output `out` may be input `in` itself (same data, shape and strides).

@@ -29,6 +29,13 @@ inline bool checked_product(std::initializer_list<int64_t> factors, int64_t* out
   return true;
 }
 
+// Product of non-negative factors, saturated at INT64_MAX instead of
+// overflowing: for estimates (work per item of a CPU parallel loop), never sizes.
+inline int64_t saturating_product(std::initializer_list<int64_t> factors) {
+  int64_t p = 0;
+  return checked_product(factors, &p) ? p : INT64_MAX;
+}
+
 // Number of elements of `shape` (1 for rank 0); false when it overflows, an
 // extent is negative or the rank is outside [0, kMaxRank].
 bool checked_numel(const Dims& shape, int64_t* out);

@@ -21,6 +21,30 @@ Status cuda_status(int err, const char* what) {
 #endif
 }
 
+#ifdef BARACUDA_WITH_CUDA
+namespace {
+// Why cudaGetDeviceCount found no device, in the words a user needs: no GPU
+// (or no NVIDIA driver at all, which the runtime reports as an "insufficient"
+// driver) is "no CUDA device present"; an installed driver older than the
+// runtime is a different problem with a different fix.
+Status no_device_status(cudaError_t e) {
+  int driver = 0, runtime = 0;
+  (void)cudaDriverGetVersion(&driver);  // 0 when no driver is installed
+  (void)cudaRuntimeGetVersion(&runtime);
+  (void)cudaGetLastError();
+  auto version = [](int v) { return std::to_string(v / 1000) + "." + std::to_string(v % 1000 / 10); };
+  if (e == cudaErrorInsufficientDriver && driver > 0)
+    return Status(StatusCode::Unsupported, "the NVIDIA driver supports CUDA " + version(driver) + " but this build's runtime is CUDA " +
+                                               version(runtime) + " (cudaErrorInsufficientDriver): update the driver");
+  if (e == cudaErrorNoDevice || e == cudaErrorInsufficientDriver)
+    return Status(StatusCode::Unsupported, std::string("no CUDA device present (") +
+                                               (driver == 0 ? "no NVIDIA driver is installed" : "the driver sees no GPU; check CUDA_VISIBLE_DEVICES") +
+                                               "): run on Stream::cpu() instead");
+  return Status(StatusCode::Unsupported, std::string("no usable CUDA device: ") + cudaGetErrorName(e) + " (" + cudaGetErrorString(e) + ")");
+}
+}  // namespace
+#endif
+
 Result<DeviceInfo> cuda_device_info(int ordinal) {
 #ifdef BARACUDA_WITH_CUDA
   static std::mutex mu;
@@ -32,8 +56,9 @@ Result<DeviceInfo> cuda_device_info(int ordinal) {
   cudaError_t e = cudaGetDeviceCount(&count);
   if (e != cudaSuccess) {
     (void)cudaGetLastError();
-    return Status(StatusCode::Unsupported, std::string("no usable CUDA device: ") + cudaGetErrorString(e));
+    return no_device_status(e);
   }
+  if (count == 0) return no_device_status(cudaErrorNoDevice);
   if (ordinal >= count)
     return Status(StatusCode::InvalidProblem, "CUDA device " + std::to_string(ordinal) + " requested but " + std::to_string(count) + " visible");
   cudaDeviceProp prop{};

@@ -1,6 +1,9 @@
 #include "core/dispatch.hpp"
 
+#include <cstdlib>
+#include <cstring>
 #include <string>
+#include <string_view>
 
 #include "core/cuda_device.hpp"
 #include "core/error.hpp"
@@ -64,6 +67,19 @@ KernelSku make_sku(const BackendChoice& be, DType dtype, std::string op, std::st
 
 Status family_not_built(const char* plan, const char* family) {
   return unsupported(plan, "this build has no ", family, " CUDA kernels (BARACUDA_FAMILIES=", BARACUDA_FAMILIES_VALUE, ")");
+}
+
+bool strict_workspace_requested(const PlanPreference& pref) {
+  if (pref.strict_workspace) return true;
+  const char* e = std::getenv("BARACUDA_STRICT_WORKSPACE");
+  return e != nullptr && std::string_view(e) == "1";
+}
+
+void scribble_workspace(const PlanBase& plan, Workspace ws) {
+  if (!PlanAccess::strict_workspace(plan) || ws.ptr == nullptr) return;
+  // run() checked ws.bytes >= workspace_size(); write exactly what the plan
+  // claimed, which is what a kernel may touch.
+  std::memset(ws.ptr, 0xA5, plan.workspace_size());
 }
 
 Status no_cuda(const char* plan) {

@@ -110,6 +110,15 @@ Result<View> view_from_dl(const DLTensor& t, int64_t capacity) {
 Result<TensorRef> from_dlpack(const DLTensor& t, int64_t capacity) { return view_from_dl<TensorRef, const void*>(t, capacity); }
 Result<TensorMut> from_dlpack_mut(const DLTensor& t, int64_t capacity) { return view_from_dl<TensorMut, void*>(t, capacity); }
 
+Result<TensorRef> from_dlpack(const DLManagedTensor* m, int64_t capacity) {
+  if (m == nullptr) return Status(StatusCode::InvalidProblem, "from_dlpack: the DLManagedTensor is null");
+  return from_dlpack(m->dl_tensor, capacity);
+}
+Result<TensorMut> from_dlpack_mut(const DLManagedTensor* m, int64_t capacity) {
+  if (m == nullptr) return Status(StatusCode::InvalidProblem, "from_dlpack_mut: the DLManagedTensor is null");
+  return from_dlpack_mut(m->dl_tensor, capacity);
+}
+
 Status to_dlpack(const TensorRef& v, DLTensor* out, int64_t* shape_storage, int64_t* strides_storage) {
   if (!out || (v.rank() > 0 && (!shape_storage || !strides_storage)))
     return Status(StatusCode::InvalidProblem, "to_dlpack: null output or storage");

@@ -10,6 +10,7 @@
 
 #include "baracuda/core/dtype.hpp"
 #include "baracuda/core/dtype_dispatch.hpp"
+#include "core/checked_math.hpp"
 #include "baracuda/core/host_types.hpp"
 
 namespace baracuda::detail {
@@ -74,10 +75,13 @@ inline void store_i(void* base, DType t, int64_t off, int64_t v) {
 }
 
 // Runs fn(o) for o in [0, n) on a few threads when the work is large.
+// work_per_item is an estimate (saturate it, e.g. saturating_product): the
+// total n * work_per_item saturates too, so a huge descriptor cannot overflow it.
 template <class F>
 void parallel_for(int64_t n, int64_t work_per_item, F fn) {
   const unsigned hw = std::max(1u, std::thread::hardware_concurrency());
-  const int64_t threads = std::min<int64_t>({static_cast<int64_t>(hw), n, std::max<int64_t>(1, n * work_per_item / 65536)});
+  const int64_t total = saturating_product({n, std::max<int64_t>(work_per_item, 0)});
+  const int64_t threads = std::min<int64_t>({static_cast<int64_t>(hw), n, std::max<int64_t>(1, total / 65536)});
   if (threads <= 1) {
     for (int64_t i = 0; i < n; ++i) fn(i);
     return;

@@ -34,7 +34,20 @@ struct PlanAccess {
   static KernelSku& sku(PlanBase& p) { return p.sku_; }
   static void set_workspace(PlanBase& p, size_t bytes) { p.workspace_bytes_ = bytes; }
   static int sm_count(const PlanBase& p) { return p.sm_count_; }
+  // Marks the plan filled by select() (no longer empty()).
+  static void set_selected(PlanBase& p) { p.selected_ = true; }
+  static void set_strict_workspace(PlanBase& p, bool on) { p.strict_workspace_ = on; }
+  static bool strict_workspace(const PlanBase& p) { return p.strict_workspace_; }
 };
+
+// PlanPreference::strict_workspace, or BARACUDA_STRICT_WORKSPACE=1 (read here,
+// at select() only).
+bool strict_workspace_requested(const PlanPreference& pref);
+
+// Strict workspace mode on a CPU plan: fills the workspace with a byte pattern
+// (what a CUDA kernel's scratch use would do to a workspace that aliases a
+// tensor). No-op for other plans.
+void scribble_workspace(const PlanBase& plan, Workspace ws);
 
 // The SKU every plan starts from: backend and arch of the choice, the op's
 // dtype and name, the variant, and the family-wide default precision.
@@ -60,6 +73,12 @@ inline Result<BackendChoice> setup_plan(PlanBase& plan, const char* name, const 
   if (be->backend != Backend::CpuReference && !family.kernels_built) return family_not_built(name, family.option_name);
   PlanAccess::set_device(plan, stream.device(), be->sm_count);
   PlanAccess::sku(plan) = make_sku(*be, dtype, std::move(op), be->backend == Backend::CpuReference ? "reference" : "");
+  PlanAccess::set_selected(plan);
+  // Strict workspace mode: the CPU plan needs at least the token; a plan that
+  // knows its CUDA workspace from the descriptor alone raises it to that.
+  const bool strict = be->backend == Backend::CpuReference && strict_workspace_requested(pref);
+  PlanAccess::set_strict_workspace(plan, strict);
+  if (strict) PlanAccess::set_workspace(plan, kStrictWorkspaceBytes);
   return be;
 }
 
@@ -71,11 +90,15 @@ Status no_cuda(const char* plan);
 template <class CpuFn, class CudaFn>
 Status run_plan(const PlanBase& plan, const Stream& stream, Workspace ws, const ArgCheck& args, CpuFn&& cpu,
                 CudaFn&& cuda) {
+  if (plan.empty()) return empty_plan(plan.name());
   BARACUDA_RETURN_IF_ERROR(check_stream(plan.name(), stream, plan.device()));
   BARACUDA_RETURN_IF_ERROR(args.status());
   BARACUDA_RETURN_IF_ERROR(check_workspace(plan.name(), plan.workspace_size(), ws.bytes, ws.ptr));
   if (args.outputs_empty()) return Status::ok();
-  if (plan.sku().backend == Backend::CpuReference) return cpu();
+  if (plan.sku().backend == Backend::CpuReference) {
+    scribble_workspace(plan, ws);
+    return cpu();
+  }
   DeviceGuard guard(plan.device().ordinal);
   BARACUDA_RETURN_IF_ERROR(guard.status());
   return cuda();
@@ -89,6 +112,7 @@ Status run_plan(const PlanBase& plan, const Stream& stream, Workspace ws, const 
 template <class CudaFn>
 Result<KernelSku> sku_for_run(const PlanBase& plan, const Stream& stream, Workspace ws, const ArgCheck& args,
                               CudaFn&& cuda) {
+  if (plan.empty()) return empty_plan(plan.name());
   BARACUDA_RETURN_IF_ERROR(check_stream(plan.name(), stream, plan.device()));
   BARACUDA_RETURN_IF_ERROR(args.status());
   BARACUDA_RETURN_IF_ERROR(check_workspace(plan.name(), plan.workspace_size(), ws.bytes, ws.ptr));

@@ -129,14 +129,20 @@ bool view_is_contiguous(const Dims& shape, const Dims& strides) {
 TensorRef::TensorRef(const void* d, DType t, Device dev, Dims sh, Dims st, int64_t cap) {
   data = d; dtype = t; device = dev; shape = sh; strides = st; capacity = cap;
 }
+TensorRef TensorRef::contiguous(const void* d, DType t, Device dev, Dims sh, int64_t capacity) {
+  return TensorRef(d, t, dev, sh, contiguous_strides(sh), capacity);
+}
 TensorRef TensorRef::contiguous(const void* d, DType t, Device dev, Dims sh) {
-  return TensorRef(d, t, dev, sh, contiguous_strides(sh), shape_numel(sh));
+  return contiguous(d, t, dev, sh, shape_numel(sh));
 }
 TensorMut::TensorMut(void* d, DType t, Device dev, Dims sh, Dims st, int64_t cap) {
   data = d; dtype = t; device = dev; shape = sh; strides = st; capacity = cap;
 }
+TensorMut TensorMut::contiguous(void* d, DType t, Device dev, Dims sh, int64_t capacity) {
+  return TensorMut(d, t, dev, sh, contiguous_strides(sh), capacity);
+}
 TensorMut TensorMut::contiguous(void* d, DType t, Device dev, Dims sh) {
-  return TensorMut(d, t, dev, sh, contiguous_strides(sh), shape_numel(sh));
+  return contiguous(d, t, dev, sh, shape_numel(sh));
 }
 
 }  // namespace baracuda

@@ -211,7 +211,7 @@ struct FlashCase {
   std::string name;
   std::function<void(FlashSdpaDescriptor&)> tweak;
   int64_t B = 2, H = 2, Hk = 1, Q = 5, K = 7;
-  std::vector<int64_t> q_lens, kv_lens;  // varlen when non-empty
+  std::vector<int64_t> q_lens = {}, kv_lens = {};  // varlen when non-empty
 };
 
 void check_flash_fd(const FlashCase& c) {

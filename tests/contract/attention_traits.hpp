@@ -1,6 +1,7 @@
 // Contract traits of the attention family: SdpaPlan, SdpaBackwardPlan,
 // FlashSdpaPlan, FlashSdpaBackwardPlan. A new attention plan joins with a
-// traits struct here and one line in AttentionPlans at the end.
+// traits struct here and one INSTANTIATE line per suite in
+// tests/contract/cpu_attention.cpp and cuda_attention.cpp.
 #pragma once
 
 #include <sstream>
@@ -48,7 +49,7 @@ inline std::string describe(const FlashSdpaDescriptor& d) {
      << opt(d.scale) << ", causal " << d.causal << ", align " << static_cast<int>(d.align) << ", window ["
      << d.window_left << ", " << d.window_right << "], softcap " << d.softcap << ", alibi "
      << static_cast<int>(d.alibi) << ", has_mask " << d.has_mask << ", varlen " << d.varlen << ", total_q "
-     << d.total_q << ", total_kv " << d.total_kv << "}";
+     << d.total_q << ", total_kv " << d.total_kv << ", save_lse " << d.save_lse << "}";
   return os.str();
 }
 
@@ -324,7 +325,11 @@ struct FlashSdpaTraits {
   using Args = baracuda::FlashSdpaArgs;
   static constexpr const char* kName = "FlashSdpaPlan";
 
-  static Desc valid_desc(Rng& rng) { return attention_contract::flash_valid(rng); }
+  static Desc valid_desc(Rng& rng) {  // a quarter of them inference-only (no lse)
+    Desc d = attention_contract::flash_valid(rng);
+    d.save_lse = !Fuzz(rng).chance(0.25);
+    return d;
+  }
   static std::vector<Desc> zero_size_descs() { return attention_contract::flash_zero_size(); }
   static std::vector<std::pair<const char*, Desc>> invalid_descs() { return attention_contract::flash_invalid(); }
   static std::vector<Desc> workspace_descs() {  // decode-shaped: the split-KV path
@@ -338,7 +343,10 @@ struct FlashSdpaTraits {
                                  input<Args>("v", d.dtype, s.kv, [](auto& a, const TensorMut& t) { a.v = t; })};
     attention_contract::flash_extras(d, v);
     v.push_back(output<Args>("y", d.dtype, s.q, [](auto& a, const TensorMut& t) { a.y = t; }));
-    v.push_back(output<Args>("lse", DType::F32, s.lse, [](auto& a, const TensorMut& t) { a.lse = t; }));
+    auto lse = output<Args>("lse", DType::F32, s.lse, [](auto& a, const TensorMut& t) { a.lse = t; });
+    lse.optional = true;  // written when save_lse
+    if (!d.save_lse) lse.role = Role::Unused;
+    v.push_back(lse);
     return v;
   }
   static std::vector<DescMutator<Desc>> desc_mutators() { return attention_contract::flash_mutators(); }
@@ -353,7 +361,13 @@ struct FlashSdpaBackwardTraits {
 
   static Desc valid_desc(Rng& rng) { return attention_contract::flash_valid(rng); }
   static std::vector<Desc> zero_size_descs() { return attention_contract::flash_zero_size(); }
-  static std::vector<std::pair<const char*, Desc>> invalid_descs() { return attention_contract::flash_invalid(); }
+  static std::vector<std::pair<const char*, Desc>> invalid_descs() {
+    auto v = attention_contract::flash_invalid();
+    Desc no_lse = attention_contract::flash(DType::F32, 1, 2, 1, 3, 4, 32);
+    no_lse.save_lse = false;  // the backward reads the forward's lse
+    v.push_back({"save_lse_false", no_lse});
+    return v;
+  }
   static std::vector<Desc> workspace_descs() { return {attention_contract::flash(DType::F16, 2, 4, 2, 64, 128, 64)}; }
   static std::vector<Slot<Args>> slots(const Plan& p) {
     const Desc& d = p.descriptor();
@@ -374,7 +388,5 @@ struct FlashSdpaBackwardTraits {
   static std::string describe(const Desc& d) { return attention_contract::describe(d); }
 };
 
-// The attention family's plans in the contract suite: one line per plan.
-using AttentionPlans = ::testing::Types<SdpaTraits, SdpaBackwardTraits, FlashSdpaTraits, FlashSdpaBackwardTraits>;
 
 }  // namespace contract

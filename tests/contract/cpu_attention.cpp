@@ -3,5 +3,8 @@
 #include "contract/cpu_suite.hpp"
 
 namespace contract {
-INSTANTIATE_TYPED_TEST_SUITE_P(Attention, PlanContract, AttentionPlans, PlanName);
+INSTANTIATE_TYPED_TEST_SUITE_P(SdpaPlan, PlanContract, ::testing::Types<SdpaTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(SdpaBackwardPlan, PlanContract, ::testing::Types<SdpaBackwardTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(FlashSdpaPlan, PlanContract, ::testing::Types<FlashSdpaTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(FlashSdpaBackwardPlan, PlanContract, ::testing::Types<FlashSdpaBackwardTraits>);
 }  // namespace contract

@@ -3,5 +3,7 @@
 #include "contract/cpu_suite.hpp"
 
 namespace contract {
-INSTANTIATE_TYPED_TEST_SUITE_P(Reduce, PlanContract, ReducePlans, PlanName);
+INSTANTIATE_TYPED_TEST_SUITE_P(ReducePlan, PlanContract, ::testing::Types<ReduceTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(ReduceBackwardPlan, PlanContract, ::testing::Types<ReduceBackwardTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(ReduceToPlan, PlanContract, ::testing::Types<ReduceToTraits>);
 }  // namespace contract

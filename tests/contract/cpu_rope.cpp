@@ -3,5 +3,6 @@
 #include "contract/cpu_suite.hpp"
 
 namespace contract {
-INSTANTIATE_TYPED_TEST_SUITE_P(Rope, PlanContract, RopePlans, PlanName);
+INSTANTIATE_TYPED_TEST_SUITE_P(RopePlan, PlanContract, ::testing::Types<RopeTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(RopeBackwardPlan, PlanContract, ::testing::Types<RopeBackwardTraits>);
 }  // namespace contract

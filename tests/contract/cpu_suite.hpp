@@ -153,6 +153,111 @@ TYPED_TEST_P(PlanContract, OptionalTensorsMatchDescriptor) {
   if (skipped > 0) std::printf("[ known    ] %s: %d case(s) of known failures skipped, e.g. %s\n", T::kName, skipped, skipped_what.c_str());
 }
 
+// A tensor left default-constructed (never filled in) is reported as missing,
+// naming it, whether it is always required or asked for by a descriptor flag.
+TYPED_TEST_P(PlanContract, MissingTensorsAreNamed) {
+  using T = TypeParam;
+  Rng rng(bt::fresh_seed());
+  int checked = 0;
+  for (int rep = 0; rep < 6; ++rep) {
+    const auto desc = T::valid_desc(rng);
+    const auto plan = select_or_die<T>(Stream::cpu(), desc);
+    auto c = make_call<T>(plan, Device::cpu(), rng);
+    for (size_t i = 0; i < c.slots.size(); ++i) {
+      if (!c.used(i)) continue;
+      const TensorMut saved = c.views[i];
+      c.views[i] = TensorMut();
+      c.rebind();
+      const Status st = plan.can_implement(c.args);
+      EXPECT_TRUE(is_plan_error<T>(st, StatusCode::InvalidProblem)) << c.slots[i].name << " left empty";
+      EXPECT_NE(st.message().find(c.slots[i].name), std::string::npos) << st.to_string();
+      EXPECT_NE(st.message().find("missing"), std::string::npos) << st.to_string();
+      EXPECT_EQ(run_sync<T>(plan, Stream::cpu(), c).to_string(), st.to_string());
+      c.views[i] = saved;
+      c.rebind();
+      ++checked;
+    }
+    EXPECT_EQ(outputs_untouched(c, kPoison), "");
+  }
+  EXPECT_GT(checked, 0);
+}
+
+// A default-constructed plan (a class member before select()) is empty: every
+// call on it is a plan-named InvalidProblem and nothing is written.
+TYPED_TEST_P(PlanContract, EmptyPlanRefusesEveryCall) {
+  using T = TypeParam;
+  Rng rng(bt::fresh_seed());
+  const auto desc = T::valid_desc(rng);
+  const auto selected = select_or_die<T>(Stream::cpu(), desc);
+  EXPECT_FALSE(selected.empty());
+  auto c = make_call<T>(selected, Device::cpu(), rng);
+  const typename T::Plan empty;
+  EXPECT_TRUE(empty.empty());
+  EXPECT_STREQ(empty.name(), T::kName);
+  EXPECT_EQ(empty.workspace_size(), 0u);
+  const std::string what = std::string(T::kName) + ": the plan is empty (default-constructed): assign it from " +
+                           T::kName + "::select() first";
+  for (const Stream& s : {Stream::cpu(), Stream::cuda(0)}) {
+    const Status run = empty.run(s, c.workspace(), c.args);
+    EXPECT_TRUE(is_plan_error<T>(run, StatusCode::InvalidProblem)) << s.device().to_string();
+    EXPECT_EQ(run.message(), what);
+    EXPECT_EQ(empty.sku_for(s, c.workspace(), c.args).status().message(), what);
+  }
+  EXPECT_EQ(empty.can_implement(c.args).message(), what);
+  EXPECT_EQ(outputs_untouched(c, kPoison), "");
+  // Assigned from select(), the same object works.
+  typename T::Plan member;
+  member = selected;
+  EXPECT_FALSE(member.empty());
+  EXPECT_TRUE(run_sync<T>(member, Stream::cpu(), c).is_ok());
+}
+
+// PlanPreference::strict_workspace: the CPU plan needs a workspace (at least
+// kStrictWorkspaceBytes) and refuses a missing or short one like a CUDA plan;
+// with it, the results are the non-strict plan's, bit for bit, and the
+// workspace was written over (exactly workspace_size() bytes, nothing past).
+TYPED_TEST_P(PlanContract, StrictWorkspaceOnTheCpu) {
+  using T = TypeParam;
+  Rng rng(bt::fresh_seed());
+  baracuda::PlanPreference strict;
+  strict.strict_workspace = true;
+  for (int rep = 0; rep < 3; ++rep) {
+    const auto desc = T::valid_desc(rng);
+    const auto lax = select_or_die<T>(Stream::cpu(), desc);
+    auto sp = T::Plan::select(Stream::cpu(), desc, strict);
+    ASSERT_TRUE(sp.is_ok()) << sp.status().to_string();
+    const size_t need = sp->workspace_size();
+    EXPECT_GE(need, baracuda::kStrictWorkspaceBytes) << T::describe(desc);
+    EXPECT_GE(need, lax.workspace_size());
+    Rng r1(rng()), r2 = r1;
+    auto ref = make_call<T>(lax, Device::cpu(), r1);
+    ASSERT_TRUE(run_sync<T>(lax, Stream::cpu(), ref).is_ok());
+    auto c = make_call<T>(*sp, Device::cpu(), r2);  // same inputs (same seed), workspace of `need` bytes
+    for (const Workspace w : {Workspace::none(), Workspace(c.ws->payload(), need - 1), Workspace(nullptr, need)}) {
+      const Status st = sp->run(Stream::cpu(), w, c.args);
+      EXPECT_TRUE(is_plan_error<T>(st, StatusCode::WorkspaceTooSmall)) << st.to_string() << "; " << T::describe(desc);
+      EXPECT_EQ(st.needed(), need);
+    }
+    EXPECT_EQ(outputs_untouched(c, kPoison), "");
+    c.ws->fill(0);
+    ASSERT_TRUE(run_sync<T>(*sp, Stream::cpu(), c).is_ok()) << T::describe(desc);
+    for (size_t i = 0; i < c.slots.size(); ++i) {
+      if (c.bufs[i] && c.is_output(i)) {
+        EXPECT_TRUE(c.logical_bytes(i) == ref.logical_bytes(i)) << c.slots[i].name;
+      }
+    }
+    bool written = false;
+    for (uint8_t b : c.ws->read()) written = written || b != 0;
+    const bool any_output = [&] {
+      for (size_t i = 0; i < c.slots.size(); ++i)
+        if (c.used(i) && c.is_output(i) && c.views[i].numel() > 0) return true;
+      return false;
+    }();
+    EXPECT_EQ(written, any_output) << "the strict CPU plan writes its workspace whenever it runs";
+    EXPECT_EQ(c.guard_damage(), "");
+  }
+}
+
 TYPED_TEST_P(PlanContract, ErrorsNameThePlan) {
   using T = TypeParam;
   int checked = 0;
@@ -205,12 +310,15 @@ TYPED_TEST_P(PlanContract, FuzzDescriptorsAndViews) {
     for (const auto& [m, k] : s.by_mutation) std::printf("             %8lld  %s\n", static_cast<long long>(k), m.c_str());
   for (const auto& [m, k] : s.failure_classes)
     std::printf("[ fuzz     ] FAILED %lldx: %s\n", static_cast<long long>(k), m.c_str());
-  if (!one && s.cases >= 100) EXPECT_GT(s.ok_checked, 0) << "the fuzz never reached a successful run";
+  if (!one && s.cases >= 100) {
+    EXPECT_GT(s.ok_checked, 0) << "the fuzz never reached a successful run";
+  }
 }
 
 REGISTER_TYPED_TEST_SUITE_P(PlanContract, RejectsTensorOnAnotherDevice, RejectsStreamOfAnotherDevice, WorkspaceRule,
                             ZeroSizeProblemsWriteNothing, PoisonedOutputsFullyWritten, RunTwiceBitIdentical,
                             OutputsMustNotAliasInputs, OptionalTensorsMatchDescriptor, ErrorsNameThePlan,
-                            FuzzDescriptorsAndViews, SkuForMatchesRun);
+                            FuzzDescriptorsAndViews, SkuForMatchesRun, MissingTensorsAreNamed,
+                            EmptyPlanRefusesEveryCall, StrictWorkspaceOnTheCpu);
 
 }  // namespace contract

@@ -3,5 +3,8 @@
 #include "contract/cuda_suite.hpp"
 
 namespace contract {
-INSTANTIATE_TYPED_TEST_SUITE_P(Attention, PlanContractCuda, AttentionPlans, PlanName);
+INSTANTIATE_TYPED_TEST_SUITE_P(SdpaPlan, PlanContractCuda, ::testing::Types<SdpaTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(SdpaBackwardPlan, PlanContractCuda, ::testing::Types<SdpaBackwardTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(FlashSdpaPlan, PlanContractCuda, ::testing::Types<FlashSdpaTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(FlashSdpaBackwardPlan, PlanContractCuda, ::testing::Types<FlashSdpaBackwardTraits>);
 }  // namespace contract

@@ -3,5 +3,7 @@
 #include "contract/cuda_suite.hpp"
 
 namespace contract {
-INSTANTIATE_TYPED_TEST_SUITE_P(Reduce, PlanContractCuda, ReducePlans, PlanName);
+INSTANTIATE_TYPED_TEST_SUITE_P(ReducePlan, PlanContractCuda, ::testing::Types<ReduceTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(ReduceBackwardPlan, PlanContractCuda, ::testing::Types<ReduceBackwardTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(ReduceToPlan, PlanContractCuda, ::testing::Types<ReduceToTraits>);
 }  // namespace contract

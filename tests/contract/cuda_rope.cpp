@@ -3,5 +3,6 @@
 #include "contract/cuda_suite.hpp"
 
 namespace contract {
-INSTANTIATE_TYPED_TEST_SUITE_P(Rope, PlanContractCuda, RopePlans, PlanName);
+INSTANTIATE_TYPED_TEST_SUITE_P(RopePlan, PlanContractCuda, ::testing::Types<RopeTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(RopeBackwardPlan, PlanContractCuda, ::testing::Types<RopeBackwardTraits>);
 }  // namespace contract

@@ -1,6 +1,6 @@
 // Contract traits of the reduction family: ReducePlan, ReduceBackwardPlan,
 // ReduceToPlan. A new reduction plan joins with a traits struct here and one
-// line in ReducePlans at the end.
+// INSTANTIATE line per suite in tests/contract/cpu_reduce.cpp and cuda_reduce.cpp.
 #pragma once
 
 #include <string>
@@ -289,7 +289,5 @@ struct ReduceToTraits {
   }
 };
 
-// The reduction family's plans in the contract suite: one line per plan.
-using ReducePlans = ::testing::Types<ReduceTraits, ReduceBackwardTraits, ReduceToTraits>;
 
 }  // namespace contract

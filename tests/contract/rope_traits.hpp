@@ -1,5 +1,6 @@
 // Contract traits of the RoPE family: RopePlan, RopeBackwardPlan. A new RoPE
-// plan joins with a traits struct here and one line in RopePlans at the end.
+// plan joins with a traits struct here and one INSTANTIATE line per suite in
+// tests/contract/cpu_rope.cpp and cuda_rope.cpp.
 #pragma once
 
 #include <sstream>
@@ -192,8 +193,5 @@ struct RopeBackwardTraits {
   static std::vector<DescMutator<Desc>> desc_mutators() { return rope_contract::mutators(); }
   static std::string describe(const Desc& d) { return rope_contract::describe(d); }
 };
-
-// The RoPE family's plans in the contract suite: one line per plan.
-using RopePlans = ::testing::Types<RopeTraits, RopeBackwardTraits>;
 
 }  // namespace contract

@@ -1,9 +1,11 @@
 // The contract suite: the rules of DESIGN.md §1 checked for every plan.
 //
-// A plan joins with a traits struct and one line in its family's type list
-// (tests/contract/<family>_traits.hpp); tests/contract/cpu_<family>.cpp and
-// cuda_<family>.cpp instantiate the suites below for that list. A traits
-// struct provides:
+// A plan joins with a traits struct (tests/contract/<family>_traits.hpp) and
+// one line in each of tests/contract/cpu_<family>.cpp and cuda_<family>.cpp:
+//   INSTANTIATE_TYPED_TEST_SUITE_P(ReducePlan, PlanContract, ::testing::Types<ReduceTraits>);
+// (the prefix is the plan's name, so tests read "ReducePlan/PlanContract/0.WorkspaceRule"
+// in gtest and "cpu.ReducePlan.WorkspaceRule<contract::ReduceTraits>" in ctest). A
+// traits struct provides:
 //
 //   using Plan, Desc, Args;                 the plan and its descriptor / argument types
 //   static constexpr const char* kName;     the name every error message starts with
@@ -47,14 +49,6 @@
 
 namespace contract {
 
-// Test names show the plan: "Reduce/PlanContract/ReducePlan.WorkspaceRule".
-struct PlanName {
-  template <class T>
-  static std::string GetName(int) {
-    return T::kName;
-  }
-};
-
 template <class T>
 typename T::Plan select_or_die(const Stream& s, const typename T::Desc& d) {
   auto p = T::Plan::select(s, d);
@@ -97,7 +91,9 @@ void check_sku_for(const Stream& stream) {
     EXPECT_EQ(outputs_untouched(c, kPoison), "") << "sku_for wrote an output";
     EXPECT_EQ(s->op, plan.sku().op);
     EXPECT_EQ(s->dtype, plan.sku().dtype);
-    if (stream.is_cpu()) EXPECT_EQ(s->to_string(), plan.sku().to_string()) << T::describe(desc);
+    if (stream.is_cpu()) {
+      EXPECT_EQ(s->to_string(), plan.sku().to_string()) << T::describe(desc);
+    }
     // The errors run() gives, in run()'s order: stream first, then the arguments, then the workspace.
     const Stream other = stream.is_cpu() ? Stream::cuda(0) : Stream::cpu();
     EXPECT_EQ(plan.sku_for(other, c.workspace(), c.args).status().to_string(),
@@ -189,7 +185,9 @@ void check_zero_size(const Stream& stream) {
       auto c = make_call<T>(plan, stream.device(), rng);
       for (size_t i = 0; i < c.slots.size(); ++i) {
         if (!c.used(i)) continue;
-        if (c.is_output(i)) ASSERT_EQ(c.views[i].numel(), 0) << "traits: " << c.slots[i].name << " is not empty";
+        if (c.is_output(i)) {
+          ASSERT_EQ(c.views[i].numel(), 0) << "traits: " << c.slots[i].name << " is not empty";
+        }
         if (null_empty && c.views[i].numel() == 0) c.views[i].data = nullptr;
       }
       c.rebind();

@@ -262,7 +262,9 @@ TEST(CudnnLibrary, AvailabilityAndReasonAgree) {
     EXPECT_TRUE(cudnn::unavailable_reason().empty());
   } else {
     EXPECT_FALSE(cudnn::unavailable_reason().empty());
-    if (!cudnn::in_build()) EXPECT_EQ(cudnn::version(), 0u);
+    if (!cudnn::in_build()) {
+      EXPECT_EQ(cudnn::version(), 0u);
+    }
   }
   const Status st = cudnn::unsupported("FlashSdpaPlan", "varlen");
   EXPECT_EQ(st.code(), StatusCode::Unsupported);

@@ -2,6 +2,23 @@
 // derives from it and adds its descriptor, its argument checks and its two
 // dispatch calls (CPU reference, CUDA); the select prologue and the run
 // skeleton that fill and use these fields live in src/core/plan_shell.hpp.
+//
+// Plans as members. Every plan is default-constructible into an EMPTY state,
+// so a layer class can hold one and assign it later:
+//   struct Attention {
+//     FlashSdpaPlan fwd;  // empty until init()
+//     Status init(const Stream& s, const FlashSdpaDescriptor& d) {
+//       auto p = FlashSdpaPlan::select(s, d);
+//       if (!p) return p.status();
+//       fwd = std::move(*p);
+//       return Status::ok();
+//     }
+//   };
+// On an empty plan, run(), can_implement() and sku_for() fail with
+// InvalidProblem "<Plan>: the plan is empty (default-constructed): assign it
+// from <Plan>::select() first"; empty() says so, workspace_size() is 0 and
+// sku() is a default KernelSku. A plan is copyable and movable; there is no
+// other way to get a non-empty one than select().
 #pragma once
 #include <cstddef>
 
@@ -36,10 +53,15 @@ class PlanBase {
   Device device() const { return device_; }
   // The plan's class name ("ReducePlan", ...): the prefix of its error messages.
   const char* name() const { return name_; }
+  // True for a default-constructed plan that select() has not filled.
+  bool empty() const { return !selected_; }
 
  protected:
   PlanBase() = default;
+  explicit PlanBase(const char* name) : name_(name) {}  // the empty plan of that class
   const char* name_ = "";
+  bool selected_ = false;  // set by the shell's select prologue (setup_plan)
+  bool strict_workspace_ = false;  // PlanPreference::strict_workspace on a CPU plan
   Device device_;
   int sm_count_ = 0;
   size_t workspace_bytes_ = 0;

@@ -1,5 +1,6 @@
 // Backend choice, plan preferences and the KernelSku each plan reports.
 #pragma once
+#include <cstddef>
 #include <optional>
 #include <string>
 
@@ -22,7 +23,24 @@ struct PlanPreference {
   // (read at select(), never by run()), else the measured default choice.
   // An unknown key or a malformed value is InvalidProblem at select().
   std::string variant;
+  // Strict workspace mode, for testing a caller's workspace plumbing without a
+  // GPU: a plan selected for the CPU then needs a workspace although the CPU
+  // reference uses none, namely the bytes the CUDA plan of the same
+  // descriptor needs where the host can know them without a device, and at
+  // least kStrictWorkspaceBytes (a token: most CUDA workspaces depend on the
+  // device's SM count), so every plan does. run() then refuses a smaller or
+  // null workspace (WorkspaceTooSmall, as on CUDA) and overwrites the whole
+  // workspace with a byte pattern before computing, as a CUDA kernel may: a
+  // workspace that aliases a tensor or is shorter than claimed shows up as
+  // wrong results (or under AddressSanitizer). No effect on CUDA plans, which
+  // always need exactly their own workspace. The environment variable
+  // BARACUDA_STRICT_WORKSPACE=1, read at select(), turns it on for every plan
+  // (e.g. a framework's CPU-only CI) without a code change.
+  bool strict_workspace = false;
 };
+
+// The least workspace a CPU plan needs in strict workspace mode.
+inline constexpr size_t kStrictWorkspaceBytes = 256;
 
 struct PrecisionGuarantee {
   DType math = DType::F32;         // precision of the arithmetic on each element

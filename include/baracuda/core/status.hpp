@@ -23,7 +23,11 @@ enum class StatusCode {
 
 BARACUDA_API const char* status_code_name(StatusCode c);
 
-class BARACUDA_API Status {
+// [[nodiscard]]: a dropped Status or Result is almost always a failing run()
+// whose output was never written. Compilers warn (-Wunused-result is on by
+// default; -Werror=unused-result makes it an error); cast to (void) to drop
+// one on purpose. tests/compile/nodiscard_check.cmake proves the diagnostic.
+class [[nodiscard]] BARACUDA_API Status {
  public:
   Status() = default;  // Ok
   Status(StatusCode code, std::string message, size_t needed = 0, size_t got = 0)
@@ -58,7 +62,7 @@ class BARACUDA_API StatusError : public std::runtime_error {
 
 // Result<T>: either a value or a non-ok Status.
 template <class T>
-class Result {
+class [[nodiscard]] Result {
  public:
   Result(T value) : value_(std::move(value)) {}                       // NOLINT
   Result(Status status) : status_(std::move(status)) {                // NOLINT

@@ -9,6 +9,7 @@
 
 #include "baracuda/core/dtype.hpp"
 #include "baracuda/core/export.hpp"
+#include "baracuda/core/host_types.hpp"
 
 namespace baracuda {
 
@@ -80,17 +81,38 @@ struct TensorView {
 };
 }  // namespace detail
 
+// A default-constructed view (null data, rank 0) is "not given": optional
+// tensors a descriptor does not use are left that way, and a plan reports a
+// required one left that way as missing.
 struct BARACUDA_API TensorRef : detail::TensorView<const void*> {
   TensorRef() = default;
   TensorRef(const void* data, DType dtype, Device device, Dims shape, Dims strides, int64_t capacity);
-  // Contiguous row-major view whose buffer holds exactly numel elements.
+  // Contiguous row-major view of a buffer that holds `capacity` elements from
+  // `data` on: a shape needing more fails every plan's checks with
+  // BufferTooSmall{needed, got} instead of reading past the buffer.
+  static TensorRef contiguous(const void* data, DType dtype, Device device, Dims shape, int64_t capacity);
+  // The same with capacity = numel(shape): the buffer is taken to be exactly
+  // as long as the view, so a too-short buffer cannot be caught. Prefer the
+  // overload above (or the typed one) where the buffer's length is known.
   static TensorRef contiguous(const void* data, DType dtype, Device device, Dims shape);
+  // Typed: the dtype is dtype_v<T> (float -> F32, half -> F16, ...).
+  template <class T>
+  static TensorRef contiguous(const T* data, Device device, Dims shape, int64_t capacity) {
+    return contiguous(static_cast<const void*>(data), dtype_v<T>, device, shape, capacity);
+  }
 };
 
 struct BARACUDA_API TensorMut : detail::TensorView<void*> {
   TensorMut() = default;
   TensorMut(void* data, DType dtype, Device device, Dims shape, Dims strides, int64_t capacity);
+  // As TensorRef::contiguous: with the buffer's capacity in elements, without
+  // it (capacity = numel), and typed.
+  static TensorMut contiguous(void* data, DType dtype, Device device, Dims shape, int64_t capacity);
   static TensorMut contiguous(void* data, DType dtype, Device device, Dims shape);
+  template <class T>
+  static TensorMut contiguous(T* data, Device device, Dims shape, int64_t capacity) {
+    return contiguous(static_cast<void*>(data), dtype_v<T>, device, shape, capacity);
+  }
   operator TensorRef() const {  // NOLINT: a mutable view is also readable
     return TensorRef(data, dtype, device, shape, strides, capacity);
   }

@@ -76,7 +76,7 @@ BARACUDA_API const char* diagonal_align_name(DiagonalAlign a);
 // ---------------------------------------------------------------------------
 // Materialized attention. Forward saves the probabilities p [B,H,Q,K] (dtype
 // probs_dtype(): f32 for f16/bf16/f32 inputs, f64 for f64) for the backward.
-struct SdpaDescriptor {
+struct BARACUDA_API SdpaDescriptor {
   DType dtype = DType::F32;  // q, k, v, y (and dy, dq, dk, dv)
   int64_t batch = 1;
   int64_t heads = 1;         // H (query heads)
@@ -89,6 +89,15 @@ struct SdpaDescriptor {
   bool causal = false;
   DiagonalAlign align = DiagonalAlign::TopLeft;
   bool has_mask = false;     // additive f32 mask [B,H,Q,K], any extent may be broadcast by stride 0
+
+  // The descriptor of these views: dtype, batch, heads, kv_heads, q_len,
+  // kv_len, head_dim and head_dim_v read from q [B,H,Q,Dk], k [B,Hk,K,Dk] and
+  // v [B,Hk,K,Dv]; every other field (scale, causal, align, has_mask) is
+  // `options`' (its shape fields are ignored). InvalidProblem naming
+  // "SdpaDescriptor::from" when the views disagree (rank, dtype, B, Hk, K, Dk).
+  static Result<SdpaDescriptor> from(const TensorRef& q, const TensorRef& k, const TensorRef& v,
+                                     const SdpaDescriptor& options);
+  static Result<SdpaDescriptor> from(const TensorRef& q, const TensorRef& k, const TensorRef& v);  // default options
 };
 
 struct SdpaArgs {
@@ -100,6 +109,7 @@ struct SdpaArgs {
 
 class BARACUDA_API SdpaPlan : public PlanBase {
  public:
+  SdpaPlan() : PlanBase("SdpaPlan") {}  // empty until assigned from select() (PlanBase)
   static Result<SdpaPlan> select(const Stream& stream, const SdpaDescriptor& desc, const PlanPreference& pref = {});
   Status can_implement(const SdpaArgs& args) const;
   Status run(const Stream& stream, Workspace ws, const SdpaArgs& args) const;
@@ -107,9 +117,16 @@ class BARACUDA_API SdpaPlan : public PlanBase {
   const SdpaDescriptor& descriptor() const { return desc_; }  // head_dim_v and scale resolved
   double scale() const { return *desc_.scale; }
   DType probs_dtype() const;
+  // Expected shape of every tensor of the arguments (gradients: their
+  // primal's). dtype: descriptor().dtype, probs: probs_dtype(), mask: f32.
+  Dims q_shape() const;      // [B,H,Q,Dk]  (dq)
+  Dims k_shape() const;      // [B,Hk,K,Dk] (dk)
+  Dims v_shape() const;      // [B,Hk,K,Dv] (dv)
+  Dims y_shape() const;      // [B,H,Q,Dv]  (dy)
+  Dims probs_shape() const;  // [B,H,Q,K]
+  Dims mask_shape() const;   // [B,H,Q,K] (when has_mask)
 
  private:
-  SdpaPlan() = default;
   SdpaDescriptor desc_;
 };
 
@@ -125,6 +142,7 @@ struct SdpaBackwardArgs {
 
 class BARACUDA_API SdpaBackwardPlan : public PlanBase {
  public:
+  SdpaBackwardPlan() : PlanBase("SdpaBackwardPlan") {}  // empty until assigned from select() (PlanBase)
   static Result<SdpaBackwardPlan> select(const Stream& stream, const SdpaDescriptor& desc,
                                          const PlanPreference& pref = {});
   Status can_implement(const SdpaBackwardArgs& args) const;
@@ -133,9 +151,15 @@ class BARACUDA_API SdpaBackwardPlan : public PlanBase {
   const SdpaDescriptor& descriptor() const { return desc_; }
   double scale() const { return *desc_.scale; }
   DType probs_dtype() const;
+  // Expected shape of every tensor of the arguments (gradients: their
+  // primal's). dtype: descriptor().dtype, probs: probs_dtype().
+  Dims q_shape() const;      // [B,H,Q,Dk]  (dq)
+  Dims k_shape() const;      // [B,Hk,K,Dk] (dk)
+  Dims v_shape() const;      // [B,Hk,K,Dv] (dv)
+  Dims y_shape() const;      // [B,H,Q,Dv]  (dy)
+  Dims probs_shape() const;  // [B,H,Q,K]
 
  private:
-  SdpaBackwardPlan() = default;
   SdpaDescriptor desc_;
 };
 
@@ -146,8 +170,8 @@ class BARACUDA_API SdpaBackwardPlan : public PlanBase {
 // aligned base pointers; the CPU reference takes any strides.
 enum class AlibiMode : uint8_t { None, PerHead /* slopes [H] */, PerBatchHead /* slopes [B,H] */ };
 
-struct FlashSdpaDescriptor {
-  DType dtype = DType::BF16;
+struct BARACUDA_API FlashSdpaDescriptor {
+  DType dtype = DType::F32;  // q, k, v, y (and the gradients); f32 like every descriptor's default
   int64_t batch = 1;        // B; in varlen mode the number of sequences
   int64_t heads = 1;        // H
   int64_t kv_heads = 1;     // Hk, H % Hk == 0
@@ -172,6 +196,22 @@ struct FlashSdpaDescriptor {
   bool varlen = false;
   int64_t total_q = 0;
   int64_t total_kv = 0;
+  // The forward writes lse (FlashSdpaArgs::lse), which the backward reads.
+  // false: an inference-only forward; lse must be left empty and is never
+  // written (no kernel touches it). FlashSdpaBackwardPlan needs it true.
+  bool save_lse = true;
+
+  // The descriptor of these views: dtype, batch, heads, kv_heads, q_len,
+  // kv_len and head_dim read from q [B,H,Q,D] and k, v [B,Hk,K,D]; every
+  // other field is `options`' (its shape fields are ignored). Varlen
+  // (options.varlen): q [total_q,H,D], k, v [total_kv,Hk,D] give heads,
+  // kv_heads, head_dim, total_q and total_kv, while batch, q_len and kv_len
+  // (the longest sequences) stay options' (the views cannot tell them).
+  // InvalidProblem naming "FlashSdpaDescriptor::from" when the views disagree
+  // (rank, dtype, B, Hk, K, D).
+  static Result<FlashSdpaDescriptor> from(const TensorRef& q, const TensorRef& k, const TensorRef& v,
+                                          const FlashSdpaDescriptor& options);
+  static Result<FlashSdpaDescriptor> from(const TensorRef& q, const TensorRef& k, const TensorRef& v);  // default options
 };
 
 struct FlashSdpaArgs {
@@ -182,10 +222,12 @@ struct FlashSdpaArgs {
   TensorRef cu_seqlens_kv; // int32 [B+1] when varlen
   TensorMut y;             // like q (Dv == D)
   TensorMut lse;           // f32 [B,H,Q] ([H,total_q] when varlen); saved for the backward
+                           // (left empty when descriptor.save_lse is false)
 };
 
 class BARACUDA_API FlashSdpaPlan : public PlanBase {
  public:
+  FlashSdpaPlan() : PlanBase("FlashSdpaPlan") {}  // empty until assigned from select() (PlanBase)
   static Result<FlashSdpaPlan> select(const Stream& stream, const FlashSdpaDescriptor& desc,
                                       const PlanPreference& pref = {});
   Status can_implement(const FlashSdpaArgs& args) const;
@@ -193,9 +235,19 @@ class BARACUDA_API FlashSdpaPlan : public PlanBase {
   Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const FlashSdpaArgs& args) const;  // see PlanBase
   const FlashSdpaDescriptor& descriptor() const { return desc_; }  // scale resolved
   double scale() const { return *desc_.scale; }
+  // Expected shape of every tensor of the arguments (gradients: their
+  // primal's). dtype: descriptor().dtype; lse, mask, alibi_slopes: f32;
+  // cu_seqlens: i32.
+  Dims q_shape() const;           // [B,H,Q,D], varlen [total_q,H,D]    (y, dy, dq)
+  Dims kv_shape() const;          // [B,Hk,K,D], varlen [total_kv,Hk,D] (k, v, dk, dv)
+  Dims y_shape() const;           // = q_shape()
+  Dims lse_shape() const;         // [B,H,Q], varlen [H,total_q]
+  DType lse_dtype() const { return DType::F32; }
+  Dims mask_shape() const;        // [B,H,Q,K] (has_mask)
+  Dims alibi_shape() const;       // [H] or [B,H] (alibi), rank 0 when none
+  Dims cu_seqlens_shape() const;  // [B+1] (varlen), rank 0 when not varlen
 
  private:
-  FlashSdpaPlan() = default;
   FlashSdpaDescriptor desc_;
   bool use_cudnn_ = false;       // cuDNN fused attention chosen at select()
   bool cudnn_required_ = false;  // ... and required by the preference (no fallback)
@@ -216,6 +268,7 @@ struct FlashSdpaBackwardArgs {
 
 class BARACUDA_API FlashSdpaBackwardPlan : public PlanBase {
  public:
+  FlashSdpaBackwardPlan() : PlanBase("FlashSdpaBackwardPlan") {}  // empty until assigned from select() (PlanBase)
   static Result<FlashSdpaBackwardPlan> select(const Stream& stream, const FlashSdpaDescriptor& desc,
                                               const PlanPreference& pref = {});
   Status can_implement(const FlashSdpaBackwardArgs& args) const;
@@ -223,9 +276,19 @@ class BARACUDA_API FlashSdpaBackwardPlan : public PlanBase {
   Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const FlashSdpaBackwardArgs& args) const;  // see PlanBase
   const FlashSdpaDescriptor& descriptor() const { return desc_; }
   double scale() const { return *desc_.scale; }
+  // Expected shape of every tensor of the arguments (gradients: their
+  // primal's). dtype: descriptor().dtype; lse, mask, alibi_slopes: f32;
+  // cu_seqlens: i32.
+  Dims q_shape() const;           // [B,H,Q,D], varlen [total_q,H,D]    (y, dy, dq)
+  Dims kv_shape() const;          // [B,Hk,K,D], varlen [total_kv,Hk,D] (k, v, dk, dv)
+  Dims y_shape() const;           // = q_shape()
+  Dims lse_shape() const;         // [B,H,Q], varlen [H,total_q]
+  DType lse_dtype() const { return DType::F32; }
+  Dims mask_shape() const;        // [B,H,Q,K] (has_mask)
+  Dims alibi_shape() const;       // [H] or [B,H] (alibi), rank 0 when none
+  Dims cu_seqlens_shape() const;  // [B+1] (varlen), rank 0 when not varlen
 
  private:
-  FlashSdpaBackwardPlan() = default;
   FlashSdpaDescriptor desc_;
   bool use_cudnn_ = false;       // cuDNN fused attention chosen at select()
   bool cudnn_required_ = false;  // ... and required by the preference (no fallback)

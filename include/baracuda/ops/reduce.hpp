@@ -49,6 +49,7 @@ struct ReduceArgs {
 
 class BARACUDA_API ReducePlan : public PlanBase {
  public:
+  ReducePlan() : PlanBase("ReducePlan") {}  // empty until assigned from select() (PlanBase)
   static Result<ReducePlan> select(const Stream& stream, const ReduceDescriptor& desc,
                                    const PlanPreference& pref = {});
   Status can_implement(const ReduceArgs& args) const;
@@ -62,7 +63,6 @@ class BARACUDA_API ReducePlan : public PlanBase {
   uint32_t axis_mask() const { return axis_mask_; }
 
  private:
-  ReducePlan() = default;
   ReduceDescriptor desc_;
   Dims out_shape_;
   DType out_dtype_ = DType::F32;
@@ -83,25 +83,26 @@ class BARACUDA_API ReducePlan : public PlanBase {
 // dy and y have the forward output's shape (keepdim or not, as in the descriptor).
 struct ReduceBackwardArgs {
   TensorRef dy;
-  TensorRef x;   // optional unless the kind needs it (data == nullptr and numel > 0 = missing)
-  TensorRef y;   // optional unless the kind needs it
+  TensorRef x;   // when needs_x() (data == nullptr and numel > 0 = missing); else left empty
+  TensorRef y;   // when needs_y(); else left empty (given to a kind that does not read it: InvalidProblem)
   TensorMut dx;  // shape == descriptor.shape
 };
 
 class BARACUDA_API ReduceBackwardPlan : public PlanBase {
  public:
+  ReduceBackwardPlan() : PlanBase("ReduceBackwardPlan") {}  // empty until assigned from select() (PlanBase)
   static Result<ReduceBackwardPlan> select(const Stream& stream, const ReduceDescriptor& desc,
                                            const PlanPreference& pref = {});
   Status can_implement(const ReduceBackwardArgs& args) const;
   Status run(const Stream& stream, Workspace ws, const ReduceBackwardArgs& args) const;
   Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const ReduceBackwardArgs& args) const;  // see PlanBase
   const ReduceDescriptor& descriptor() const { return desc_; }
-  const Dims& output_shape() const { return out_shape_; }  // shape of dy / y
+  const Dims& output_shape() const { return out_shape_; }  // shape of dy / y (the forward's output)
+  // dx: descriptor().shape and descriptor().dtype.
   bool needs_x() const;
   bool needs_y() const;
 
  private:
-  ReduceBackwardPlan() = default;
   ReduceDescriptor desc_;
   Dims out_shape_;
   uint32_t axis_mask_ = 0;
@@ -122,15 +123,19 @@ struct ReduceToArgs {
 };
 class BARACUDA_API ReduceToPlan : public PlanBase {
  public:
+  ReduceToPlan() : PlanBase("ReduceToPlan") {}  // empty until assigned from select() (PlanBase)
   static Result<ReduceToPlan> select(const Stream& stream, const ReduceToDescriptor& desc,
                                      const PlanPreference& pref = {});
   Status can_implement(const ReduceToArgs& args) const;
   Status run(const Stream& stream, Workspace ws, const ReduceToArgs& args) const;  // workspace: the inner ReducePlan's
   Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const ReduceToArgs& args) const;  // see PlanBase
   const ReduceToDescriptor& descriptor() const { return desc_; }
+  const Dims& output_shape() const { return desc_.target; }  // y
+  DType output_dtype() const { return desc_.dtype; }
 
  private:
-  ReduceToPlan(ReduceToDescriptor d, ReducePlan inner) : desc_(std::move(d)), inner_(std::move(inner)) {}
+  ReduceToPlan(ReduceToDescriptor d, ReducePlan inner)
+      : PlanBase("ReduceToPlan"), desc_(std::move(d)), inner_(std::move(inner)) {}
   Result<ReduceArgs> to_inner(const ReduceToArgs& args) const;
   ReduceToDescriptor desc_;
   ReducePlan inner_;

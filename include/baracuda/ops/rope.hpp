@@ -72,7 +72,7 @@ enum class RopePositions : uint8_t { None /* pos = s */, PerSequence /* position
 BARACUDA_API const char* rope_pairs_name(RopePairs p);
 BARACUDA_API const char* rope_positions_name(RopePositions p);
 
-struct RopeDescriptor {
+struct BARACUDA_API RopeDescriptor {
   DType dtype = DType::F32;  // q, k, outputs (and the gradients): f32, f64, f16, bf16
   int64_t batch = 1;         // B
   int64_t heads = 1;         // H  (q heads)
@@ -87,6 +87,14 @@ struct RopeDescriptor {
   DType position_dtype = DType::I32;  // i32 or i64 (when positions != None)
   bool use_cache = false;    // cos / sin come from the caller's [P, R/2] tables
   int64_t cache_len = 0;     // P (>= 1 when use_cache)
+
+  // The descriptor of these views: dtype, batch, heads, seq_len and head_dim
+  // from q [B, H, S, D]; kv_heads from k [B, Hk, S, D], or has_k = false when
+  // k is left empty (default-constructed). Every other field is `options'`
+  // (its shape fields and has_k are ignored). InvalidProblem naming
+  // "RopeDescriptor::from" when the views disagree (rank, dtype, B, S, D).
+  static Result<RopeDescriptor> from(const TensorRef& q, const TensorRef& k, const RopeDescriptor& options);
+  static Result<RopeDescriptor> from(const TensorRef& q, const TensorRef& k);  // default options
 };
 
 // Forward. Optional tensors are left default-constructed (data == nullptr)
@@ -102,6 +110,7 @@ struct RopeArgs {
 
 class BARACUDA_API RopePlan : public PlanBase {
  public:
+  RopePlan() : PlanBase("RopePlan") {}  // empty until assigned from select() (PlanBase)
   static Result<RopePlan> select(const Stream& stream, const RopeDescriptor& desc, const PlanPreference& pref = {});
   Status can_implement(const RopeArgs& args) const;
   Status run(const Stream& stream, Workspace ws, const RopeArgs& args) const;  // no workspace
@@ -115,7 +124,6 @@ class BARACUDA_API RopePlan : public PlanBase {
   DType cache_dtype() const;     // f32, or f64 for an f64 op
 
  private:
-  RopePlan() = default;
   RopeDescriptor desc_;
 };
 
@@ -132,6 +140,7 @@ struct RopeBackwardArgs {
 
 class BARACUDA_API RopeBackwardPlan : public PlanBase {
  public:
+  RopeBackwardPlan() : PlanBase("RopeBackwardPlan") {}  // empty until assigned from select() (PlanBase)
   static Result<RopeBackwardPlan> select(const Stream& stream, const RopeDescriptor& desc,
                                          const PlanPreference& pref = {});
   Status can_implement(const RopeBackwardArgs& args) const;
@@ -146,7 +155,6 @@ class BARACUDA_API RopeBackwardPlan : public PlanBase {
   DType cache_dtype() const;
 
  private:
-  RopeBackwardPlan() = default;
   RopeDescriptor desc_;
 };
 

@@ -136,9 +136,10 @@ attention::cuda::FlashFwdParams canonical_forward(const FlashSdpaDescriptor& d) 
   p.scale = d.scale ? *d.scale : 1.0;
   p.causal = d.causal;
   p.bottom_right = d.align == DiagonalAlign::BottomRight;
-  // A non-null marker: the canonical forward writes stats (FlashSdpaArgs::lse
-  // is always given). Never dereferenced by prepare_forward().
-  p.lse = reinterpret_cast<float*>(uintptr_t{256});
+  // A non-null marker: the canonical forward writes stats unless the
+  // descriptor is inference-only (save_lse false: no stats output, the graph
+  // run() will ask for). Never dereferenced by prepare_forward().
+  p.lse = d.save_lse ? reinterpret_cast<float*>(uintptr_t{256}) : nullptr;
   return p;
 }
 

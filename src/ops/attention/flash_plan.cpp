@@ -307,6 +307,9 @@ Result<FlashSetup> setup_flash(PlanBase& plan, const char* name, const Stream& s
                                const PlanPreference& pref, bool backward) {
   FlashSetup f;
   BARACUDA_RETURN_IF_ERROR(validate(name, desc, &f.desc));
+  if (backward && !desc.save_lse)
+    return baracuda::detail::invalid(name, "descriptor.save_lse is false, but the backward reads the forward's lse "
+                                           "(run the forward with save_lse = true and pass its lse)");
   auto hint = parse_hint(name, pref.variant.empty() ? env_variant(backward) : pref.variant, backward);
   if (!hint) return hint.status();
   f.hint = *hint;
@@ -350,7 +353,8 @@ Result<FlashSetup> setup_flash(PlanBase& plan, const char* name, const Stream& s
     sku = baracuda::detail::make_sku(cb, d.dtype, sku.op, cu->info.engine);
     sku.precision.deterministic = cu->info.deterministic;
   }
-  baracuda::detail::PlanAccess::set_workspace(plan, ws);
+  // A CPU plan keeps what setup_plan gave it (0, or the strict-mode token).
+  if (be->backend != Backend::CpuReference) baracuda::detail::PlanAccess::set_workspace(plan, ws);
 #else
   (void)backward;
 #endif
@@ -387,10 +391,17 @@ Status check_rows(const PlanBase& plan, const FlashSdpaDescriptor& d,
 baracuda::detail::ArgCheck check_args(const FlashSdpaPlan& p, const FlashSdpaArgs& a) {
   const FlashSdpaDescriptor& d = p.descriptor();
   const Shapes s = shapes_of(d);
-  baracuda::detail::ArgCheck c(p.name(), p.device());
+  baracuda::detail::ArgCheck c(p);
   c.input("q", a.q, d.dtype, s.q).input("k", a.k, d.dtype, s.kv).input("v", a.v, d.dtype, s.kv);
   check_extras(c, d, s, a);
-  c.output("y", a.y, d.dtype, s.y).output("lse", a.lse, DType::F32, s.lse).disjoint();
+  c.output("y", a.y, d.dtype, s.y);
+  if (d.save_lse)
+    c.output("lse", a.lse, DType::F32, s.lse,
+             "descriptor.save_lse is true, the default; set it to false for an inference-only forward");
+  else
+    c.optional_output("lse", a.lse, false, DType::F32, s.lse,
+                      "lse is given but descriptor.save_lse is false (an inference-only forward writes no lse)");
+  c.disjoint();
   c.rule([&] { return check_rows(p, d, {{"q", a.q}, {"k", a.k}, {"v", a.v}, {"y", a.y}}); });
   return c;
 }
@@ -398,13 +409,13 @@ baracuda::detail::ArgCheck check_args(const FlashSdpaPlan& p, const FlashSdpaArg
 baracuda::detail::ArgCheck check_args(const FlashSdpaBackwardPlan& p, const FlashSdpaBackwardArgs& a) {
   const FlashSdpaDescriptor& d = p.descriptor();
   const Shapes s = shapes_of(d);
-  baracuda::detail::ArgCheck c(p.name(), p.device());
+  baracuda::detail::ArgCheck c(p);
   c.input("dy", a.dy, d.dtype, s.y)
       .input("q", a.q, d.dtype, s.q)
       .input("k", a.k, d.dtype, s.kv)
       .input("v", a.v, d.dtype, s.kv)
       .input("y", a.y, d.dtype, s.y)
-      .input("lse", a.lse, DType::F32, s.lse);
+      .input("lse", a.lse, DType::F32, s.lse, "the backward reads the lse its forward saved");
   check_extras(c, d, s, a);
   c.output("dq", a.dq, d.dtype, s.q).output("dk", a.dk, d.dtype, s.kv).output("dv", a.dv, d.dtype, s.kv).disjoint();
   c.rule([&] {
@@ -421,7 +432,7 @@ attention::cuda::FlashFwdParams forward_params(const FlashSdpaDescriptor& d, con
   fill_common(d, p, a.q, a.k, a.v, a.lse, a.mask, a.alibi_slopes, a.cu_seqlens_q, a.cu_seqlens_kv);
   p.hint = hint;
   p.y = a.y.data;
-  p.lse = static_cast<float*>(a.lse.data);
+  p.lse = d.save_lse ? static_cast<float*>(a.lse.data) : nullptr;  // null: no kernel writes lse
   seq_strides(a.y, d.varlen, &p.y_sb, &p.y_sh, &p.y_ss);
   return p;
 }
@@ -456,6 +467,22 @@ bool cudnn_falls_back(const Status& st, bool required) {
 #endif
 
 }  // namespace
+
+// ---------------------------------------------------------------------------
+Dims FlashSdpaPlan::q_shape() const { return shapes_of(desc_).q; }
+Dims FlashSdpaPlan::kv_shape() const { return shapes_of(desc_).kv; }
+Dims FlashSdpaPlan::y_shape() const { return shapes_of(desc_).y; }
+Dims FlashSdpaPlan::lse_shape() const { return shapes_of(desc_).lse; }
+Dims FlashSdpaPlan::mask_shape() const { return shapes_of(desc_).mask; }
+Dims FlashSdpaPlan::alibi_shape() const { return shapes_of(desc_).alibi; }
+Dims FlashSdpaPlan::cu_seqlens_shape() const { return shapes_of(desc_).cu; }
+Dims FlashSdpaBackwardPlan::q_shape() const { return shapes_of(desc_).q; }
+Dims FlashSdpaBackwardPlan::kv_shape() const { return shapes_of(desc_).kv; }
+Dims FlashSdpaBackwardPlan::y_shape() const { return shapes_of(desc_).y; }
+Dims FlashSdpaBackwardPlan::lse_shape() const { return shapes_of(desc_).lse; }
+Dims FlashSdpaBackwardPlan::mask_shape() const { return shapes_of(desc_).mask; }
+Dims FlashSdpaBackwardPlan::alibi_shape() const { return shapes_of(desc_).alibi; }
+Dims FlashSdpaBackwardPlan::cu_seqlens_shape() const { return shapes_of(desc_).cu; }
 
 // ---------------------------------------------------------------------------
 Result<FlashSdpaPlan> FlashSdpaPlan::select(const Stream& stream, const FlashSdpaDescriptor& desc, const PlanPreference& pref) {

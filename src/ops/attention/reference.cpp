@@ -17,6 +17,7 @@ namespace {
 
 using baracuda::detail::load_f;
 using baracuda::detail::parallel_for;
+using baracuda::detail::saturating_product;
 using baracuda::detail::store_f;
 
 constexpr double kInf = std::numeric_limits<double>::infinity();
@@ -191,7 +192,7 @@ Status flash_forward(const FlashSdpaDescriptor& d, const FlashSdpaArgs& a) {
   const auto lse = lse4(a.lse, d.varlen);
   const int64_t D = d.head_dim;
   const int64_t tasks = static_cast<int64_t>(seqs.size()) * d.heads;
-  parallel_for(tasks, d.q_len * d.kv_len * D + 1, [&](int64_t t) {
+  parallel_for(tasks, saturating_product({d.q_len, d.kv_len, D}), [&](int64_t t) {
     const FlashSeq& sq = seqs[static_cast<size_t>(t / d.heads)];
     const int64_t h = t % d.heads, hk = h / c.group;
     std::vector<double> s, g, acc(static_cast<size_t>(D));
@@ -205,7 +206,7 @@ Status flash_forward(const FlashSdpaDescriptor& d, const FlashSdpaArgs& a) {
         for (int64_t e = 0; e < D; ++e) acc[static_cast<size_t>(e)] += pj * c.v.get(sq.b, hk, sq.kv_start + j, e);
       }
       for (int64_t e = 0; e < D; ++e) set(y, sq.b, h, sq.q_start + i, e, acc[static_cast<size_t>(e)]);
-      set(lse, sq.b, h, sq.q_start + i, 0, l);
+      if (d.save_lse) set(lse, sq.b, h, sq.q_start + i, 0, l);
     }
   });
   return Status::ok();
@@ -219,7 +220,7 @@ Status flash_backward(const FlashSdpaDescriptor& d, const FlashSdpaBackwardArgs&
   const auto dq = seq4(a.dq, d.varlen), dk = seq4(a.dk, d.varlen), dv = seq4(a.dv, d.varlen);
   const int64_t D = d.head_dim, G = c.group;
   const int64_t tasks = static_cast<int64_t>(seqs.size()) * d.kv_heads;
-  parallel_for(tasks, G * d.q_len * d.kv_len * D + 1, [&](int64_t t) {
+  parallel_for(tasks, saturating_product({G, d.q_len, d.kv_len, D}), [&](int64_t t) {
     const FlashSeq& sq = seqs[static_cast<size_t>(t / d.kv_heads)];
     const int64_t hk = t % d.kv_heads;
     const size_t KD = static_cast<size_t>(sq.kv_len * D);
@@ -271,7 +272,7 @@ Status sdpa_forward(const SdpaDescriptor& d, const SdpaArgs& a) {
   const int64_t G = d.heads / d.kv_heads, Dk = d.head_dim, Dv = d.head_dim_v;
   const Diagonal diag{d.causal, d.align == DiagonalAlign::BottomRight ? d.kv_len - d.q_len : 0, -1, -1};
   const double scale = *d.scale;
-  parallel_for(d.batch * d.heads, d.q_len * d.kv_len * (Dk + Dv) + 1, [&](int64_t t) {
+  parallel_for(d.batch * d.heads, saturating_product({d.q_len, d.kv_len, Dk + Dv}), [&](int64_t t) {
     const int64_t b = t / d.heads, h = t % d.heads, hk = h / G;
     std::vector<double> s(static_cast<size_t>(d.kv_len)), acc(static_cast<size_t>(Dv));
     for (int64_t i = 0; i < d.q_len; ++i) {
@@ -304,7 +305,7 @@ Status sdpa_backward(const SdpaDescriptor& d, const SdpaBackwardArgs& a) {
   const auto dq = dense4(a.dq), dk = dense4(a.dk), dv = dense4(a.dv);
   const int64_t G = d.heads / d.kv_heads, Dk = d.head_dim, Dv = d.head_dim_v, K = d.kv_len;
   const double scale = *d.scale;
-  parallel_for(d.batch * d.kv_heads, G * d.q_len * K * (Dk + Dv) + 1, [&](int64_t t) {
+  parallel_for(d.batch * d.kv_heads, saturating_product({G, d.q_len, K, Dk + Dv}), [&](int64_t t) {
     const int64_t b = t / d.kv_heads, hk = t % d.kv_heads;
     std::vector<double> dk_acc(static_cast<size_t>(K * Dk), 0.0), dv_acc(static_cast<size_t>(K * Dv), 0.0);
     std::vector<double> p(static_cast<size_t>(K)), dp(static_cast<size_t>(K)), dq_acc(static_cast<size_t>(Dk));

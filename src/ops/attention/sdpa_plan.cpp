@@ -1,5 +1,6 @@
 // SdpaPlan / SdpaBackwardPlan (materialized attention): validation, argument
 // checks, backend choice and dispatch to the CPU reference or the CUDA kernels.
+#include <algorithm>
 #include <cmath>
 
 #include "core/plan_shell.hpp"
@@ -77,6 +78,17 @@ void fill_common(const SdpaDescriptor& d, attention::cuda::sdpa::SdpaFwdParams& 
 
 DType SdpaPlan::probs_dtype() const { return accumulator_dtype(desc_.dtype); }
 DType SdpaBackwardPlan::probs_dtype() const { return accumulator_dtype(desc_.dtype); }
+Dims SdpaPlan::q_shape() const { return shapes_of(desc_).q; }
+Dims SdpaPlan::k_shape() const { return shapes_of(desc_).k; }
+Dims SdpaPlan::v_shape() const { return shapes_of(desc_).v; }
+Dims SdpaPlan::y_shape() const { return shapes_of(desc_).y; }
+Dims SdpaPlan::probs_shape() const { return shapes_of(desc_).scores; }
+Dims SdpaPlan::mask_shape() const { return shapes_of(desc_).scores; }
+Dims SdpaBackwardPlan::q_shape() const { return shapes_of(desc_).q; }
+Dims SdpaBackwardPlan::k_shape() const { return shapes_of(desc_).k; }
+Dims SdpaBackwardPlan::v_shape() const { return shapes_of(desc_).v; }
+Dims SdpaBackwardPlan::y_shape() const { return shapes_of(desc_).y; }
+Dims SdpaBackwardPlan::probs_shape() const { return shapes_of(desc_).scores; }
 
 Result<SdpaPlan> SdpaPlan::select(const Stream& stream, const SdpaDescriptor& desc, const PlanPreference& pref) {
   SdpaPlan plan;
@@ -91,7 +103,7 @@ namespace {
 baracuda::detail::ArgCheck check_args(const SdpaPlan& p, const SdpaArgs& a) {
   const SdpaDescriptor& d = p.descriptor();
   const Shapes s = shapes_of(d);
-  baracuda::detail::ArgCheck c(p.name(), p.device());
+  baracuda::detail::ArgCheck c(p);
   c.input("q", a.q, d.dtype, s.q)
       .input("k", a.k, d.dtype, s.k)
       .input("v", a.v, d.dtype, s.v)
@@ -133,14 +145,16 @@ Result<SdpaBackwardPlan> SdpaBackwardPlan::select(const Stream& stream, const Sd
   const SdpaDescriptor& d = plan.desc_;
   auto be = baracuda::detail::setup_plan(plan, kBwd, kFamily, stream, pref, d.dtype, "sdpa.backward");
   if (!be) return be.status();
-  if (be->backend == Backend::Bespoke) {
-    int64_t bytes = 0;  // ds [B,H,Q,K] in the accumulator dtype
+  // ds [B,H,Q,K] in the accumulator dtype: the CUDA plan's workspace, which a
+  // CPU plan in strict workspace mode needs too (the host knows it exactly).
+  if (be->backend == Backend::Bespoke || baracuda::detail::PlanAccess::strict_workspace(plan)) {
+    int64_t bytes = 0;
     BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_size(
         kBwd, "workspace bytes B*H*Q*K*element", {d.batch, d.heads, d.q_len, d.kv_len,
                                                    static_cast<int64_t>(dtype_size(accumulator_dtype(d.dtype)))}, &bytes));
-    plan.workspace_bytes_ = static_cast<size_t>(bytes);
-    plan.sku_.variant = "materialized-tiled";
+    plan.workspace_bytes_ = std::max(plan.workspace_bytes_, static_cast<size_t>(bytes));
   }
+  if (be->backend == Backend::Bespoke) plan.sku_.variant = "materialized-tiled";
   return plan;
 }
 
@@ -148,7 +162,7 @@ namespace {
 baracuda::detail::ArgCheck check_args(const SdpaBackwardPlan& p, const SdpaBackwardArgs& a) {
   const SdpaDescriptor& d = p.descriptor();
   const Shapes s = shapes_of(d);
-  baracuda::detail::ArgCheck c(p.name(), p.device());
+  baracuda::detail::ArgCheck c(p);
   c.input("dy", a.dy, d.dtype, s.y)
       .input("q", a.q, d.dtype, s.q)
       .input("k", a.k, d.dtype, s.k)

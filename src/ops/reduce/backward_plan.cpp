@@ -53,13 +53,17 @@ Result<ReduceBackwardPlan> ReduceBackwardPlan::select(const Stream& stream, cons
 namespace {
 baracuda::detail::ArgCheck check_args(const ReduceBackwardPlan& p, const ReduceBackwardArgs& a) {
   const ReduceDescriptor& d = p.descriptor();
-  const std::string needs = std::string("backward of ") + reduce_kind_name(d.kind) + " needs the saved forward ";
-  baracuda::detail::ArgCheck c(p.name(), p.device());
+  const std::string kind = std::string("backward of ") + reduce_kind_name(d.kind);
+  const std::string needs = kind + " needs the saved forward ";
+  const std::string unread = " is given but the " + kind + " does not read it (";
+  baracuda::detail::ArgCheck c(p);
   c.input("dy", a.dy, d.dtype, p.output_shape());
-  // x and y are documented as optional for the kinds that do not read them
-  // (a framework may save them for every kind): those are ignored, not checked.
-  if (p.needs_x()) c.optional_input("x", a.x, true, d.dtype, d.shape, needs + "input x, which is missing", "");
-  if (p.needs_y()) c.optional_input("y", a.y, true, d.dtype, p.output_shape(), needs + "output y, which is missing", "");
+  // x and y are read by some kinds only (needs_x() / needs_y()); like every
+  // optional tensor, one given to a kind that does not read it is an error.
+  c.optional_input("x", a.x, p.needs_x(), d.dtype, d.shape, needs + "input x, which is missing",
+                   "x" + unread + "needs_x() is false: leave it empty)")
+      .optional_input("y", a.y, p.needs_y(), d.dtype, p.output_shape(), needs + "output y, which is missing",
+                      "y" + unread + "needs_y() is false: leave it empty)");
   c.output("dx", a.dx, d.dtype, d.shape);
   return std::move(c.disjoint());
 }

@@ -110,7 +110,7 @@ Result<ReducePlan> ReducePlan::select(const Stream& stream, const ReduceDescript
 
 namespace {
 baracuda::detail::ArgCheck check_args(const ReducePlan& p, const ReduceArgs& a) {
-  baracuda::detail::ArgCheck c(p.name(), p.device());
+  baracuda::detail::ArgCheck c(p);
   c.input("x", a.x, p.descriptor().dtype, p.descriptor().shape).output("y", a.y, p.output_dtype(), p.output_shape());
   return std::move(c.disjoint("in-place reduction is not supported"));
 }

@@ -44,6 +44,7 @@ Result<ReduceToPlan> ReduceToPlan::select(const Stream& stream, const ReduceToDe
   ReduceToPlan plan(d, std::move(*inner));
   // The shell's fields mirror the inner plan's (same device, workspace, kernel).
   baracuda::detail::PlanAccess::set_name(plan, kPlan);
+  baracuda::detail::PlanAccess::set_selected(plan);
   baracuda::detail::PlanAccess::set_device(plan, plan.inner_.device(), baracuda::detail::PlanAccess::sm_count(plan.inner_));
   baracuda::detail::PlanAccess::set_workspace(plan, plan.inner_.workspace_size());
   plan.sku_ = plan.inner_.sku();
@@ -73,7 +74,7 @@ Result<ReduceArgs> ReduceToPlan::to_inner(const ReduceToArgs& a) const {
 Status ReduceToPlan::can_implement(const ReduceToArgs& a) const {
   // Check the caller's views against this plan's own shapes first, so errors
   // name x / y as given.
-  BARACUDA_RETURN_IF_ERROR(baracuda::detail::ArgCheck(kPlan, device())
+  BARACUDA_RETURN_IF_ERROR(baracuda::detail::ArgCheck(*this)
                                .input("x", a.x, desc_.dtype, desc_.shape)
                                .output("y", a.y, desc_.dtype, desc_.target)
                                .status());
@@ -85,6 +86,7 @@ Status ReduceToPlan::can_implement(const ReduceToArgs& a) const {
 }
 
 Status ReduceToPlan::run(const Stream& stream, Workspace ws, const ReduceToArgs& a) const {
+  if (empty()) return baracuda::detail::empty_plan(kPlan);
   BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_stream(kPlan, stream, device()));
   BARACUDA_RETURN_IF_ERROR(can_implement(a));
   auto r = to_inner(a);
@@ -95,6 +97,7 @@ Status ReduceToPlan::run(const Stream& stream, Workspace ws, const ReduceToArgs&
 }
 
 Result<KernelSku> ReduceToPlan::sku_for(const Stream& stream, Workspace ws, const ReduceToArgs& a) const {
+  if (empty()) return baracuda::detail::empty_plan(kPlan);
   BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_stream(kPlan, stream, device()));
   BARACUDA_RETURN_IF_ERROR(can_implement(a));
   auto r = to_inner(a);

@@ -31,6 +31,32 @@ const char* rope_positions_name(RopePositions p) {
   return "?";
 }
 
+Result<RopeDescriptor> RopeDescriptor::from(const TensorRef& q, const TensorRef& k, const RopeDescriptor& options) {
+  constexpr const char* who = "RopeDescriptor::from";
+  RopeDescriptor d = options;
+  if (!q.shape.rank_valid() || q.rank() != 4)
+    return baracuda::detail::invalid(who, "q has rank ", q.shape.rank, ", expected 4 ([B, H, S, D])");
+  d.dtype = q.dtype;
+  d.batch = q.shape[0];
+  d.heads = q.shape[1];
+  d.seq_len = q.shape[2];
+  d.head_dim = q.shape[3];
+  d.has_k = !(k.data == nullptr && k.shape.rank == 0);  // an empty view: rotate q only
+  if (!d.has_k) {
+    d.kv_heads = 1;
+    return d;
+  }
+  if (!k.shape.rank_valid() || k.rank() != 4)
+    return baracuda::detail::invalid(who, "k has rank ", k.shape.rank, ", expected 4 ([B, Hk, S, D])");
+  if (k.dtype != q.dtype) return baracuda::detail::invalid(who, "q and k must have one dtype, got ", q.dtype, " and ", k.dtype);
+  if (k.shape[0] != q.shape[0] || k.shape[2] != q.shape[2] || k.shape[3] != q.shape[3])
+    return baracuda::detail::invalid(who, "q ", q.shape, " and k ", k.shape, " must agree on B, S and D");
+  d.kv_heads = k.shape[1];
+  return d;
+}
+
+Result<RopeDescriptor> RopeDescriptor::from(const TensorRef& q, const TensorRef& k) { return from(q, k, RopeDescriptor{}); }
+
 namespace rope::detail {
 namespace {
 
@@ -104,15 +130,17 @@ struct Tensors {
 };
 
 baracuda::detail::ArgCheck check_args(const PlanBase& plan, const Names& nm, const RopeDescriptor& d, const Tensors& t) {
-  baracuda::detail::ArgCheck c(plan.name(), plan.device());
+  baracuda::detail::ArgCheck c(plan);
   const int64_t heads[2] = {d.heads, d.kv_heads};
   const std::string no_k = " is given but the descriptor has has_k = false";
   c.input(nm.x[0], t.x[0], d.dtype, shape4(d, heads[0])).output(nm.y[0], t.y[0], d.dtype, shape4(d, heads[0]));
-  if (d.has_k)
-    c.input(nm.x[1], t.x[1], d.dtype, shape4(d, heads[1])).output(nm.y[1], t.y[1], d.dtype, shape4(d, heads[1]));
-  else
+  if (d.has_k) {
+    const char* why = "descriptor.has_k is true, the default; set it to false to rotate q only";
+    c.input(nm.x[1], t.x[1], d.dtype, shape4(d, heads[1]), why).output(nm.y[1], t.y[1], d.dtype, shape4(d, heads[1]), why);
+  } else {
     c.optional_input(nm.x[1], t.x[1], false, d.dtype, {}, "", nm.x[1] + no_k)
         .optional_output(nm.y[1], t.y[1], false, d.dtype, {}, nm.y[1] + no_k);
+  }
   c.optional_input("positions", t.pos, d.positions != RopePositions::None, d.position_dtype, pos_shape(d),
                    std::string("positions tensor is missing (descriptor.positions = ") + rope_positions_name(d.positions) + ")",
                    "positions is given but descriptor.positions is none (position = s)");

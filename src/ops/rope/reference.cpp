@@ -25,7 +25,7 @@ Status run(const Problem& p) {
   if (tokens == 0 || heads[0] + heads[1] == 0) return Status::ok();
   const bool interleaved = d.pairs == RopePairs::Interleaved;
 
-  baracuda::detail::parallel_for(tokens, (heads[0] + heads[1]) * D, [&](int64_t t) {
+  baracuda::detail::parallel_for(tokens, baracuda::detail::saturating_product({heads[0] + heads[1], D}), [&](int64_t t) {
     const int64_t b = t / S, s = t % S;
     int64_t pos = s;
     if (d.positions == RopePositions::PerSequence)

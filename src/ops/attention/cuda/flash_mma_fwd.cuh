@@ -419,7 +419,8 @@ __global__ void __launch_bounds__(kWarps * 32, kWarps >= 8 ? 1 : 2) flash_fwd_mm
   // ---- epilogue: normalise, stage this warp's rows in its own Q rows, store ----------
   cp_async_wait<0>();
   __syncwarp();
-  float* lse_g = p.lse + b * p.lse_sb + h * p.lse_sh + s.q_start * p.lse_ss;
+  // p.lse is null for an inference-only forward (save_lse false): no lse store.
+  float* lse_g = p.lse ? p.lse + b * p.lse_sb + h * p.lse_sh + s.q_start * p.lse_ss : nullptr;
 #pragma unroll
   for (int mt = 0; mt < kMT; ++mt) {
 #pragma unroll
@@ -433,7 +434,7 @@ __global__ void __launch_bounds__(kWarps * 32, kWarps >= 8 ? 1 : 2) flash_fwd_mm
         const uint32_t v = pack2<T>(o[mt][dt][hf * 2] * inv, o[mt][dt][hf * 2 + 1] * inv);
         *reinterpret_cast<uint32_t*>(sQ + row * kLd + dt * 8 + 2 * t4) = v;
       }
-      if (t4 == 0 && row < rows) {
+      if (lse_g && t4 == 0 && row < rows) {
         const float mu = m_run[r] == -INFINITY ? 0.f : m_run[r];
         lse_g[static_cast<int64_t>(m0 + row) * p.lse_ss] =
             l > 0.f ? mu * 0.6931471805599453f + logf(l) : -INFINITY;
@@ -834,7 +835,7 @@ __global__ void __launch_bounds__(128) flash_fwd_combine_kernel(const __grid_con
     out.y = pack2<T>(acc.z * inv, acc.w * inv);
     *reinterpret_cast<uint2*>(yr + c) = out;
   }
-  if (lane == 0) {
+  if (lane == 0 && p.lse) {  // null: inference-only forward, no lse
     float* lse = p.lse + b * p.lse_sb + h * p.lse_sh + (s.q_start + i) * p.lse_ss;
     *lse = L > 0.f ? M * 0.6931471805599453f + logf(L) : -INFINITY;
   }

@@ -263,7 +263,7 @@ __global__ void __launch_bounds__(kMaxWarps * 32)
         const int d = lane + 32 * c;
         if (d < D) yr[d] = empty ? T(0) : o[r][c] / l[r];
       }
-      if (lane == 0) p.lse[lse_offset(p, s, b, h, i)] = static_cast<float>(lse);
+      if (lane == 0 && p.lse) p.lse[lse_offset(p, s, b, h, i)] = static_cast<float>(lse);  // null: no lse
     }
   }
 }

@@ -205,7 +205,8 @@ __global__ void __launch_bounds__(384, 1) flash_fwd_wgmma_kernel(const __grid_co
   }
 
   // ---- epilogue: normalise and store this thread's rows -------------------------------------
-  float* lse_g = p.lse + b * p.lse_sb + h * p.lse_sh + s.q_start * p.lse_ss;
+  // p.lse is null for an inference-only forward (save_lse false): no lse store.
+  float* lse_g = p.lse ? p.lse + b * p.lse_sb + h * p.lse_sh + s.q_start * p.lse_ss : nullptr;
   T* yg = static_cast<T*>(p.y) + b * p.y_sb + h * p.y_sh + s.q_start * p.y_ss;
   const int d = p.head_dim;
 #pragma unroll
@@ -221,7 +222,7 @@ __global__ void __launch_bounds__(384, 1) flash_fwd_wgmma_kernel(const __grid_co
         if (col < d)
           *reinterpret_cast<uint32_t*>(yr + col) = pack2<T>(o[dt * 4 + hf * 2] * inv, o[dt * 4 + hf * 2 + 1] * inv);
       }
-      if (t4 == 0) {
+      if (lse_g && t4 == 0) {
         const float mu = m_run[hf] == -INFINITY ? 0.f : m_run[hf];
         lse_g[static_cast<int64_t>(row) * p.lse_ss] = l > 0.f ? mu * 0.6931471805599453f + logf(l) : -INFINITY;
       }
