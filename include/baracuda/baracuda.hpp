@@ -16,5 +16,6 @@
 #include "baracuda/core/tensor.hpp"
 #include "baracuda/ops/attention.hpp"
 #include "baracuda/ops/reduce.hpp"
+#include "baracuda/ops/elementwise.hpp"
 #include "baracuda/ops/rope.hpp"
 #include "baracuda/version.hpp"

@@ -1,0 +1,357 @@
+// Elementwise family: UnaryPlan, BinaryPlan, TernaryPlan — one engine, one
+// row per op (the tables below), PyTorch's semantics.
+//
+// Operands. Every input is an ElementwiseOperand: a TENSOR (any rank 0..8; a
+// rank-0 tensor is a "0-dim" tensor in PyTorch's sense: on the device, it
+// broadcasts) or a host SCALAR (a Python number: its value is given per call
+// in the args, so one plan serves every value). Shapes broadcast by NumPy's
+// rules (right-aligned; an extent 1 stretches); the output has the broadcast
+// shape exactly (no implicit resize) and must not broadcast itself (stride 0
+// along an extent > 1 is rejected: it would write one element twice).
+//
+// Dtypes. The common dtype is torch.result_type of the operands
+// (include/baracuda/core/promotion.hpp: a scalar does not widen a tensor's
+// category: bf16 tensor * 2.5 stays bf16; i32 tensor * 2.5 becomes f32).
+// Ops marked IntToFloat compute in f32 when that common dtype is an integer or
+// bool (torch.sqrt(int) is f32); Floating ops reject integers (torch.gelu);
+// Integral ops reject floating types (bitwise ops). The output dtype defaults
+// to the op's result (bool for predicates and comparisons, else the common
+// dtype); an explicit out_dtype is allowed when torch.can_cast(result, out)
+// (never float -> integer through an op; use UnaryOp::Copy to convert).
+// Compute type: f32 for f16 / bf16 / f32 (a 16-bit value is widened, the op
+// computed in f32, the result rounded once to nearest even), f64 for f64,
+// int64 for every integer and bool (results wrap to the output's width, as
+// two's-complement arithmetic in the narrow type would). A host scalar is
+// converted to the compute type straight from its double / int64 value
+// (bf16 x * 0.1 multiplies by float(0.1), not by bf16(0.1), as PyTorch does).
+//
+// Conversions (UnaryOp::Copy and every store to an output of another dtype):
+// floating -> floating rounds to nearest even; floating -> integer truncates
+// toward zero, NaN gives 0, values beyond int64 saturate to int64's range, and
+// the int64 then wraps to the output's width (PyTorch's rule for u8 -> applied
+// to every integer width, so CPU and GPU agree where C++ leaves it undefined);
+// integer -> integer wraps; anything -> bool is (value != 0) (NaN is true);
+// bool -> number is 0 / 1.
+//
+// Aliasing. The output may BE an input (same data pointer, dtype, shape and
+// strides: in place, a += b); any other overlap between the output and an
+// input is InvalidProblem (PyTorch's "unsupported operation: some elements of
+// the input tensor and the written-to tensor refer to a single memory location").
+//
+// Backends: CpuReference (Stream::cpu(): a simple loop computing in double /
+// int64, the oracle of the tests) and Bespoke CUDA (one kernel template per
+// path, the op a functor: vectorized 16-byte path when every tensor is
+// contiguous along the innermost dim or broadcast there, a 32-bit-index
+// strided path, and a generic path (64-bit indices, operands of mixed dtypes)).
+// No workspace. Deterministic. sku().variant names the path for dense aligned
+// tensors; sku_for() the path of the actual views.
+#pragma once
+#include <cstdint>
+#include <optional>
+
+#include "baracuda/core/dtype.hpp"
+#include "baracuda/core/export.hpp"
+#include "baracuda/core/plan.hpp"
+#include "baracuda/core/sku.hpp"
+#include "baracuda/core/status.hpp"
+#include "baracuda/core/stream.hpp"
+#include "baracuda/core/tensor.hpp"
+
+namespace baracuda {
+
+// ---- op tables -------------------------------------------------------------------
+// X(enumerator, printed name, domain, parameters). Domains:
+//   IntToFloat  floating dtypes compute as themselves; integers / bool in f32
+//   Floating    floating dtypes only
+//   Numeric     integers and floating (not bool)
+//   Any         bool, integers and floating
+//   Integral    bool and integers (bitwise ops; shifts: integers only)
+//   Predicate   any dtype -> bool
+// Parameters (descriptor fields alpha / beta / gamma; "-" none): their
+// meaning and defaults (a field left unset takes the op's default; a field
+// set for an op that has no such parameter is InvalidProblem).
+#define BARACUDA_UNARY_OPS(X)                                                   \
+  X(Copy, "copy", Any, "-")  /* cast / copy into the output's dtype and strides */ \
+  X(Abs, "abs", Numeric, "-")                                                   \
+  X(Neg, "neg", Numeric, "-")                                                   \
+  X(Sign, "sign", Numeric, "-")                                                 \
+  X(Sgn, "sgn", Numeric, "-")                                                   \
+  X(Reciprocal, "reciprocal", IntToFloat, "-")                                  \
+  X(Sqrt, "sqrt", IntToFloat, "-")                                              \
+  X(Rsqrt, "rsqrt", IntToFloat, "-")                                            \
+  X(Square, "square", Numeric, "-")                                             \
+  X(Exp, "exp", IntToFloat, "-")                                                \
+  X(Exp2, "exp2", IntToFloat, "-")                                              \
+  X(Expm1, "expm1", IntToFloat, "-")                                            \
+  X(Log, "log", IntToFloat, "-")                                                \
+  X(Log2, "log2", IntToFloat, "-")                                              \
+  X(Log10, "log10", IntToFloat, "-")                                            \
+  X(Log1p, "log1p", IntToFloat, "-")                                            \
+  X(Sin, "sin", IntToFloat, "-")                                                \
+  X(Cos, "cos", IntToFloat, "-")                                                \
+  X(Tan, "tan", IntToFloat, "-")                                                \
+  X(Asin, "asin", IntToFloat, "-")                                              \
+  X(Acos, "acos", IntToFloat, "-")                                              \
+  X(Atan, "atan", IntToFloat, "-")                                              \
+  X(Sinh, "sinh", IntToFloat, "-")                                              \
+  X(Cosh, "cosh", IntToFloat, "-")                                              \
+  X(Tanh, "tanh", IntToFloat, "-")                                              \
+  X(Asinh, "asinh", IntToFloat, "-")                                            \
+  X(Acosh, "acosh", IntToFloat, "-")                                            \
+  X(Atanh, "atanh", IntToFloat, "-")                                            \
+  X(Erf, "erf", IntToFloat, "-")                                                \
+  X(Erfc, "erfc", IntToFloat, "-")                                              \
+  X(Erfinv, "erfinv", IntToFloat, "-")                                          \
+  X(Lgamma, "lgamma", IntToFloat, "-")                                          \
+  X(Digamma, "digamma", IntToFloat, "-")                                        \
+  X(I0, "i0", IntToFloat, "-")                                                  \
+  X(Sigmoid, "sigmoid", IntToFloat, "-")                                        \
+  X(Logit, "logit", IntToFloat, "alpha = eps (unset: none; else x clamped to [eps, 1-eps])") \
+  X(Floor, "floor", Numeric, "-")                                               \
+  X(Ceil, "ceil", Numeric, "-")                                                 \
+  X(Round, "round", Numeric, "alpha = decimals (integer, default 0; half to even)") \
+  X(Trunc, "trunc", Numeric, "-")                                               \
+  X(Frac, "frac", Floating, "-")                                                \
+  X(IsNan, "isnan", Predicate, "-")                                             \
+  X(IsInf, "isinf", Predicate, "-")                                             \
+  X(IsFinite, "isfinite", Predicate, "-")                                       \
+  X(IsPosInf, "isposinf", Predicate, "-")                                       \
+  X(IsNegInf, "isneginf", Predicate, "-")                                       \
+  X(SignBit, "signbit", Predicate, "-")                                         \
+  X(LogicalNot, "logical_not", Predicate, "-")                                  \
+  X(BitwiseNot, "bitwise_not", Integral, "-")                                   \
+  X(NanToNum, "nan_to_num", Numeric, "alpha = nan (0), beta = posinf (max), gamma = neginf (lowest)") \
+  /* activations (torch.nn.functional) */                                       \
+  X(Relu, "relu", Numeric, "-")                                                 \
+  X(Relu6, "relu6", Floating, "-")                                              \
+  X(LeakyRelu, "leaky_relu", Floating, "alpha = negative_slope (0.01)")         \
+  X(Elu, "elu", Floating, "alpha = alpha (1)")                                  \
+  X(Selu, "selu", Floating, "-")                                                \
+  X(Celu, "celu", Floating, "alpha = alpha (1, nonzero)")                       \
+  X(GeluErf, "gelu", Floating, "-")                                             \
+  X(GeluTanh, "gelu_tanh", Floating, "-")                                       \
+  X(Silu, "silu", Floating, "-")                                                \
+  X(Mish, "mish", Floating, "-")                                                \
+  X(Softplus, "softplus", Floating, "alpha = beta (1, nonzero), beta = threshold (20)") \
+  X(Softsign, "softsign", Floating, "-")                                        \
+  X(Hardtanh, "hardtanh", Floating, "alpha = min_val (-1), beta = max_val (1)") \
+  X(Hardsigmoid, "hardsigmoid", Floating, "-")                                  \
+  X(Hardswish, "hardswish", Floating, "-")                                      \
+  X(Hardshrink, "hardshrink", Floating, "alpha = lambd (0.5)")                  \
+  X(Softshrink, "softshrink", Floating, "alpha = lambd (0.5, >= 0)")            \
+  X(Tanhshrink, "tanhshrink", Floating, "-")                                    \
+  X(LogSigmoid, "logsigmoid", Floating, "-")                                    \
+  X(Threshold, "threshold", Floating, "alpha = threshold, beta = value (both required)")
+
+#define BARACUDA_BINARY_OPS(X)                                                  \
+  X(Add, "add", Any, "alpha = alpha (1): a + alpha * b")                        \
+  X(Sub, "sub", Numeric, "alpha = alpha (1): a - alpha * b")                    \
+  X(Mul, "mul", Any, "-")                                                       \
+  X(Div, "div", IntToFloat, "-")                                                \
+  X(DivFloor, "div_floor", Numeric, "-")                                        \
+  X(DivTrunc, "div_trunc", Numeric, "-")                                        \
+  X(Remainder, "remainder", Numeric, "-")                                       \
+  X(Fmod, "fmod", Numeric, "-")                                                 \
+  X(Pow, "pow", Numeric, "-")                                                   \
+  X(Atan2, "atan2", IntToFloat, "-")                                            \
+  X(Hypot, "hypot", Floating, "-")                                              \
+  X(Maximum, "maximum", Any, "-")                                               \
+  X(Minimum, "minimum", Any, "-")                                               \
+  X(Fmax, "fmax", Numeric, "-")                                                   \
+  X(Fmin, "fmin", Numeric, "-")                                                   \
+  X(Copysign, "copysign", IntToFloat, "-")                                      \
+  X(NextAfter, "nextafter", Floating, "-")                                      \
+  X(LogAddExp, "logaddexp", Floating, "-")                                      \
+  X(LogAddExp2, "logaddexp2", Floating, "-")                                    \
+  X(Xlogy, "xlogy", IntToFloat, "-")                                            \
+  X(Xlog1py, "xlog1py", IntToFloat, "-")                                        \
+  X(Ldexp, "ldexp", IntToFloat, "-")                                            \
+  X(Eq, "eq", Predicate, "-")                                                   \
+  X(Ne, "ne", Predicate, "-")                                                   \
+  X(Lt, "lt", Predicate, "-")                                                   \
+  X(Le, "le", Predicate, "-")                                                   \
+  X(Gt, "gt", Predicate, "-")                                                   \
+  X(Ge, "ge", Predicate, "-")                                                   \
+  X(IsClose, "isclose", Predicate, "alpha = rtol (1e-5), beta = atol (1e-8), gamma = equal_nan (0)") \
+  X(LogicalAnd, "logical_and", Predicate, "-")                                  \
+  X(LogicalOr, "logical_or", Predicate, "-")                                    \
+  X(LogicalXor, "logical_xor", Predicate, "-")                                  \
+  X(BitwiseAnd, "bitwise_and", Integral, "-")                                   \
+  X(BitwiseOr, "bitwise_or", Integral, "-")                                     \
+  X(BitwiseXor, "bitwise_xor", Integral, "-")                                   \
+  X(ShiftLeft, "bitwise_left_shift", Integral, "-")                             \
+  X(ShiftRight, "bitwise_right_shift", Integral, "-")                           \
+  /* gated activations on two tensors (a = the gated half, b = the gate's other half) */ \
+  X(Glu, "glu", Floating, "-")         /* a * sigmoid(b) */                     \
+  X(SwiGlu, "swiglu", Floating, "-")   /* silu(a) * b */                        \
+  X(GeGlu, "geglu", Floating, "-")     /* gelu(a) * b (erf) */                  \
+  X(GeGluTanh, "geglu_tanh", Floating, "-") /* gelu_tanh(a) * b */              \
+  X(ReGlu, "reglu", Floating, "-")     /* relu(a) * b */
+
+#define BARACUDA_TERNARY_OPS(X)                                                 \
+  X(Where, "where", Any, "-")          /* a ? b : c; a is bool, result_type(b, c) */ \
+  X(Clamp, "clamp", Numeric, "-")      /* min(max(a, b), c); b or c may be absent */ \
+  X(Lerp, "lerp", Floating, "-")       /* a + c * (b - a) */                    \
+  X(Addcmul, "addcmul", Numeric, "alpha = value (1): a + value * b * c")        \
+  X(Addcdiv, "addcdiv", Floating, "alpha = value (1): a + value * b / c")
+
+enum class UnaryOp : uint8_t {
+#define BARACUDA_EW_ENUM(E, name, dom, params) E,
+  BARACUDA_UNARY_OPS(BARACUDA_EW_ENUM)
+};
+enum class BinaryOp : uint8_t { BARACUDA_BINARY_OPS(BARACUDA_EW_ENUM) };
+enum class TernaryOp : uint8_t { BARACUDA_TERNARY_OPS(BARACUDA_EW_ENUM)
+#undef BARACUDA_EW_ENUM
+};
+
+BARACUDA_API const char* op_name(UnaryOp op);    // "exp" ("?" for a value outside the table)
+BARACUDA_API const char* op_name(BinaryOp op);
+BARACUDA_API const char* op_name(TernaryOp op);
+
+// ---- operands ----------------------------------------------------------------------
+// A host number given per call (a Python scalar). Built from a double / float
+// (floating), an integer (i64) or a bool.
+struct Scalar {
+  DType dtype = DType::F64;  // F64, I64 or Bool: only its category counts for promotion
+  double f = 0;              // the value when dtype is F64
+  int64_t i = 0;             // the value when dtype is I64 or Bool (0 / 1)
+  constexpr Scalar() = default;
+  constexpr Scalar(double v) : dtype(DType::F64), f(v) {}        // NOLINT
+  constexpr Scalar(float v) : dtype(DType::F64), f(v) {}         // NOLINT
+  constexpr Scalar(int v) : dtype(DType::I64), i(v) {}           // NOLINT
+  constexpr Scalar(long v) : dtype(DType::I64), i(v) {}          // NOLINT
+  constexpr Scalar(long long v) : dtype(DType::I64), i(v) {}     // NOLINT
+  constexpr Scalar(bool v) : dtype(DType::Bool), i(v ? 1 : 0) {} // NOLINT
+};
+
+struct ElementwiseOperand {
+  enum class Kind : uint8_t { Tensor, Scalar, Absent /* an optional operand not given (clamp's bounds) */ };
+  Kind kind = Kind::Tensor;
+  DType dtype = DType::F32;  // a tensor's dtype; a scalar's F64, I64 or Bool
+  Dims shape;                // a tensor's shape (rank 0: a 0-dim tensor)
+
+  static ElementwiseOperand tensor(DType dtype, Dims shape) { return {Kind::Tensor, dtype, shape}; }
+  static ElementwiseOperand of(const TensorRef& t) { return {Kind::Tensor, t.dtype, t.shape}; }
+  static ElementwiseOperand scalar(DType dtype = DType::F64) { return {Kind::Scalar, dtype, {}}; }
+  static ElementwiseOperand absent() { return {Kind::Absent, DType::F32, {}}; }
+};
+
+// ---- unary ---------------------------------------------------------------------------
+struct UnaryDescriptor {
+  UnaryOp op = UnaryOp::Copy;
+  ElementwiseOperand x;             // a tensor
+  std::optional<DType> out_dtype;   // default: the op's result dtype (Copy: x's)
+  std::optional<double> alpha, beta, gamma;  // op parameters (table above)
+};
+struct UnaryArgs {
+  TensorRef x;
+  TensorMut y;  // output_shape(), out_dtype(); may be x itself
+};
+
+// ---- binary --------------------------------------------------------------------------
+struct BinaryDescriptor {
+  BinaryOp op = BinaryOp::Add;
+  ElementwiseOperand a, b;          // tensors or scalars (not both scalars)
+  std::optional<DType> out_dtype;
+  std::optional<double> alpha, beta, gamma;
+};
+struct BinaryArgs {
+  TensorRef a, b;                   // the tensor operands (leave a scalar operand's empty)
+  std::optional<Scalar> a_value, b_value;  // the scalar operands' values
+  TensorMut out;                    // may be a or b itself
+};
+
+// ---- ternary -------------------------------------------------------------------------
+struct TernaryDescriptor {
+  TernaryOp op = TernaryOp::Where;
+  ElementwiseOperand a, b, c;       // tensors, scalars or (clamp's b / c) absent
+  std::optional<DType> out_dtype;
+  std::optional<double> alpha, beta, gamma;
+};
+struct TernaryArgs {
+  TensorRef a, b, c;
+  std::optional<Scalar> a_value, b_value, c_value;
+  TensorMut out;
+};
+
+namespace detail {
+// What select() resolved from a descriptor (internal; read it through the
+// plans' accessors: its layout may change between versions).
+struct ElementwiseResolved {
+  int arity = 1;
+  uint8_t op = 0;
+  ElementwiseOperand::Kind kind[3] = {};
+  DType in_dtype[3] = {DType::F32, DType::F32, DType::F32};
+  Dims in_shape[3];
+  DType common = DType::F32;   // result_type of the operands (after IntToFloat)
+  DType compute = DType::F32;  // F32, F64 or I64
+  DType out = DType::F32;
+  double params[3] = {0, 0, 0};  // alpha / beta / gamma with the defaults applied
+  int bits = 64;                 // integer width of the common dtype (1 for bool)
+  int has = 3;                   // clamp: bit 0 = b given, bit 1 = c given
+  Dims out_shape;
+};
+}  // namespace detail
+
+// Every elementwise plan reports the same derived facts.
+class BARACUDA_API ElementwisePlanBase : public PlanBase {
+ public:
+  Dims output_shape() const { return r_.out_shape; }  // the broadcast shape
+  DType out_dtype() const { return r_.out; }
+  DType common_dtype() const { return r_.common; }    // result_type of the operands (after IntToFloat)
+  DType compute_dtype() const { return r_.compute; }  // f32, f64 or i64
+
+ protected:
+  using PlanBase::PlanBase;
+  detail::ElementwiseResolved r_;
+  friend struct ElementwisePlanAccess;
+};
+
+class BARACUDA_API UnaryPlan : public ElementwisePlanBase {
+ public:
+  UnaryPlan() : ElementwisePlanBase("UnaryPlan") {}  // empty until assigned from select() (PlanBase)
+  static Result<UnaryPlan> select(const Stream& stream, const UnaryDescriptor& desc, const PlanPreference& pref = {});
+  Status can_implement(const UnaryArgs& args) const;
+  Status run(const Stream& stream, Workspace ws, const UnaryArgs& args) const;  // no workspace
+  Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const UnaryArgs& args) const;
+  const UnaryDescriptor& descriptor() const { return desc_; }
+
+ private:
+  UnaryDescriptor desc_;
+  friend struct ElementwisePlanAccess;
+};
+
+class BARACUDA_API BinaryPlan : public ElementwisePlanBase {
+ public:
+  BinaryPlan() : ElementwisePlanBase("BinaryPlan") {}
+  static Result<BinaryPlan> select(const Stream& stream, const BinaryDescriptor& desc, const PlanPreference& pref = {});
+  Status can_implement(const BinaryArgs& args) const;
+  Status run(const Stream& stream, Workspace ws, const BinaryArgs& args) const;
+  Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const BinaryArgs& args) const;
+  const BinaryDescriptor& descriptor() const { return desc_; }
+
+ private:
+  BinaryDescriptor desc_;
+  friend struct ElementwisePlanAccess;
+};
+
+class BARACUDA_API TernaryPlan : public ElementwisePlanBase {
+ public:
+  TernaryPlan() : ElementwisePlanBase("TernaryPlan") {}
+  static Result<TernaryPlan> select(const Stream& stream, const TernaryDescriptor& desc,
+                                    const PlanPreference& pref = {});
+  Status can_implement(const TernaryArgs& args) const;
+  Status run(const Stream& stream, Workspace ws, const TernaryArgs& args) const;
+  Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const TernaryArgs& args) const;
+  const TernaryDescriptor& descriptor() const { return desc_; }
+
+ private:
+  TernaryDescriptor desc_;
+  friend struct ElementwisePlanAccess;
+};
+
+// NumPy broadcasting of two shapes (right-aligned; extents equal or one of
+// them 1). InvalidProblem naming `who` when they do not broadcast.
+BARACUDA_API Result<Dims> broadcast_shapes(const Dims& a, const Dims& b, const char* who = "broadcast_shapes");
+
+}  // namespace baracuda

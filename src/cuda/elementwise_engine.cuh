@@ -1,0 +1,281 @@
+// The elementwise engine's kernels: one template per path, the op a functor.
+//
+//   vec_kernel      every tensor operand unit-stride (or broadcast, stride 0)
+//                   along the innermost dim, that dim a multiple of V, bases
+//                   and outer strides aligned: a thread owns V consecutive
+//                   elements (16 bytes of the compute dtype), loads each
+//                   unit-stride operand as one vector, a broadcast operand as
+//                   one element, and stores one vector. Covers contiguous
+//                   tensors (rank 1 after coalescing: no index math at all),
+//                   row / column broadcasts and strided outer dims.
+//   strided_kernel  anything with < 2^31 elements and offsets: per element,
+//                   the index decoded with FastDiv (32-bit multiply-high).
+//   generic_kernel  64-bit indices and operands of any dtype, converted at
+//                   load / store by a switch on the dtype (mixed-dtype calls,
+//                   > 2^31 elements).
+// Operand types: T0..T2 the inputs' storage types (unused ones repeat T0),
+// Tout the output's; C the compute type the functor takes (float for the
+// 16-bit floats). Scalars (host numbers) are passed as C values.
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "baracuda/core/dtype.hpp"
+#include "baracuda/core/tensor.hpp"
+#include "core/int_math.hpp"
+#include "ops/elementwise/convert.hpp"
+
+namespace baracuda::dev::ew {
+
+inline constexpr int kThreads = 256;
+
+// The layout as kernels take it (by value, in parameter space).
+template <int N>
+struct Args {
+  int rank = 0;         // coalesced; >= 1 for a launch
+  bool use32 = false;   // every index and offset below 2^31: FastDiv decoding
+  int64_t numel = 0;
+  int64_t shape[kMaxRank] = {};
+  detail::FastDiv div[kMaxRank];
+  void* out = nullptr;
+  const void* in[N] = {};
+  int64_t stride[N + 1][kMaxRank] = {};  // [0] = output
+  DType out_dtype = DType::F32;          // generic path only
+  DType in_dtype[N] = {};
+};
+
+template <class C, int N>
+struct Scalars {
+  C v[N] = {};
+  bool is[N] = {};
+};
+
+// ---- conversions ------------------------------------------------------------------
+template <class T>
+inline constexpr bool kHalf = std::is_same_v<T, __half>;
+template <class T>
+inline constexpr bool kBf16 = std::is_same_v<T, __nv_bfloat16>;
+
+// Storage -> compute.
+template <class C, class T>
+__device__ __forceinline__ C to_compute(T v) {
+  if constexpr (std::is_same_v<T, bool>) return C(v ? 1 : 0);
+  else if constexpr (kHalf<T>) return C(__half2float(v));
+  else if constexpr (kBf16<T>) return C(__bfloat162float(v));
+  else return static_cast<C>(v);
+}
+
+// Compute (or a predicate's bool) -> storage, with the family's rules
+// (docs/OPS.md): 16-bit floats through f32 (as PyTorch rounds a double),
+// floating -> integer through float_to_int64, then wrap; -> bool is != 0.
+template <class T, class R>
+__device__ __forceinline__ T to_storage(R v) {
+  if constexpr (std::is_same_v<T, bool>) return v != R(0);
+  else if constexpr (kHalf<T>) return __float2half_rn(static_cast<float>(v));
+  else if constexpr (kBf16<T>) return __float2bfloat16_rn(static_cast<float>(v));
+  else if constexpr (std::is_integral_v<T> && std::is_floating_point_v<R>)
+    return static_cast<T>(elementwise::float_to_int64(static_cast<double>(v)));
+  else return static_cast<T>(v);
+}
+
+// Runtime-dtype load / store for the generic path.
+template <class C>
+__device__ __forceinline__ C load_dyn(const void* base, DType t, int64_t off) {
+  switch (t) {
+    case DType::Bool: return to_compute<C>(static_cast<const uint8_t*>(base)[off] != 0);
+    case DType::I8: return to_compute<C>(static_cast<const int8_t*>(base)[off]);
+    case DType::U8: return to_compute<C>(static_cast<const uint8_t*>(base)[off]);
+    case DType::I16: return to_compute<C>(static_cast<const int16_t*>(base)[off]);
+    case DType::I32: return to_compute<C>(static_cast<const int32_t*>(base)[off]);
+    case DType::I64: return to_compute<C>(static_cast<const int64_t*>(base)[off]);
+    case DType::F16: return to_compute<C>(static_cast<const __half*>(base)[off]);
+    case DType::BF16: return to_compute<C>(static_cast<const __nv_bfloat16*>(base)[off]);
+    case DType::F32: return to_compute<C>(static_cast<const float*>(base)[off]);
+    case DType::F64: return to_compute<C>(static_cast<const double*>(base)[off]);
+    default: return C(0);
+  }
+}
+template <class R>
+__device__ __forceinline__ void store_dyn(void* base, DType t, int64_t off, R v) {
+  switch (t) {
+    case DType::Bool: static_cast<uint8_t*>(base)[off] = to_storage<bool>(v) ? 1 : 0; return;
+    case DType::I8: static_cast<int8_t*>(base)[off] = to_storage<int8_t>(v); return;
+    case DType::U8: static_cast<uint8_t*>(base)[off] = to_storage<uint8_t>(v); return;
+    case DType::I16: static_cast<int16_t*>(base)[off] = to_storage<int16_t>(v); return;
+    case DType::I32: static_cast<int32_t*>(base)[off] = to_storage<int32_t>(v); return;
+    case DType::I64: static_cast<int64_t*>(base)[off] = to_storage<int64_t>(v); return;
+    case DType::F16: static_cast<__half*>(base)[off] = to_storage<__half>(v); return;
+    case DType::BF16: static_cast<__nv_bfloat16*>(base)[off] = to_storage<__nv_bfloat16>(v); return;
+    case DType::F32: static_cast<float*>(base)[off] = to_storage<float>(v); return;
+    case DType::F64: static_cast<double*>(base)[off] = to_storage<double>(v); return;
+    default: return;
+  }
+}
+
+template <int N, class Fn, class C>
+__device__ __forceinline__ auto apply(const Fn& fn, const C (&v)[N]) {
+  if constexpr (N == 1) return fn(v[0]);
+  else if constexpr (N == 2) return fn(v[0], v[1]);
+  else return fn(v[0], v[1], v[2]);
+}
+
+// Aligned vector of V elements (one memory transaction of V * sizeof(T) bytes).
+template <class T, int V>
+struct alignas(sizeof(T) * V) Vec {
+  T v[V];
+};
+
+// Offsets of the outer index `o` (dims [0, rank-1)) for every operand.
+template <int N>
+__device__ __forceinline__ void outer_offsets(const Args<N>& a, int64_t o, int64_t (&off)[N + 1]) {
+#pragma unroll
+  for (int k = 0; k <= N; ++k) off[k] = 0;
+  for (int d = a.rank - 2; d >= 0; --d) {
+    int64_t idx;
+    if (a.use32) {
+      const uint32_t q = a.div[d].div(static_cast<uint32_t>(o));
+      idx = static_cast<int64_t>(static_cast<uint32_t>(o) - q * static_cast<uint32_t>(a.shape[d]));
+      o = q;
+    } else {
+      idx = o % a.shape[d];
+      o /= a.shape[d];
+    }
+#pragma unroll
+    for (int k = 0; k <= N; ++k) off[k] += idx * a.stride[k][d];
+  }
+}
+
+// V values of input k for the chunk at element offset `base` + e: a scalar,
+// one broadcast element, or one vector.
+template <class T, class C, int V, int N>
+__device__ __forceinline__ void load_chunk(const Args<N>& a, const Scalars<C, N>& s, int k, int64_t base, int64_t e,
+                                           C (&x)[V]) {
+  if (s.is[k]) {
+#pragma unroll
+    for (int v = 0; v < V; ++v) x[v] = s.v[k];
+    return;
+  }
+  const T* p = static_cast<const T*>(a.in[k]) + base;
+  if (a.stride[1 + k][a.rank - 1] == 0) {
+    const C b = to_compute<C>(*p);
+#pragma unroll
+    for (int v = 0; v < V; ++v) x[v] = b;
+  } else {
+    const Vec<T, V> w = *reinterpret_cast<const Vec<T, V>*>(p + e);
+#pragma unroll
+    for (int v = 0; v < V; ++v) x[v] = to_compute<C>(w.v[v]);
+  }
+}
+
+// ---- vec -----------------------------------------------------------------------------------
+template <int N, int V, class C, class Tout, class T0, class T1, class T2, class Fn>
+__global__ void __launch_bounds__(kThreads) vec_kernel(Args<N> a, Scalars<C, N> s, Fn fn, int64_t chunks,
+                                                        detail::FastDiv inner_div, int64_t inner_chunks) {
+  for (int64_t c = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; c < chunks;
+       c += static_cast<int64_t>(gridDim.x) * kThreads) {
+    int64_t off[N + 1];
+    int64_t ic = c;
+    if (a.rank > 1) {
+      const int64_t o = a.use32 ? static_cast<int64_t>(inner_div.div(static_cast<uint32_t>(c))) : c / inner_chunks;
+      ic = c - o * inner_chunks;
+      outer_offsets(a, o, off);
+    } else {
+#pragma unroll
+      for (int k = 0; k <= N; ++k) off[k] = 0;
+    }
+    const int64_t e = ic * V;  // the chunk's first element along the inner dim
+    C x[N][V];
+    load_chunk<T0>(a, s, 0, off[1], e, x[0]);
+    if constexpr (N > 1) load_chunk<T1>(a, s, 1, off[2], e, x[1]);
+    if constexpr (N > 2) load_chunk<T2>(a, s, 2, off[3], e, x[2]);
+    Vec<Tout, V> r;
+#pragma unroll
+    for (int v = 0; v < V; ++v) {
+      C xv[N];
+#pragma unroll
+      for (int k = 0; k < N; ++k) xv[k] = x[k][v];
+      r.v[v] = to_storage<Tout>(apply<N>(fn, xv));
+    }
+    *reinterpret_cast<Vec<Tout, V>*>(static_cast<Tout*>(a.out) + off[0] + e) = r;
+  }
+}
+
+// ---- strided (32-bit indices) -----------------------------------------------------------------
+template <class T, class C, int N>
+__device__ __forceinline__ C load_one(const Args<N>& a, const Scalars<C, N>& s, int k, int64_t off) {
+  return s.is[k] ? s.v[k] : to_compute<C>(static_cast<const T*>(a.in[k])[off]);
+}
+
+template <int N, class C, class Tout, class T0, class T1, class T2, class Fn>
+__global__ void __launch_bounds__(kThreads) strided_kernel(Args<N> a, Scalars<C, N> s, Fn fn) {
+  const uint32_t n = static_cast<uint32_t>(a.numel);
+  for (uint32_t i = blockIdx.x * kThreads + threadIdx.x; i < n; i += gridDim.x * kThreads) {
+    int64_t off[N + 1] = {};
+    uint32_t rem = i;
+    for (int d = a.rank - 1; d >= 0; --d) {
+      const uint32_t q = a.div[d].div(rem);
+      const int64_t idx = rem - q * static_cast<uint32_t>(a.shape[d]);
+      rem = q;
+#pragma unroll
+      for (int k = 0; k <= N; ++k) off[k] += idx * a.stride[k][d];
+    }
+    C xv[N];
+    xv[0] = load_one<T0>(a, s, 0, off[1]);
+    if constexpr (N > 1) xv[1] = load_one<T1>(a, s, 1, off[2]);
+    if constexpr (N > 2) xv[2] = load_one<T2>(a, s, 2, off[3]);
+    static_cast<Tout*>(a.out)[off[0]] = to_storage<Tout>(apply<N>(fn, xv));
+  }
+}
+
+// ---- generic (64-bit indices, runtime dtypes) ------------------------------------------------
+template <int N, class C, class Fn>
+__global__ void __launch_bounds__(kThreads) generic_kernel(Args<N> a, Scalars<C, N> s, Fn fn) {
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < a.numel;
+       i += static_cast<int64_t>(gridDim.x) * kThreads) {
+    int64_t off[N + 1] = {};
+    int64_t rem = i;
+    for (int d = a.rank - 1; d >= 0; --d) {
+      const int64_t idx = rem % a.shape[d];
+      rem /= a.shape[d];
+#pragma unroll
+      for (int k = 0; k <= N; ++k) off[k] += idx * a.stride[k][d];
+    }
+    C xv[N];
+#pragma unroll
+    for (int k = 0; k < N; ++k) xv[k] = s.is[k] ? s.v[k] : load_dyn<C>(a.in[k], a.in_dtype[k], off[1 + k]);
+    store_dyn(a.out, a.out_dtype, off[0], apply<N>(fn, xv));
+  }
+}
+
+// ---- host side --------------------------------------------------------------------------------
+// Blocks for `items` work items of one thread each (grid-stride beyond the cap).
+inline unsigned grid_for(int64_t items) {
+  const int64_t b = (items + kThreads - 1) / kThreads;
+  return static_cast<unsigned>(b < (int64_t{1} << 20) ? (b < 1 ? 1 : b) : (int64_t{1} << 20));
+}
+
+template <int N, int V, class C, class Tout, class T0, class T1, class T2, class Fn>
+cudaError_t launch_vec(const Args<N>& a, const Scalars<C, N>& s, const Fn& fn, cudaStream_t stream) {
+  const int64_t inner_chunks = a.shape[a.rank - 1] / V;
+  const int64_t chunks = a.numel / V;
+  const detail::FastDiv inner_div(static_cast<uint32_t>(inner_chunks < (int64_t{1} << 31) ? inner_chunks : 1));
+  vec_kernel<N, V, C, Tout, T0, T1, T2, Fn><<<grid_for(chunks), kThreads, 0, stream>>>(a, s, fn, chunks, inner_div,
+                                                                                      inner_chunks);
+  return cudaGetLastError();
+}
+template <int N, class C, class Tout, class T0, class T1, class T2, class Fn>
+cudaError_t launch_strided(const Args<N>& a, const Scalars<C, N>& s, const Fn& fn, cudaStream_t stream) {
+  strided_kernel<N, C, Tout, T0, T1, T2, Fn><<<grid_for(a.numel), kThreads, 0, stream>>>(a, s, fn);
+  return cudaGetLastError();
+}
+template <int N, class C, class Fn>
+cudaError_t launch_generic(const Args<N>& a, const Scalars<C, N>& s, const Fn& fn, cudaStream_t stream) {
+  generic_kernel<N, C, Fn><<<grid_for(a.numel), kThreads, 0, stream>>>(a, s, fn);
+  return cudaGetLastError();
+}
+
+}  // namespace baracuda::dev::ew

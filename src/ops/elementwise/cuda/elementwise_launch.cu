@@ -1,0 +1,44 @@
+// Elementwise launch: the path chosen on the host (choose_path) and the
+// problem's dtypes select one instantiation of op_kernels.cuh, listed in the
+// generated manifest (../manifest.cmake).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include "ops/elementwise/launch.hpp"
+#include "ops/elementwise/manifest.hpp"  // generated from ops/elementwise/manifest.cmake
+
+namespace baracuda::elementwise::cuda {
+
+template <int Arity, class T>
+Status launch_typed(const Problem& p, const Call& c, Path path, cudaStream_t st);
+template <int Arity, class C>
+Status launch_generic(const Problem& p, const Call& c, cudaStream_t st);
+
+namespace {
+Status generic(const Problem& p, const Call& c, cudaStream_t st) {
+#define BARACUDA_EW_GENERIC_CASE(ARITY, COMPUTE)                                                            \
+  if (p.arity == ARITY &&                                                                                   \
+      ((std::is_same_v<COMPUTE, float> && p.compute == DType::F32) ||                                       \
+       (std::is_same_v<COMPUTE, double> && p.compute == DType::F64) ||                                      \
+       (std::is_same_v<COMPUTE, int64_t> && p.compute == DType::I64)))                                      \
+    return launch_generic<ARITY, COMPUTE>(p, c, st);
+  BARACUDA_EW_GENERIC_KERNELS(BARACUDA_EW_GENERIC_CASE)
+#undef BARACUDA_EW_GENERIC_CASE
+  return Status(StatusCode::Unsupported, "elementwise: the build has no generic kernel for this arity and compute type");
+}
+}  // namespace
+
+Status launch(const Problem& p, const Call& c, Path path, void* stream) {
+  auto st = static_cast<cudaStream_t>(stream);
+  if (c.layout.numel == 0) return Status::ok();
+  if (path != Path::Generic64) {
+#define BARACUDA_EW_TYPED_CASE(ARITY, DT, CTYPE) \
+  if (p.arity == ARITY && p.common == DType::DT) return launch_typed<ARITY, CTYPE>(p, c, path, st);
+    BARACUDA_EW_TYPED_KERNELS(BARACUDA_EW_TYPED_CASE)
+#undef BARACUDA_EW_TYPED_CASE
+  }
+  return generic(p, c, st);
+}
+
+}  // namespace baracuda::elementwise::cuda

@@ -1,0 +1,180 @@
+// The elementwise ops on the engine (src/cuda/elementwise_engine.cuh): each op
+// of the tables becomes a functor (functors.hpp) wrapped for the kernels.
+//   launch_typed<Arity, T>    the vec / strided paths for operands of storage
+//                             type T (where: a bool condition), the output the
+//                             op's natural dtype; one generated TU per (arity,
+//                             dtype) instantiates it for every op (manifest.cmake)
+//   launch_generic<Arity, C>  the generic path in compute type C (float,
+//                             double, int64), operands of any dtype
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <type_traits>
+
+#include "core/cuda_device.hpp"
+#include "cuda/elementwise_engine.cuh"
+#include "ops/elementwise/functors.hpp"
+#include "ops/elementwise/problem.hpp"
+
+namespace baracuda::elementwise::cuda {
+
+// The compute type of a storage type: 16-bit floats compute in float,
+// integers in int64.
+template <class T>
+using compute_of = std::conditional_t<std::is_integral_v<T>, int64_t,
+                                      std::conditional_t<std::is_same_v<T, double>, double, float>>;
+
+template <UnaryOp Op, class C>
+struct UnaryFn {
+  Params q;
+  __device__ __forceinline__ auto operator()(C x) const { return fn::unary<Op, C>(x, q); }
+};
+template <BinaryOp Op, class C>
+struct BinaryFn {
+  Params q;
+  __device__ __forceinline__ auto operator()(C a, C b) const { return fn::binary<Op, C>(a, b, q); }
+};
+template <TernaryOp Op, class C>
+struct TernaryFn {
+  Params q;
+  __device__ __forceinline__ auto operator()(C a, C b, C c) const { return fn::ternary<Op, C>(a, b, c, q); }
+};
+
+template <int N>
+dev::ew::Args<N> make_args(const Problem& p, const Call& c, bool use32) {
+  dev::ew::Args<N> a;
+  const auto& L = c.layout;
+  a.rank = L.rank;
+  a.use32 = use32;
+  a.numel = L.numel;
+  for (int d = 0; d < L.rank; ++d) {
+    a.shape[d] = L.shape[d];
+    a.div[d] = baracuda::detail::FastDiv(static_cast<uint32_t>(use32 ? L.shape[d] : 1));
+    for (int k = 0; k <= N; ++k) a.stride[k][d] = L.stride[k][d];
+  }
+  a.out = c.out;
+  a.out_dtype = p.out;
+  for (int k = 0; k < N; ++k) {
+    a.in[k] = c.in[k];
+    a.in_dtype[k] = p.in_dtype[k];
+  }
+  return a;
+}
+
+template <class C, int N>
+dev::ew::Scalars<C, N> make_scalars(const Problem& p, const Call& c) {
+  dev::ew::Scalars<C, N> s;
+  for (int k = 0; k < N; ++k) {
+    s.is[k] = c.in[k] == nullptr;  // a scalar, or an absent clamp bound (never read)
+    if constexpr (std::is_integral_v<C>) s.v[k] = static_cast<C>(c.value_i[k]);
+    else s.v[k] = static_cast<C>(c.value_f[k]);
+    (void)p;
+  }
+  return s;
+}
+
+inline Status launched(cudaError_t e) { return baracuda::detail::cuda_status(static_cast<int>(e), "elementwise kernel launch"); }
+
+// One op, typed paths. T0..T2: the inputs' storage types; Tc: the common one.
+template <int N, class Fn, class Tout, class Tc, class T0, class T1, class T2>
+Status run_typed(const Problem& p, const Call& c, Path path, cudaStream_t st, const Fn& fn) {
+  using C = compute_of<Tc>;
+  const auto a = make_args<N>(p, c, path != Path::Generic64);
+  const auto s = make_scalars<C, N>(p, c);
+  constexpr int V = static_cast<int>(16 / sizeof(Tc));
+  if (path == Path::Vec16) return launched(dev::ew::launch_vec<N, V, C, Tout, T0, T1, T2>(a, s, fn, st));
+  return launched(dev::ew::launch_strided<N, C, Tout, T0, T1, T2>(a, s, fn, st));
+}
+
+template <class Op, class T>
+constexpr bool typed_op_exists(Op op) {
+  return computes_in(op, std::is_integral_v<T>);
+}
+
+template <int Arity, class T>
+Status launch_typed(const Problem& p, const Call& c, Path path, cudaStream_t st) {
+  using C = compute_of<T>;
+  const Params q = params_of(p);
+  if constexpr (Arity == 1) {
+    switch (static_cast<UnaryOp>(p.op)) {
+#define BARACUDA_EW_CASE(E, name, dom, params)                                                          \
+  case UnaryOp::E:                                                                                      \
+    if constexpr (typed_op_exists<UnaryOp, T>(UnaryOp::E)) {                                            \
+      using Out = std::conditional_t<domain_of(UnaryOp::E) == Domain::Predicate, bool, T>;             \
+      return run_typed<1, UnaryFn<UnaryOp::E, C>, Out, T, T, T, T>(p, c, path, st, {q});               \
+    }                                                                                                   \
+    break;
+      BARACUDA_UNARY_OPS(BARACUDA_EW_CASE)
+#undef BARACUDA_EW_CASE
+    }
+  } else if constexpr (Arity == 2) {
+    switch (static_cast<BinaryOp>(p.op)) {
+#define BARACUDA_EW_CASE(E, name, dom, params)                                                          \
+  case BinaryOp::E:                                                                                     \
+    if constexpr (typed_op_exists<BinaryOp, T>(BinaryOp::E)) {                                          \
+      using Out = std::conditional_t<domain_of(BinaryOp::E) == Domain::Predicate, bool, T>;            \
+      return run_typed<2, BinaryFn<BinaryOp::E, C>, Out, T, T, T, T>(p, c, path, st, {q});             \
+    }                                                                                                   \
+    break;
+      BARACUDA_BINARY_OPS(BARACUDA_EW_CASE)
+#undef BARACUDA_EW_CASE
+    }
+  } else {
+    switch (static_cast<TernaryOp>(p.op)) {
+#define BARACUDA_EW_CASE(E, name, dom, params)                                                          \
+  case TernaryOp::E:                                                                                    \
+    if constexpr (TernaryOp::E == TernaryOp::Where)                                                     \
+      return run_typed<3, TernaryFn<TernaryOp::E, C>, T, T, bool, T, T>(p, c, path, st, {q});          \
+    else if constexpr (typed_op_exists<TernaryOp, T>(TernaryOp::E))                                     \
+      return run_typed<3, TernaryFn<TernaryOp::E, C>, T, T, T, T, T>(p, c, path, st, {q});             \
+    break;
+      BARACUDA_TERNARY_OPS(BARACUDA_EW_CASE)
+#undef BARACUDA_EW_CASE
+    }
+  }
+  return Status(StatusCode::Unsupported, "elementwise: no typed kernel for this op and dtype");
+}
+
+template <int Arity, class C>
+Status launch_generic(const Problem& p, const Call& c, cudaStream_t st) {
+  const Params q = params_of(p);
+  const auto a = make_args<Arity>(p, c, false);
+  const auto s = make_scalars<C, Arity>(p, c);
+  constexpr bool I = std::is_integral_v<C>;
+  if constexpr (Arity == 1) {
+    switch (static_cast<UnaryOp>(p.op)) {
+#define BARACUDA_EW_CASE(E, name, dom, params)                                           \
+  case UnaryOp::E:                                                                       \
+    if constexpr (computes_in(UnaryOp::E, I))                                            \
+      return launched(dev::ew::launch_generic<1, C>(a, s, UnaryFn<UnaryOp::E, C>{q}, st)); \
+    break;
+      BARACUDA_UNARY_OPS(BARACUDA_EW_CASE)
+#undef BARACUDA_EW_CASE
+    }
+  } else if constexpr (Arity == 2) {
+    switch (static_cast<BinaryOp>(p.op)) {
+#define BARACUDA_EW_CASE(E, name, dom, params)                                             \
+  case BinaryOp::E:                                                                        \
+    if constexpr (computes_in(BinaryOp::E, I))                                             \
+      return launched(dev::ew::launch_generic<2, C>(a, s, BinaryFn<BinaryOp::E, C>{q}, st)); \
+    break;
+      BARACUDA_BINARY_OPS(BARACUDA_EW_CASE)
+#undef BARACUDA_EW_CASE
+    }
+  } else {
+    switch (static_cast<TernaryOp>(p.op)) {
+#define BARACUDA_EW_CASE(E, name, dom, params)                                               \
+  case TernaryOp::E:                                                                         \
+    if constexpr (computes_in(TernaryOp::E, I))                                              \
+      return launched(dev::ew::launch_generic<3, C>(a, s, TernaryFn<TernaryOp::E, C>{q}, st)); \
+    break;
+      BARACUDA_TERNARY_OPS(BARACUDA_EW_CASE)
+#undef BARACUDA_EW_CASE
+    }
+  }
+  return Status(StatusCode::Unsupported, "elementwise: no generic kernel for this op and compute type");
+}
+
+}  // namespace baracuda::elementwise::cuda

@@ -1,0 +1,49 @@
+// The elementwise problem as select() resolved it, and one call's operands:
+// what the CPU reference and the CUDA launcher both consume.
+#pragma once
+#include <cstdint>
+
+#include "baracuda/ops/elementwise.hpp"
+#include "core/elementwise_layout.hpp"
+#include "ops/elementwise/functors.hpp"
+
+namespace baracuda::elementwise {
+
+using Problem = baracuda::detail::ElementwiseResolved;
+
+// The functors' parameters of a problem.
+inline Params params_of(const Problem& p) {
+  Params q;
+  for (int i = 0; i < 3; ++i) q.p[i] = p.params[i];
+  q.bits = p.bits;
+  q.has = p.has;
+  return q;
+}
+
+// Per call. in[k] is null for a scalar or absent operand; a scalar's value is
+// in value_f[k] (compute F32 / F64) or value_i[k] (compute I64).
+struct Call {
+  detail::EwLayout layout;
+  const void* in[3] = {nullptr, nullptr, nullptr};
+  double value_f[3] = {0, 0, 0};
+  int64_t value_i[3] = {0, 0, 0};
+  void* out = nullptr;
+};
+
+// The paths of the CUDA engine (variant names in the SKU).
+enum class Path : uint8_t { Vec16, Strided32, Generic64 };
+const char* path_name(Path p);
+
+// True when every tensor input has the common dtype (where's condition: bool)
+// and the output the op's natural result dtype, in a dtype the typed kernels
+// are built for: the typed paths apply; otherwise the generic path (which
+// converts every operand at run time) runs.
+bool typed_kernels_apply(const Problem& p);
+// The path the CUDA launcher takes for this call's layout and pointers.
+Path choose_path(const Problem& p, const Call& c);
+// Elements per thread of the vector path (16 bytes of the common dtype).
+int vec_width(const Problem& p);
+// The natural output dtype of the op (bool for predicates, else common).
+DType natural_out(const Problem& p);
+
+}  // namespace baracuda::elementwise
