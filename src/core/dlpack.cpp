@@ -119,6 +119,38 @@ Result<TensorMut> from_dlpack_mut(const DLManagedTensor* m, int64_t capacity) {
   return from_dlpack_mut(m->dl_tensor, capacity);
 }
 
+#if BARACUDA_HAS_DLPACK_VERSIONED
+namespace {
+// The DLTensor of `m`, once `m` is there and of the major version this file
+// was compiled for (another major version may lay out everything after
+// `version` differently).
+Result<const DLTensor*> versioned_tensor(const DLManagedTensorVersioned* m, const char* fn) {
+  if (m == nullptr) return Status(StatusCode::InvalidProblem, std::string(fn) + ": the DLManagedTensorVersioned is null");
+  if (m->version.major != DLPACK_MAJOR_VERSION)
+    return Status(StatusCode::Unsupported,
+                  std::string(fn) + ": the DLManagedTensorVersioned has DLPack version " + std::to_string(m->version.major) +
+                      "." + std::to_string(m->version.minor) + "; baracuda was built with DLPack " +
+                      std::to_string(DLPACK_MAJOR_VERSION) + ".x and reads no other major version (only its deleter may be called)");
+  return &m->dl_tensor;
+}
+}  // namespace
+
+Result<TensorRef> from_dlpack(const DLManagedTensorVersioned* m, int64_t capacity) {
+  Result<const DLTensor*> t = versioned_tensor(m, "from_dlpack");
+  if (!t) return t.status();
+  return from_dlpack(**t, capacity);
+}
+Result<TensorMut> from_dlpack_mut(const DLManagedTensorVersioned* m, int64_t capacity) {
+  Result<const DLTensor*> t = versioned_tensor(m, "from_dlpack_mut");
+  if (!t) return t.status();
+  if (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY)
+    return Status(StatusCode::InvalidProblem,
+                  "from_dlpack_mut: the DLManagedTensorVersioned is read-only (DLPACK_FLAG_BITMASK_READ_ONLY): view it "
+                  "with from_dlpack, or have the producer export a writable tensor");
+  return from_dlpack_mut(**t, capacity);
+}
+#endif
+
 Status to_dlpack(const TensorRef& v, DLTensor* out, int64_t* shape_storage, int64_t* strides_storage) {
   if (!out || (v.rank() > 0 && (!shape_storage || !strides_storage)))
     return Status(StatusCode::InvalidProblem, "to_dlpack: null output or storage");
