@@ -3,7 +3,20 @@
 #include <optional>
 #include <string>
 
-#if __has_include(<dlpack/dlpack.h>)
+// The library keeps config.hpp's word: its DLPack functions exist exactly
+// when the build recorded BARACUDA_WITH_DLPACK, for the recorded major version
+// (a program decides from those which calls it may make).
+#if BARACUDA_WITH_DLPACK && !BARACUDA_HAS_DLPACK
+#error "BARACUDA_WITH_DLPACK is 1 but dlpack/dlpack.h is not usable here (BARACUDA_NO_DLPACK defined, or DLPACK_INCLUDE_DIR not on the include path)"
+#endif
+#if BARACUDA_HAS_DLPACK
+#if defined(DLPACK_MAJOR_VERSION)
+static_assert(DLPACK_MAJOR_VERSION == BARACUDA_DLPACK_MAJOR_VERSION,
+              "the dlpack.h compiled here is not the one CMake read for BARACUDA_DLPACK_MAJOR_VERSION");
+#else
+static_assert(BARACUDA_DLPACK_MAJOR_VERSION == 0,
+              "the dlpack.h compiled here is not the one CMake read for BARACUDA_DLPACK_MAJOR_VERSION");
+#endif
 namespace baracuda {
 namespace {
 
