@@ -57,4 +57,39 @@ class DynamicLibrary {
 std::vector<std::string> library_candidates(const char* env_var, const std::string& file_name,
                                             const std::string& fallback_dir);
 
+// One library's table of functions (`Api`: a struct of function pointers) as
+// loaded: the table when every function resolved, else why not.
+template <class Api>
+struct LoadedApi {
+  Api api{};
+  bool ok = false;
+  std::string error;  // the loader's or resolve()'s words; empty when ok
+
+  const Api* table() const { return ok ? &api : nullptr; }
+};
+
+// Opens the first of `candidates` that loads and fills the table with
+// `resolve_all(DynamicLibrary& lib, Api& api)`, which returns false at the
+// first function the library lacks (BARACUDA_RESOLVE_FUNCTION below writes it
+// from the library's list of functions). A library keeps the result in a
+// function-local static, so it loads once per process, thread-safely:
+//
+//   static const auto loaded = load_api<Api>(library_candidates(...),
+//       [](DynamicLibrary& lib, Api& api) { return BARACUDA_MYLIB_FUNCTIONS(BARACUDA_RESOLVE_FUNCTION) true; });
+template <class Api, class ResolveAll>
+LoadedApi<Api> load_api(const std::vector<std::string>& candidates, ResolveAll&& resolve_all) {
+  LoadedApi<Api> loaded;
+  DynamicLibrary lib = DynamicLibrary::open(candidates);
+  if (!lib.loaded() || !resolve_all(lib, loaded.api)) {
+    loaded.error = lib.error();
+    return loaded;
+  }
+  loaded.ok = true;
+  return loaded;
+}
+
+// One step of a resolve_all: `lib` and `api` are its parameters, `name` both
+// the exported symbol and the table's member.
+#define BARACUDA_RESOLVE_FUNCTION(name) lib.resolve(#name, api.name)&&
+
 }  // namespace baracuda::backends

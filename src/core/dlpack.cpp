@@ -3,7 +3,20 @@
 #include <optional>
 #include <string>
 
-#if __has_include(<dlpack/dlpack.h>)
+// The library keeps config.hpp's word: its DLPack functions exist exactly
+// when the build recorded BARACUDA_WITH_DLPACK, for the recorded major version
+// (a program decides from those which calls it may make).
+#if BARACUDA_WITH_DLPACK && !BARACUDA_HAS_DLPACK
+#error "BARACUDA_WITH_DLPACK is 1 but dlpack/dlpack.h is not usable here (BARACUDA_NO_DLPACK defined, or DLPACK_INCLUDE_DIR not on the include path)"
+#endif
+#if BARACUDA_HAS_DLPACK
+#if defined(DLPACK_MAJOR_VERSION)
+static_assert(DLPACK_MAJOR_VERSION == BARACUDA_DLPACK_MAJOR_VERSION,
+              "the dlpack.h compiled here is not the one CMake read for BARACUDA_DLPACK_MAJOR_VERSION");
+#else
+static_assert(BARACUDA_DLPACK_MAJOR_VERSION == 0,
+              "the dlpack.h compiled here is not the one CMake read for BARACUDA_DLPACK_MAJOR_VERSION");
+#endif
 namespace baracuda {
 namespace {
 
@@ -118,6 +131,38 @@ Result<TensorMut> from_dlpack_mut(const DLManagedTensor* m, int64_t capacity) {
   if (m == nullptr) return Status(StatusCode::InvalidProblem, "from_dlpack_mut: the DLManagedTensor is null");
   return from_dlpack_mut(m->dl_tensor, capacity);
 }
+
+#if BARACUDA_HAS_DLPACK_VERSIONED
+namespace {
+// The DLTensor of `m`, once `m` is there and of the major version this file
+// was compiled for (another major version may lay out everything after
+// `version` differently).
+Result<const DLTensor*> versioned_tensor(const DLManagedTensorVersioned* m, const char* fn) {
+  if (m == nullptr) return Status(StatusCode::InvalidProblem, std::string(fn) + ": the DLManagedTensorVersioned is null");
+  if (m->version.major != DLPACK_MAJOR_VERSION)
+    return Status(StatusCode::Unsupported,
+                  std::string(fn) + ": the DLManagedTensorVersioned has DLPack version " + std::to_string(m->version.major) +
+                      "." + std::to_string(m->version.minor) + "; baracuda was built with DLPack " +
+                      std::to_string(DLPACK_MAJOR_VERSION) + ".x and reads no other major version (only its deleter may be called)");
+  return &m->dl_tensor;
+}
+}  // namespace
+
+Result<TensorRef> from_dlpack(const DLManagedTensorVersioned* m, int64_t capacity) {
+  Result<const DLTensor*> t = versioned_tensor(m, "from_dlpack");
+  if (!t) return t.status();
+  return from_dlpack(**t, capacity);
+}
+Result<TensorMut> from_dlpack_mut(const DLManagedTensorVersioned* m, int64_t capacity) {
+  Result<const DLTensor*> t = versioned_tensor(m, "from_dlpack_mut");
+  if (!t) return t.status();
+  if (m->flags & DLPACK_FLAG_BITMASK_READ_ONLY)
+    return Status(StatusCode::InvalidProblem,
+                  "from_dlpack_mut: the DLManagedTensorVersioned is read-only (DLPACK_FLAG_BITMASK_READ_ONLY): view it "
+                  "with from_dlpack, or have the producer export a writable tensor");
+  return from_dlpack_mut(**t, capacity);
+}
+#endif
 
 Status to_dlpack(const TensorRef& v, DLTensor* out, int64_t* shape_storage, int64_t* strides_storage) {
   if (!out || (v.rank() > 0 && (!shape_storage || !strides_storage)))

@@ -1,6 +1,6 @@
 // Conveniences for framework authors (issue 9): views that know their buffer's
 // length, dtype_v<T>, shape helpers on every plan, descriptors read from views,
-// strict workspace mode, DLManagedTensor import.
+// strict workspace mode, DLManagedTensor / DLManagedTensorVersioned import.
 #include <gtest/gtest.h>
 
 #include <complex>
@@ -334,4 +334,121 @@ TEST(Conveniences, FromDLManagedTensor) {
   EXPECT_EQ(kept.release(), &p.m);
   EXPECT_EQ(p.deleted, 1);
 }
-#endif
+
+// ---- DLManagedTensorVersioned (DLPack >= 1.0) --------------------------------------
+#if BARACUDA_HAS_DLPACK_VERSIONED
+namespace {
+struct VersionedProducer {  // what a DLPack 1.x producer's __dlpack__ hands out
+  std::vector<float> data = std::vector<float>(6, 2.f);
+  int64_t shape[2] = {2, 3};
+  DLManagedTensorVersioned m{};
+  int deleted = 0;
+  explicit VersionedProducer(uint64_t flags = 0) {
+    m.version = {DLPACK_MAJOR_VERSION, DLPACK_MINOR_VERSION};
+    m.flags = flags;
+    m.dl_tensor.data = data.data();
+    m.dl_tensor.device = {kDLCPU, 0};
+    m.dl_tensor.ndim = 2;
+    m.dl_tensor.dtype = {kDLFloat, 32, 1};
+    m.dl_tensor.shape = shape;
+    m.manager_ctx = this;
+    m.deleter = [](DLManagedTensorVersioned* self) { ++static_cast<VersionedProducer*>(self->manager_ctx)->deleted; };
+  }
+};
+}  // namespace
+
+TEST(Conveniences, FromDLManagedTensorVersioned) {
+  VersionedProducer p;
+  auto v = from_dlpack(&p.m);
+  ASSERT_TRUE(v.is_ok()) << v.status().to_string();
+  EXPECT_EQ(v->data, p.data.data());
+  EXPECT_EQ(v->shape, (Dims{2, 3}));
+  EXPECT_EQ(v->strides, (Dims{3, 1}));
+  EXPECT_EQ(v->dtype, DType::F32);
+  EXPECT_EQ(v->capacity, 6);
+  auto vm = from_dlpack_mut(&p.m, 6);
+  ASSERT_TRUE(vm.is_ok()) << vm.status().to_string();
+  EXPECT_EQ(vm->data, p.data.data());
+  // A newer minor version only adds codes: still read.
+  p.m.version.minor = DLPACK_MINOR_VERSION + 1;
+  EXPECT_TRUE(from_dlpack_mut(&p.m).is_ok());
+  // A copy made for the consumer is writable like any other tensor.
+  VersionedProducer copied(DLPACK_FLAG_BITMASK_IS_COPIED);
+  EXPECT_TRUE(from_dlpack_mut(&copied.m).is_ok());
+  EXPECT_EQ(p.deleted + copied.deleted, 0);  // viewing borrows
+}
+
+TEST(Conveniences, ReadOnlyDLManagedTensorVersionedIsNotWritable) {
+  VersionedProducer p(DLPACK_FLAG_BITMASK_READ_ONLY | DLPACK_FLAG_BITMASK_IS_COPIED);
+  auto v = from_dlpack(&p.m);  // reading is fine
+  ASSERT_TRUE(v.is_ok()) << v.status().to_string();
+  EXPECT_EQ(v->data, p.data.data());
+  auto vm = from_dlpack_mut(&p.m);
+  EXPECT_EQ(vm.status().code(), StatusCode::InvalidProblem);
+  EXPECT_EQ(vm.status().message(),
+            "from_dlpack_mut: the DLManagedTensorVersioned is read-only (DLPACK_FLAG_BITMASK_READ_ONLY): view it with "
+            "from_dlpack, or have the producer export a writable tensor");
+  DLManagedTensorVersionedOwner owner(&p.m);
+  EXPECT_TRUE(owner.read_only());
+  EXPECT_TRUE(owner.is_copied());
+  EXPECT_EQ(owner.view_mut().status().code(), StatusCode::InvalidProblem);
+  EXPECT_TRUE(owner.view().is_ok());
+}
+
+TEST(Conveniences, UnknownDLPackMajorVersionIsRefused) {
+  for (uint32_t major : {uint32_t{DLPACK_MAJOR_VERSION - 1}, uint32_t{DLPACK_MAJOR_VERSION + 1}}) {
+    SCOPED_TRACE(major);
+    VersionedProducer p(DLPACK_FLAG_BITMASK_READ_ONLY);
+    p.m.version = {major, 0};
+    const std::string expected = ": the DLManagedTensorVersioned has DLPack version " + std::to_string(major) +
+                                 ".0; baracuda was built with DLPack " + std::to_string(DLPACK_MAJOR_VERSION) +
+                                 ".x and reads no other major version (only its deleter may be called)";
+    auto v = from_dlpack(&p.m);
+    EXPECT_EQ(v.status().code(), StatusCode::Unsupported);
+    EXPECT_EQ(v.status().message(), "from_dlpack" + expected);
+    // The version is checked before the flags: they may not be where this build looks.
+    auto vm = from_dlpack_mut(&p.m);
+    EXPECT_EQ(vm.status().code(), StatusCode::Unsupported);
+    EXPECT_EQ(vm.status().message(), "from_dlpack_mut" + expected);
+    {
+      DLManagedTensorVersionedOwner owner(&p.m);
+      EXPECT_FALSE(owner.read_only());  // unreadable flags are not reported
+      EXPECT_EQ(owner.view().status().code(), StatusCode::Unsupported);
+    }
+    EXPECT_EQ(p.deleted, 1);  // the deleter is still called, once
+  }
+  EXPECT_EQ(from_dlpack(static_cast<const DLManagedTensorVersioned*>(nullptr)).status().message(),
+            "from_dlpack: the DLManagedTensorVersioned is null");
+  EXPECT_EQ(from_dlpack_mut(static_cast<const DLManagedTensorVersioned*>(nullptr)).status().code(),
+            StatusCode::InvalidProblem);
+}
+
+TEST(Conveniences, DLManagedTensorVersionedOwnerCallsTheDeleterOnce) {
+  VersionedProducer p;
+  {
+    DLManagedTensorVersionedOwner owner(&p.m);
+    EXPECT_FALSE(owner.read_only());
+    EXPECT_FALSE(owner.is_copied());
+    auto ov = owner.view_mut();
+    ASSERT_TRUE(ov.is_ok()) << ov.status().to_string();
+    ReduceDescriptor d;
+    d.shape = ov->shape;
+    auto plan = ReducePlan::select(Stream::cpu(), d).value();
+    float sum = 0;
+    ASSERT_TRUE(plan.run(Stream::cpu(), Workspace::none(), {*ov, TensorMut::contiguous(&sum, Device::cpu(), {}, 1)}).is_ok());
+    EXPECT_EQ(sum, 12.f);
+    DLManagedTensorVersionedOwner moved = std::move(owner);
+    EXPECT_EQ(owner.get(), nullptr);
+    EXPECT_FALSE(owner.read_only());  // empty
+    moved.reset(&p.m);  // the same tensor again: the old one's deleter runs first
+    EXPECT_EQ(p.deleted, 1);
+  }
+  EXPECT_EQ(p.deleted, 2);
+  DLManagedTensorVersionedOwner kept(&p.m);
+  EXPECT_EQ(kept.release(), &p.m);
+  EXPECT_EQ(p.deleted, 2);
+}
+#else
+TEST(Conveniences, DLManagedTensorVersioned) { GTEST_SKIP() << "DLManagedTensorVersioned needs a DLPack >= 1.0 dlpack.h"; }
+#endif  // BARACUDA_HAS_DLPACK_VERSIONED
+#endif  // BARACUDA_HAS_DLPACK

@@ -590,7 +590,7 @@ TEST(Stream, Basics) {
 // ---------------------------------------------------------------------------
 // DLPack
 // ---------------------------------------------------------------------------
-#if __has_include(<dlpack/dlpack.h>)
+#if BARACUDA_HAS_DLPACK
 TEST(DLPack, RoundTripStridedView) {
   std::vector<float> buf(64);
   const TensorRef v(buf.data() + 1, DType::F32, Device::cpu(), Dims{3, 4}, Dims{1, 6}, 40);
@@ -716,5 +716,5 @@ TEST(DLPack, Rejections) {
             StatusCode::InvalidProblem);
 }
 #else
-TEST(DLPack, NotAvailable) { GTEST_SKIP() << "dlpack/dlpack.h not found"; }
+TEST(DLPack, NotAvailable) { GTEST_SKIP() << "no DLPack: dlpack/dlpack.h not found, or the library was built without it"; }
 #endif

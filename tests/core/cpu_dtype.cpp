@@ -697,7 +697,7 @@ TEST(DTypeElements, HostBufferRoundsIntoNewDTypes) {
   EXPECT_EQ(bt::poison_byte(DType::F8E5M2), 0xff);
 }
 
-#if __has_include(<dlpack/dlpack.h>)
+#if BARACUDA_HAS_DLPACK
 TEST(DLPack, NewDTypes) {
   std::vector<double> buf(16);
   const auto round_trip = [&](DType dt) -> Result<TensorRef> {

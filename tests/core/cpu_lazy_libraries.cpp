@@ -115,3 +115,43 @@ TEST(LazyLibraries, CublasLtRoutesNameTheMissingLibrary) {
 #endif
 
 }  // namespace
+
+// The loader both backends use (backends::load_api): a table is usable only
+// when every function resolved, and otherwise says which step failed.
+namespace {
+struct MathApi {
+  double (*cos)(double) = nullptr;
+  double (*sqrt)(double) = nullptr;
+  void (*baracuda_test_no_such_function)() = nullptr;
+};
+}  // namespace
+
+TEST(LazyLibraries, LoadApiFillsTheTableOrSaysWhy) {
+  using baracuda::backends::load_api;
+  const auto math = load_api<MathApi>({"libm.so.6"}, [](DynamicLibrary& lib, MathApi& api) {
+    return BARACUDA_RESOLVE_FUNCTION(cos) BARACUDA_RESOLVE_FUNCTION(sqrt) true;
+  });
+  ASSERT_NE(math.table(), nullptr) << math.error;
+  EXPECT_TRUE(math.error.empty()) << math.error;
+  EXPECT_EQ(math.table()->cos(0.0), 1.0);
+  EXPECT_EQ(math.table()->sqrt(9.0), 3.0);
+
+  // A missing function: no table, the function named, resolution stops there.
+  const auto partial = load_api<MathApi>({"libm.so.6"}, [](DynamicLibrary& lib, MathApi& api) {
+    return BARACUDA_RESOLVE_FUNCTION(cos) BARACUDA_RESOLVE_FUNCTION(baracuda_test_no_such_function)
+        BARACUDA_RESOLVE_FUNCTION(sqrt) true;
+  });
+  EXPECT_EQ(partial.table(), nullptr);
+  EXPECT_EQ(partial.error, "libm.so.6 has no function baracuda_test_no_such_function (an older or incompatible version?)");
+  EXPECT_EQ(partial.api.sqrt, nullptr);
+
+  // A missing library: no table, the library named, resolve_all never called.
+  bool resolved = false;
+  const auto absent = load_api<MathApi>({"libbaracuda-test-no-such-library.so.1"}, [&](DynamicLibrary&, MathApi&) {
+    resolved = true;
+    return true;
+  });
+  EXPECT_EQ(absent.table(), nullptr);
+  EXPECT_TRUE(contains(absent.error, "libbaracuda-test-no-such-library.so.1")) << absent.error;
+  EXPECT_FALSE(resolved);
+}

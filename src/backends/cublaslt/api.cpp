@@ -11,40 +11,17 @@ namespace baracuda::cublaslt {
 
 namespace {
 
-struct Loaded {
-  Api api;
-  bool ok = false;
-  std::string error;
-};
-
-Loaded load() {
-  Loaded l;
-  auto lib = backends::DynamicLibrary::open(backends::library_candidates(
-      "BARACUDA_CUBLASLT_LIBRARY", "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR),
-      BARACUDA_CUBLASLT_FALLBACK_DIR));
-  if (!lib.loaded()) {
-    l.error = lib.error();
-    return l;
-  }
-#define BARACUDA_CUBLASLT_RESOLVE(name)   \
-  if (!lib.resolve(#name, l.api.name)) { \
-    l.error = lib.error();               \
-    return l;                            \
-  }
-  BARACUDA_CUBLASLT_FUNCTIONS(BARACUDA_CUBLASLT_RESOLVE)
-#undef BARACUDA_CUBLASLT_RESOLVE
-  l.ok = true;
-  return l;
-}
-
-const Loaded& load_once() {
-  static const Loaded l = load();  // C++ guarantees one thread-safe initialization
+const backends::LoadedApi<Api>& load_once() {
+  static const auto l = backends::load_api<Api>(  // C++ guarantees one thread-safe initialization
+      backends::library_candidates("BARACUDA_CUBLASLT_LIBRARY", "libcublasLt.so." + std::to_string(CUBLAS_VER_MAJOR),
+                                   BARACUDA_CUBLASLT_FALLBACK_DIR),
+      [](backends::DynamicLibrary& lib, Api& api) { return BARACUDA_CUBLASLT_FUNCTIONS(BARACUDA_RESOLVE_FUNCTION) true; });
   return l;
 }
 
 }  // namespace
 
-const Api* try_api() { return load_once().ok ? &load_once().api : nullptr; }
+const Api* try_api() { return load_once().table(); }
 const std::string& load_error() { return load_once().error; }
 
 Status require_api(const char* plan) {

@@ -12,39 +12,17 @@ namespace baracuda::cudnn {
 
 namespace {
 
-struct Loaded {
-  Api api;
-  bool ok = false;
-  std::string error;
-};
-
-Loaded load() {
-  Loaded l;
-  auto lib = backends::DynamicLibrary::open(backends::library_candidates(
-      "BARACUDA_CUDNN_LIBRARY", "libcudnn.so." + std::to_string(CUDNN_MAJOR), BARACUDA_CUDNN_FALLBACK_DIR));
-  if (!lib.loaded()) {
-    l.error = lib.error();
-    return l;
-  }
-#define BARACUDA_CUDNN_RESOLVE(name)      \
-  if (!lib.resolve(#name, l.api.name)) { \
-    l.error = lib.error();               \
-    return l;                            \
-  }
-  BARACUDA_CUDNN_FUNCTIONS(BARACUDA_CUDNN_RESOLVE)
-#undef BARACUDA_CUDNN_RESOLVE
-  l.ok = true;
-  return l;
-}
-
-const Loaded& load_once() {
-  static const Loaded l = load();  // C++ guarantees one thread-safe initialization
+const backends::LoadedApi<Api>& load_once() {
+  static const auto l = backends::load_api<Api>(  // C++ guarantees one thread-safe initialization
+      backends::library_candidates("BARACUDA_CUDNN_LIBRARY", "libcudnn.so." + std::to_string(CUDNN_MAJOR),
+                                   BARACUDA_CUDNN_FALLBACK_DIR),
+      [](backends::DynamicLibrary& lib, Api& api) { return BARACUDA_CUDNN_FUNCTIONS(BARACUDA_RESOLVE_FUNCTION) true; });
   return l;
 }
 
 }  // namespace
 
-const Api* try_api() { return load_once().ok ? &load_once().api : nullptr; }
+const Api* try_api() { return load_once().table(); }
 const std::string& load_error() { return load_once().error; }
 
 }  // namespace baracuda::cudnn
