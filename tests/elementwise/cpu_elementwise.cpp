@@ -221,6 +221,12 @@ TEST(ElementwiseSemantics, UnaryMathMatchesPythonsMath) {
   expect_values(unary(UnaryOp::Digamma, {1.0, 0.5, -2.0, 0.0, -0.0, 10.0}),
                 {-0.5772156649015329, -1.9635100260214235, kNaN, -kInf, kInf, 2.251752589066721}, 1e-13, "digamma");
   expect_values(unary(UnaryOp::I0, {0.0, 1.0, -1.0}), {1.0, 1.2660658777520082, 1.2660658777520082}, 1e-14, "i0");
+  // Past the series (exact rational sums computed with Python's fractions) and past overflow.
+  const auto i0 = unary(UnaryOp::I0, {31.0, -40.0, 100.0, 800.0, 1e30});
+  const double i0_want[] = {2089962966491.9038, 1.48947747934199e+16, 1.0737517071310738e+42};
+  for (int i = 0; i < 3; ++i) EXPECT_NEAR(i0[i] / i0_want[i], 1.0, 1e-14) << "i0 #" << i;
+  EXPECT_EQ(i0[3], kInf);
+  EXPECT_EQ(i0[4], kInf);
   // erfinv: erf(erfinv(y)) == y, and the endpoints.
   const auto e = unary(UnaryOp::Erfinv, {-0.999, -0.3, 0.0, 0.7, 0.9999999, 1.0, -1.0, 1.5});
   const double ys[] = {-0.999, -0.3, 0.0, 0.7, 0.9999999};
@@ -291,6 +297,9 @@ TEST(ElementwiseSemantics, RoundingSignAndSpecialValues) {
   expect_values(binary_f(BinaryOp::Ne, {kNaN, 1.0}, {kNaN, 1.0}), {1, 0}, 0, "ne");
   const double nx = std::nextafter(1.0, 2.0);
   expect_values(binary_f(BinaryOp::NextAfter, {1.0}, {2.0}), {nx}, 0, "nextafter");
+  // f32: the neighbour in float (the reference computes in double).
+  expect_values(binary_f(BinaryOp::NextAfter, {1.0, -kInf}, {2.0, 0.0}, DType::F32),
+                {static_cast<double>(std::nextafter(1.0f, 2.0f)), -3.4028234663852886e38}, 0, "nextafter f32");
 }
 
 TEST(ElementwiseSemantics, IntegerEdgeCasesAreDefined) {

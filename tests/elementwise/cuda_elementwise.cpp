@@ -45,8 +45,10 @@ double tol_of(DType t) {
 }
 
 // First mismatch between got and ref ("" when none).
-std::string compare(const std::vector<double>& got, const std::vector<double>& ref, DType out) {
-  const double tol = tol_of(out);
+// The tolerance is the coarser of the output's and the compute's (an f32 op
+// stored to f64 carries f32 rounding).
+std::string compare(const std::vector<double>& got, const std::vector<double>& ref, DType out, DType common) {
+  const double tol = is_floating_point(out) ? std::max(tol_of(out), tol_of(common)) : 0.0;
   for (size_t i = 0; i < ref.size(); ++i) {
     const double g = got[i], r = ref[i];
     bool ok;
@@ -115,7 +117,7 @@ void check_plan(const char* what, const Plan& cpu, const Plan& gpu, Io& io, Fill
     const Status gs = gpu.run(kGpu, {}, ga);
     ASSERT_TRUE(gs.is_ok()) << what << ": " << gs.to_string();
     HostBuffer back = to_host(dout, od, io.out_lay.storage);
-    const std::string m = compare(bt::gather(back, io.out_lay), bt::gather(ho, io.out_lay), od);
+    const std::string m = compare(bt::gather(back, io.out_lay), bt::gather(ho, io.out_lay), od, cpu.common_dtype());
     ASSERT_EQ(m, "") << what << " (sku " << gpu.sku_for(kGpu, {}, ga)->to_string() << ")";
     ASSERT_EQ(bt::check_gaps(back, io.out_lay, pass == 0 ? bt::poison_byte(od) : bt::alt_poison_byte(od)), "") << what;
     auto raw = bt::materialize(back, io.out_lay).raw();
@@ -299,7 +301,7 @@ TEST(CudaElementwise, EveryTernaryOpMatchesTheReference) {
                                                a.a = in[k++];
                                                if (d.b.kind == Operand::Kind::Tensor) a.b = in[k++];
                                                if (d.c.kind == Operand::Kind::Tensor) a.c = in[k++];
-                                               else a.c_value = is_floating_point(dt) ? Scalar(2.0) : Scalar(2);
+                                               else a.c_value = is_floating_point(dt) ? Scalar(2.0) : (dt == DType::Bool ? Scalar(true) : Scalar(2));
                                                a.out = out;
                                              });
         if (HasFatalFailure()) return;

@@ -24,7 +24,8 @@ namespace baracuda::elementwise {
 
 // The op parameters, resolved at select() (defaults applied): p[0..2] are the
 // descriptor's alpha / beta / gamma; `bits` the integer width of the common
-// dtype (1 for bool) for the shifts and bitwise_not; `has` (clamp) which
+// dtype (1 for bool) for the shifts and bitwise_not, or the bits of a floating
+// common dtype (nextafter steps in that precision); `has` (clamp) which
 // optional operands are given: bit 0 = b, bit 1 = c.
 struct Params {
   double p[3] = {0, 0, 0};
@@ -316,7 +317,14 @@ HD inline auto binary(C a, C b, const Params& q) {
     if constexpr (I) return a < b ? a : b;
     else return ewm::fmin(a, b);
   } else if constexpr (Op == B::Copysign) return ewm::copysign(a, b);
-  else if constexpr (Op == B::NextAfter) return ewm::nextafter(a, b);
+  else if constexpr (Op == B::NextAfter) {
+    // The neighbour in the dtype's own precision (a double reference of an
+    // f32 op steps in float).
+    if constexpr (std::is_same_v<C, double>) {
+      if (q.bits == 32) return static_cast<C>(ewm::nextafter(static_cast<float>(a), static_cast<float>(b)));
+    }
+    return ewm::nextafter(a, b);
+  }
   else if constexpr (Op == B::LogAddExp || Op == B::LogAddExp2) {
     if (ewm::isinf(a) && a == b) return a;
     const C m = a > b ? a : b;

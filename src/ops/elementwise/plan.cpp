@@ -345,7 +345,7 @@ Status resolve(const Spec& s, Problem* p) {
   }
   if (s.arity == 2 && static_cast<BinaryOp>(s.op) == BinaryOp::IsClose && (a0 < 0 || p->params[1] < 0))
     return invalid(plan, "isclose's rtol and atol must be >= 0");
-  p->bits = c == DType::Bool ? 1 : (is_integral(c) ? static_cast<int>(8 * dtype_size(c)) : 64);
+  p->bits = c == DType::Bool ? 1 : static_cast<int>(8 * dtype_size(c));
   p->has = clamp ? ((s.operands[1]->kind != Kind::Absent ? 1 : 0) | (s.operands[2]->kind != Kind::Absent ? 2 : 0)) : 3;
   return Status::ok();
 }
