@@ -1,5 +1,6 @@
-// What the memory-bound families (reduce, rope) share: bytes moved against the
-// copy bandwidth measured when the family starts, one table and one JSON schema.
+// What the memory-bound families (reduce, rope, elementwise) share: bytes moved
+// against the copy bandwidth measured when the family starts, one table and one
+// JSON schema.
 #pragma once
 
 #include <cstdio>

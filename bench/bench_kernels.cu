@@ -2,6 +2,8 @@
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
+#include <type_traits>
+
 #include "bench_kernels.hpp"
 
 namespace {
@@ -22,6 +24,13 @@ __device__ __forceinline__ __half from_f32<__half>(float v) { return __float2hal
 template <>
 __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
 
+// Bool (stored as one byte 0 / 1): true where u > 0.5, a fair coin per element.
+struct BoolByte {
+  uint8_t v;
+};
+template <>
+__device__ __forceinline__ BoolByte from_f32<BoolByte>(float v) { return BoolByte{static_cast<uint8_t>(v > 0.5f)}; }
+
 template <class T>
 __global__ void fill_uniform_kernel(T* p, size_t n, float lo, float span, uint64_t seed) {
   const size_t step = static_cast<size_t>(gridDim.x) * blockDim.x;
@@ -29,7 +38,7 @@ __global__ void fill_uniform_kernel(T* p, size_t n, float lo, float span, uint64
     // 23 random bits + 0.5: u is exact in float, strictly inside (0, 1) and never 0.5.
     const uint32_t r = static_cast<uint32_t>(splitmix64(seed * 0x100000001B3ull + i) >> 41);
     const float u = (static_cast<float>(r) + 0.5f) * (1.0f / 8388608.0f);
-    p[i] = from_f32<T>(lo + span * u);
+    p[i] = from_f32<T>(std::is_same_v<T, BoolByte> ? u : lo + span * u);
   }
 }
 
@@ -59,6 +68,7 @@ cudaError_t bench_fill_uniform(void* dst, baracuda::DType dtype, size_t n, float
     case baracuda::DType::F32: return launch_fill<float>(dst, n, lo, hi, seed, stream);
     case baracuda::DType::F16: return launch_fill<__half>(dst, n, lo, hi, seed, stream);
     case baracuda::DType::BF16: return launch_fill<__nv_bfloat16>(dst, n, lo, hi, seed, stream);
+    case baracuda::DType::Bool: return launch_fill<BoolByte>(dst, n, lo, hi, seed, stream);
     default: return cudaErrorInvalidValue;
   }
 }

@@ -10,6 +10,7 @@
 // Fills n elements (F32, F16 or BF16) with deterministic uniform values in
 // (lo, hi): a counter-based hash of (seed, index), so no RNG state and no
 // upload. Never produces exactly 0 when lo = -hi (no accidental zeros for Prod).
+// Bool: true or false with probability 1/2 each (lo, hi ignored).
 cudaError_t bench_fill_uniform(void* dst, baracuda::DType dtype, size_t n, float lo, float hi, uint64_t seed,
                                cudaStream_t stream);
 

@@ -3,13 +3,14 @@
 
     python3 bench/compare.py OURS.json [TORCH.json] [--family F] [--markdown PATH] [--out PATH] [--summary-only]
 
-The family (reduce, rope: bandwidth; attention: TFLOP/s) is read from OURS.json
-(--family overrides). TORCH.json may be missing: ours alone is shown.
+The family (reduce, rope, elementwise: bandwidth; attention: TFLOP/s) is read
+from OURS.json (--family overrides). TORCH.json may be missing: ours alone is shown.
 
 Bandwidth families print, per case: our time, torch's time, speedup = torch_us /
 ours_us (> 1: baracuda is faster), our GB/s and % of the device copy bandwidth,
-the variant. Then a summary per (op, dir, dtype): geometric-mean and worst
-speedup, mean % of copy bandwidth. --markdown writes the same as markdown; --out
+the variant (and, where the torch side timed torch.compile too: its time and
+our speedup over it). Then a summary per (op, dir, dtype): geometric-mean and
+worst speedup, mean % of copy bandwidth. --markdown writes the same as markdown; --out
 writes one combined JSON (both tools' metadata + joined cases + summary), the
 file to commit under bench/results/.
 
@@ -55,6 +56,12 @@ def make_row(o, t):
              ours_frac_copy=o.get("frac_copy") if ok_o else None, bytes=o.get("bytes", t.get("bytes")),
              variant=o.get("variant", ""), backend=o.get("backend", ""))
     r["speedup"] = r["torch_us"] / r["ours_us"] if r["ours_us"] and r["torch_us"] else None
+    # torch.compile's time, where the torch side timed one (elementwise: swiglu).
+    if "compiled_us" in t or "compiled_error" in t:
+        r["torch_compiled_us"] = t.get("compiled_us")
+        r["speedup_compiled"] = r["torch_compiled_us"] / r["ours_us"] if r["ours_us"] and r["torch_compiled_us"] else None
+        if t.get("compiled_error"):
+            r["torch_compiled_error"] = t["compiled_error"]
     if o.get("error"):
         r["ours_error"] = o["error"]
     if t.get("error"):
@@ -91,13 +98,25 @@ def fmt(v, spec, none="-"):
 
 
 CASE_COLS = ["case", "ours us", "torch us", "speedup", "ours GB/s", "%copy", "variant"]
+COMPILED_COLS = ["torch.compile us", "speedup vs compiled"]  # only when some case has them
 SUM_COLS = ["op", "dir", "dtype", "compared", "geomean speedup", "worst speedup", "mean %copy", "our errors"]
 
 
-def case_cells(r):
-    return [r["name"], fmt(r["ours_us"], ".1f", "ERR"), fmt(r["torch_us"], ".1f", "ERR" if "torch_error" in r else "-"),
-            fmt(r["speedup"], ".2f"), fmt(r["ours_gbps"], ".0f"),
-            fmt(None if r["ours_frac_copy"] is None else 100 * r["ours_frac_copy"], ".1f"), r["variant"]]
+def case_cells(r, compiled=False):
+    cells = [r["name"], fmt(r["ours_us"], ".1f", "ERR"), fmt(r["torch_us"], ".1f", "ERR" if "torch_error" in r else "-"),
+             fmt(r["speedup"], ".2f"), fmt(r["ours_gbps"], ".0f"),
+             fmt(None if r["ours_frac_copy"] is None else 100 * r["ours_frac_copy"], ".1f"), r["variant"]]
+    if compiled:
+        cells += [fmt(r.get("torch_compiled_us"), ".1f", "ERR" if "torch_compiled_error" in r else "-"),
+                  fmt(r.get("speedup_compiled"), ".2f")]
+    return cells
+
+
+def case_table(rows, table):
+    """The per-case table (text_table or md_table), with torch.compile's columns
+    when some case has a compiled time."""
+    compiled = any("torch_compiled_us" in r for r in rows)
+    return table(CASE_COLS + (COMPILED_COLS if compiled else []), [case_cells(r, compiled) for r in rows])
 
 
 def sum_cells(s):
@@ -136,7 +155,7 @@ def header_lines(ours, torch):
 def errors(rows):
     out = []
     for r in rows:
-        for who in ("ours", "torch"):
+        for who in ("ours", "torch", "torch_compiled"):
             if who + "_error" in r:
                 msg = " ".join(str(r[who + "_error"]).split())  # one line each
                 out.append("%s [%s]: %s" % (r["name"], who, msg))
@@ -153,7 +172,7 @@ def compare_bandwidth(ours, torch, args):
         with open(args.markdown, "w") as f:
             f.write("# %s vs PyTorch\n\n" % ours.get("bench", "baracuda") + "\n".join("- " + l for l in header_lines(ours, torch)))
             f.write("\n\n## Summary\n\n" + md_table(SUM_COLS, [sum_cells(s) for s in summary]))
-            f.write("\n\n## Cases\n\n" + md_table(CASE_COLS, [case_cells(r) for r in rows]) + "\n")
+            f.write("\n\n## Cases\n\n" + case_table(rows, md_table) + "\n")
             if errs:
                 f.write("\n## Errors\n\n" + "\n".join("- `%s`" % e.replace("`", "'") for e in errs) + "\n")
     if args.out:
@@ -166,7 +185,7 @@ def compare_bandwidth(ours, torch, args):
 
     print("\n".join(header_lines(ours, torch)) + "\n")
     if not args.summary_only:
-        print(text_table(CASE_COLS, [case_cells(r) for r in rows]) + "\n")
+        print(case_table(rows, text_table) + "\n")
     print(text_table(SUM_COLS, [sum_cells(s) for s in summary]))
     if errs:
         print("\n%d errors%s" % (len(errs), ":" if not args.summary_only else " (first 10):"))
@@ -254,20 +273,22 @@ def compare_attention(ours, torch, args):
 
 # ---- main ----------------------------------------------------------------------------------
 
-FAMILY_ALIASES = {"attn": "attention"}
+FAMILY_ALIASES = {"attn": "attention", "ew": "elementwise"}
 
 
 def family_of(ours):
     """The family a baracuda_bench JSON file holds (its tool names the case set)."""
     return "attention" if ours.get("bench") == "baracuda_attn_bench" else {
-        "baracuda_bench": "reduce", "baracuda_rope_bench": "rope"}.get(ours.get("tool"), "reduce")
+        "baracuda_bench": "reduce", "baracuda_rope_bench": "rope",
+        "baracuda_elementwise_bench": "elementwise"}.get(ours.get("tool"), "reduce")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("ours")
     ap.add_argument("torch", nargs="?")
-    ap.add_argument("--family", choices=("reduce", "attention", "attn", "rope"), help="default: read from OURS.json")
+    ap.add_argument("--family", choices=("reduce", "attention", "attn", "rope", "elementwise", "ew"),
+                    help="default: read from OURS.json")
     ap.add_argument("--markdown", help="write a markdown report here")
     ap.add_argument("--out", help="write the combined JSON here")
     ap.add_argument("--summary-only", action="store_true", help="print only the per-op summary (bandwidth families)")

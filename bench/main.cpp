@@ -4,9 +4,10 @@
 //
 //   baracuda_bench [--family F]... [--json PATH] [--filter SUBSTR] [--iters N] [--warmup N] [--list]
 //
-// --family reduce|attention|rope (attn = attention), repeatable; default: all, in
-// that order. --json writes one file per family, rewritten after every case; with
-// several families PATH gets the family's name (out.json -> out_reduce.json, ...).
+// --family reduce|attention|rope|elementwise (attn = attention, ew = elementwise),
+// repeatable; default: all, in that order. --json writes one file per family,
+// rewritten after every case; with several families PATH gets the family's name
+// (out.json -> out_reduce.json, ...).
 // Exit status: 0 all cases ran, 3 some failed (listed in the JSON), 1 no device
 // or a setup failure, 2 a bad command line.
 #include <cstdio>
@@ -122,6 +123,7 @@ int main(int argc, char** argv) {
   register_reduce(reg);
   register_attention(reg);
   register_rope(reg);
+  register_elementwise(reg);
 
   Options o;
   if (!parse_options(argc, argv, reg, o)) {

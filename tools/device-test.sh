@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one script run on the GPU machine, from the repository root:
 #   configure (from scratch) + build, ctest, examples (quickstart, attention_block), and with
-#   BENCH=1 the benchmarks (reduction, attention, RoPE) against PyTorch.
+#   BENCH=1 the benchmarks (reduction, attention, RoPE, elementwise) against PyTorch.
 #
 #   RESULTS=$OUT BENCH=1 tools/device-test.sh
 #
@@ -17,7 +17,8 @@
 #   CTEST_TIMEOUT per-test timeout in seconds (default 300)
 #   BENCH         1: run the benchmarks (default 0)
 #   BENCH_SET     which baracuda_bench families, each against PyTorch
-#                 (default "reduce attn rope"; attn = attention)
+#                 (default "reduce attn rope ew"; attn = attention,
+#                 ew = elementwise)
 #   BENCH_FILTER  only bench cases whose name contains this (e.g. "sum.fwd")
 #   BENCH_ITERS   timed iterations per case (default: each family's own,
 #                 30; attention 20)
@@ -34,7 +35,7 @@ CTEST_TIMEOUT=${CTEST_TIMEOUT:-300}
 BENCH=${BENCH:-0}
 BENCH_FILTER=${BENCH_FILTER:-}
 BENCH_ITERS=${BENCH_ITERS:-}
-BENCH_SET=${BENCH_SET:-reduce attn rope}
+BENCH_SET=${BENCH_SET:-reduce attn rope ew}
 
 mkdir -p "$RESULTS"
 RESULTS=$(cd "$RESULTS" && pwd)
@@ -143,6 +144,7 @@ if [[ "$BENCH" == 1 ]]; then
     case "$SET" in
       reduce|rope) FAMILY=$SET ;;
       attn|attention) FAMILY=attention ;;
+      ew|elementwise) FAMILY=elementwise ;;
       *) fail "bench: unknown set $SET"; continue ;;
     esac
     if [[ ! -x "$BB" ]]; then fail "bench $SET: $BB not built"; continue; fi

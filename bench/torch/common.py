@@ -13,7 +13,7 @@ A family module defines TOOL, NOTES, ITERS, WARMUP, all_cases() (dicts with
 "name"), start(torch, meta) (measures its ceiling into meta, prints the table
 header), run_case(torch, c, meta, args) -> result fields (raises on failure) and
 row(r) -> its table line. The bandwidth_* functions below are those pieces for
-the memory-bound families (reduce, rope), which give prepare_case.
+the memory-bound families (reduce, rope, elementwise), which give prepare_case.
 
 torch is passed in (never imported here), so --list and py_compile work without it.
 """

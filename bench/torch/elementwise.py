@@ -1,0 +1,174 @@
+"""Family "elementwise" (alias "ew"): PyTorch eager on the cases of baracuda_bench --family elementwise.
+
+    python3 bench/torch_bench.py --family elementwise [--json PATH] [--filter SUBSTR] [--iters N] [--warmup N] [--list]
+
+Same names, byte counting and method as bench/cases/elementwise.cpp, so
+bench/compare.py can join the two JSON files by case name. Every case is
+written the usual eager way, output allocated by PyTorch (its caching allocator:
+no cudaMalloc inside the timing), forward under torch.no_grad():
+    copy             x.clone()                   copy_transposed  x.t().contiguous()
+    add, add_row, add_col   a + b  (b [8192, 16384], [16384], [8192, 1])
+    mul_scalar       a * 1.5                     gelu, silu       F.gelu(x), F.silu(x)
+    swiglu           F.silu(a) * b               where            torch.where(cond, a, b)
+    clamp            torch.clamp(x, -0.5, 0.5)   cast_<to>        x.to(<to>)
+The ops in COMPILED are timed a second time through torch.compile (compiled
+once before the timing; fields compiled_us / compiled_gbps, or compiled_error):
+swiglu, the fusion PyTorch eager cannot do.
+  * each case: warm-up, then `iters` runs each between its own pair of CUDA
+    events, median; the timed runs are queued behind torch.cuda._sleep;
+  * rotation among independent buffer sets touching >= max(4 x L2, 256 MiB);
+  * bytes counted as baracuda's: every tensor input read once (a broadcast
+    operand: its own size) + the output written.
+"""
+import math
+
+from . import common
+
+TOOL = "torch_elementwise"
+NOTES = "eager; COMPILED ops also through torch.compile (compiled_us); bytes counted as baracuda's"
+ITERS, WARMUP = 30, 5
+
+ROWS, COLS = 8192, 16384
+FULL = (ROWS, COLS)
+DTYPE_SIZE = {"f32": 4, "bf16": 2, "f16": 2, "i32": 4, "bool": 1}
+COMPILED = {"swiglu"}
+
+
+def tensor(dtype, shape, lo=-1.0, hi=1.0):
+    return dict(kind="tensor", dtype=dtype, shape=tuple(shape), lo=lo, hi=hi, transposed=False)
+
+
+def transposed(dtype, shape):
+    return dict(tensor(dtype, shape), transposed=True)
+
+
+def scalar(value):
+    return dict(kind="scalar", value=value)
+
+
+def specs():
+    """(op, dtype, operands, output dtype), in the order of cases/elementwise.cpp."""
+    out = []
+    for dt in ("f32", "bf16"):
+        out += [
+            ("copy", dt, [tensor(dt, FULL)], dt),
+            ("copy_transposed", dt, [transposed(dt, FULL)], dt),
+            ("add", dt, [tensor(dt, FULL), tensor(dt, FULL)], dt),
+            ("add_row", dt, [tensor(dt, FULL), tensor(dt, (COLS,))], dt),
+            ("add_col", dt, [tensor(dt, FULL), tensor(dt, (ROWS, 1))], dt),
+            ("mul_scalar", dt, [tensor(dt, FULL), scalar(1.5)], dt),
+            ("gelu", dt, [tensor(dt, FULL)], dt),
+            ("silu", dt, [tensor(dt, FULL)], dt),
+            ("swiglu", dt, [tensor(dt, FULL), tensor(dt, FULL)], dt),
+            ("where", dt, [tensor("bool", FULL), tensor(dt, FULL), tensor(dt, FULL)], dt),
+            ("clamp", dt, [tensor(dt, FULL), scalar(-0.5), scalar(0.5)], dt),
+        ]
+    out += [
+        ("cast_bf16", "f32", [tensor("f32", FULL)], "bf16"),
+        ("cast_f16", "bf16", [tensor("bf16", FULL)], "f16"),
+        # Values in (-1000, 1000) so the truncated integers are not all 0.
+        ("cast_i32", "f32", [tensor("f32", FULL, -1000.0, 1000.0)], "i32"),
+    ]
+    return out
+
+
+def case_name(op, dtype):
+    return "%s.fwd.%s.%s" % (op, dtype, "x".join(map(str, FULL)))
+
+
+SPECS = {case_name(op, dt): (op, dt, ins, out) for op, dt, ins, out in specs()}
+
+
+def all_cases():
+    return [dict(name=case_name(op, dt), op=op, dir="fwd", dtype=dt, shape=list(FULL), axes=[])
+            for op, dt, _, _ in specs()]
+
+
+def counted_bytes(ins, out_dtype):
+    t = sum(math.prod(o["shape"]) * DTYPE_SIZE[o["dtype"]] for o in ins if o["kind"] == "tensor")
+    return t + math.prod(FULL) * DTYPE_SIZE[out_dtype]
+
+
+def torch_dtype(torch, name):
+    return {"f32": torch.float32, "bf16": torch.bfloat16, "f16": torch.float16, "i32": torch.int32,
+            "bool": torch.bool}[name]
+
+
+def make_fn(torch, op, out_dtype):
+    """The eager PyTorch code of an op, on its operands (scalars passed as numbers)."""
+    F = torch.nn.functional
+    if op.startswith("cast_"):
+        to = torch_dtype(torch, out_dtype)
+        return lambda x: x.to(to)
+    return {
+        "copy": lambda x: x.clone(),
+        "copy_transposed": lambda x: x.contiguous(),  # x is already the transposed view
+        "add": lambda a, b: a + b,
+        "add_row": lambda a, b: a + b,
+        "add_col": lambda a, b: a + b,
+        "mul_scalar": lambda a, s: a * s,
+        "gelu": lambda x: F.gelu(x),
+        "silu": lambda x: F.silu(x),
+        "swiglu": lambda a, b: F.silu(a) * b,
+        "where": lambda c, a, b: torch.where(c, a, b),
+        "clamp": lambda x, lo, hi: torch.clamp(x, lo, hi),
+    }[op]
+
+
+def make_operand(torch, o):
+    if o["kind"] == "scalar":
+        return o["value"]
+    if o["dtype"] == "bool":
+        return torch.rand(o["shape"], device="cuda") < 0.5
+    dt = torch_dtype(torch, o["dtype"])
+    if o["transposed"]:  # the [cols, rows] tensor's storage read as [rows, cols]
+        rows, cols = o["shape"]
+        return torch.empty((cols, rows), dtype=dt, device="cuda").uniform_(o["lo"], o["hi"]).t()
+    return torch.empty(o["shape"], dtype=dt, device="cuda").uniform_(o["lo"], o["hi"])
+
+
+def prepare_case(torch, c, rotate_bytes, compiled=False):
+    """The case's buffers: (bytes counted, sets, launch(i) timing run i)."""
+    op, _, ins, out_dtype = SPECS[c["name"]]
+    fn = make_fn(torch, op, out_dtype)
+    if compiled:
+        fn = torch.compile(fn, dynamic=False)
+    counted = counted_bytes(ins, out_dtype)
+    nsets = max(1, min(16, -(-rotate_bytes // counted)))
+    sets = [[make_operand(torch, o) for o in ins] for _ in range(nsets)]
+
+    def launch(i):
+        with torch.no_grad():
+            fn(*sets[i % nsets])
+
+    return counted, nsets, launch
+
+
+start = common.bandwidth_start
+
+
+def row(r):
+    line = common.bandwidth_row(r)
+    if r.get("compiled_us"):
+        line += "   compiled %.1f us, %.1f GB/s" % (r["compiled_us"], r["compiled_gbps"])
+    elif r.get("compiled_error"):
+        line += "   compiled: ERROR %s" % r["compiled_error"]
+    return line
+
+
+def compiled_case(torch, c, meta, args):
+    """The case again through torch.compile: compiled_us / compiled_gbps, or compiled_error."""
+    try:
+        counted, _, launch = prepare_case(torch, c, max(4 * meta["l2_bytes"], 256 << 20), compiled=True)
+        launch(0)  # compiles, outside the timing
+        us = common.time_median_ms(torch, launch, args.warmup, args.iters) * 1e3
+        return dict(compiled_us=us, compiled_gbps=counted / (us * 1e-6) / 1e9)
+    except Exception as e:  # no Triton, no compiler...: eager still counts
+        return dict(compiled_error="%s: %s" % (type(e).__name__, " ".join(str(e).split())[:300]))
+
+
+def run_case(torch, c, meta, args):
+    r = common.bandwidth_case(torch, prepare_case, c, meta, args)
+    if c["op"] in COMPILED:
+        r.update(compiled_case(torch, c, meta, args))
+    return r
