@@ -108,12 +108,17 @@ template <class C>
 HD inline C sigmoid(C x) { return C(1) / (C(1) + ewm::exp(-x)); }
 template <class C>
 HD inline C silu(C x) { return x / (C(1) + ewm::exp(-x)); }
+// GELU: x * Phi(x). PyTorch writes 0.5 x (1 + erf(x / sqrt 2)), which loses
+// digits for x < -2 (1 + erf(.) cancels: f32 relative error ~1e-4 at x = -3.4);
+// 0.5 x erfc(-x / sqrt 2) is the same function without the cancellation.
 template <class C>
-HD inline C gelu_erf(C x) { return C(0.5) * x * (C(1) + ewm::erf(x * C(0.70710678118654752440))); }
+HD inline C gelu_erf(C x) { return C(0.5) * x * ewm::erfc(x * C(-0.70710678118654752440)); }
+// The tanh approximation: 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3),
+// evaluated as x * sigmoid(2u) (equal, and free of the same cancellation).
 template <class C>
 HD inline C gelu_tanh(C x) {
-  const C inner = C(0.79788456080286535588) * (x + C(0.044715) * x * x * x);  // sqrt(2/pi) (x + 0.044715 x^3)
-  return C(0.5) * x * (C(1) + ewm::tanh(inner));
+  const C u = C(0.79788456080286535588) * (x + C(0.044715) * x * x * x);
+  return x / (C(1) + ewm::exp(C(-2) * u));
 }
 
 // ---- unary ------------------------------------------------------------------------------

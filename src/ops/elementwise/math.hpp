@@ -100,7 +100,7 @@ inline bool signbit(double x) { return std::signbit(x); }
 // beyond (std::cyl_bessel_i throws for large arguments).
 inline double i0(double x) {
   const double a = std::fabs(x);
-  if (a != a) return a;
+  if (a != a || a == INFINITY) return a;
   if (a <= 30.0) {
     const double q = a * a / 4.0;
     double term = 1.0, sum = 1.0;
