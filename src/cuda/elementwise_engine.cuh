@@ -46,7 +46,12 @@ struct Args {
   int64_t stride[N + 1][kMaxRank] = {};  // [0] = output
   DType out_dtype = DType::F32;          // generic path only
   DType in_dtype[N] = {};
+  bool bcast_inner[N] = {};              // vec path: input k has stride 0 along the inner dim
 };
+// Every loop over dims below runs over the compile-time maximum with a guard:
+// after unrolling, each access to a.shape[d] / a.stride[k][d] has a constant
+// index (a run-time index into kernel parameters makes the compiler copy the
+// whole parameter block to local memory).
 
 template <class C, int N>
 struct Scalars {
@@ -125,7 +130,7 @@ __device__ __forceinline__ auto apply(const Fn& fn, const C (&v)[N]) {
 
 // Aligned vector of V elements (one memory transaction of V * sizeof(T) bytes).
 template <class T, int V>
-struct alignas(sizeof(T) * V) Vec {
+struct alignas(sizeof(T) * V < 16 ? sizeof(T) * V : 16) Vec {
   T v[V];
 };
 
@@ -134,7 +139,9 @@ template <int N>
 __device__ __forceinline__ void outer_offsets(const Args<N>& a, int64_t o, int64_t (&off)[N + 1]) {
 #pragma unroll
   for (int k = 0; k <= N; ++k) off[k] = 0;
-  for (int d = a.rank - 2; d >= 0; --d) {
+#pragma unroll
+  for (int d = kMaxRank - 2; d >= 0; --d) {
+    if (d > a.rank - 2) continue;
     int64_t idx;
     if (a.use32) {
       const uint32_t q = a.div[d].div(static_cast<uint32_t>(o));
@@ -160,7 +167,7 @@ __device__ __forceinline__ void load_chunk(const Args<N>& a, const Scalars<C, N>
     return;
   }
   const T* p = static_cast<const T*>(a.in[k]) + base;
-  if (a.stride[1 + k][a.rank - 1] == 0) {
+  if (a.bcast_inner[k]) {
     const C b = to_compute<C>(*p);
 #pragma unroll
     for (int v = 0; v < V; ++v) x[v] = b;
@@ -216,7 +223,9 @@ __global__ void __launch_bounds__(kThreads) strided_kernel(Args<N> a, Scalars<C,
   for (uint32_t i = blockIdx.x * kThreads + threadIdx.x; i < n; i += gridDim.x * kThreads) {
     int64_t off[N + 1] = {};
     uint32_t rem = i;
-    for (int d = a.rank - 1; d >= 0; --d) {
+#pragma unroll
+    for (int d = kMaxRank - 1; d >= 0; --d) {
+      if (d >= a.rank) continue;
       const uint32_t q = a.div[d].div(rem);
       const int64_t idx = rem - q * static_cast<uint32_t>(a.shape[d]);
       rem = q;
@@ -231,6 +240,33 @@ __global__ void __launch_bounds__(kThreads) strided_kernel(Args<N> a, Scalars<C,
   }
 }
 
+// ---- transposed unary (shared-memory tiles) -------------------------------------------------
+// A rank-2 layout whose output is unit-stride along dim 1 and whose input is
+// unit-stride along dim 0 (x.t().contiguous(), a cast of a transposed view):
+// a 32 x 32 tile is read along the input's contiguous dim, transposed through
+// shared memory and written along the output's, so both sides coalesce.
+inline constexpr int kTile = 32;
+template <class C, class Tout, class Tin, class Fn>
+__global__ void __launch_bounds__(kTile * 8) transpose_kernel(Args<1> a, Fn fn) {
+  __shared__ Tout tile[kTile][kTile + 1];
+  const int64_t rows = a.shape[0], cols = a.shape[1];
+  const int64_t i0 = static_cast<int64_t>(blockIdx.y) * kTile, j0 = static_cast<int64_t>(blockIdx.x) * kTile;
+  const int tx = threadIdx.x, ty = threadIdx.y;
+  const Tin* in = static_cast<const Tin*>(a.in[0]);
+#pragma unroll
+  for (int k = 0; k < kTile; k += 8) {
+    const int64_t i = i0 + tx, j = j0 + ty + k;
+    if (i < rows && j < cols) tile[ty + k][tx] = to_storage<Tout>(fn(to_compute<C>(in[i * a.stride[1][0] + j * a.stride[1][1]])));
+  }
+  __syncthreads();
+  Tout* out = static_cast<Tout*>(a.out);
+#pragma unroll
+  for (int k = 0; k < kTile; k += 8) {
+    const int64_t i = i0 + ty + k, j = j0 + tx;
+    if (i < rows && j < cols) out[i * a.stride[0][0] + j * a.stride[0][1]] = tile[tx][ty + k];
+  }
+}
+
 // ---- generic (64-bit indices, runtime dtypes) ------------------------------------------------
 template <int N, class C, class Fn>
 __global__ void __launch_bounds__(kThreads) generic_kernel(Args<N> a, Scalars<C, N> s, Fn fn) {
@@ -238,7 +274,9 @@ __global__ void __launch_bounds__(kThreads) generic_kernel(Args<N> a, Scalars<C,
        i += static_cast<int64_t>(gridDim.x) * kThreads) {
     int64_t off[N + 1] = {};
     int64_t rem = i;
-    for (int d = a.rank - 1; d >= 0; --d) {
+#pragma unroll
+    for (int d = kMaxRank - 1; d >= 0; --d) {
+      if (d >= a.rank) continue;
       const int64_t idx = rem % a.shape[d];
       rem /= a.shape[d];
 #pragma unroll
@@ -270,6 +308,12 @@ cudaError_t launch_vec(const Args<N>& a, const Scalars<C, N>& s, const Fn& fn, c
 template <int N, class C, class Tout, class T0, class T1, class T2, class Fn>
 cudaError_t launch_strided(const Args<N>& a, const Scalars<C, N>& s, const Fn& fn, cudaStream_t stream) {
   strided_kernel<N, C, Tout, T0, T1, T2, Fn><<<grid_for(a.numel), kThreads, 0, stream>>>(a, s, fn);
+  return cudaGetLastError();
+}
+template <class C, class Tout, class Tin, class Fn>
+cudaError_t launch_transpose(const Args<1>& a, const Fn& fn, cudaStream_t stream) {
+  const dim3 grid(static_cast<unsigned>((a.shape[1] + kTile - 1) / kTile), static_cast<unsigned>((a.shape[0] + kTile - 1) / kTile));
+  transpose_kernel<C, Tout, Tin, Fn><<<grid, dim3(kTile, 8), 0, stream>>>(a, fn);
   return cudaGetLastError();
 }
 template <int N, class C, class Fn>

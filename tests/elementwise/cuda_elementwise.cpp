@@ -326,17 +326,26 @@ TEST(CudaElementwise, MixedDtypesAndCastsTakeTheGenericPath) {
       auto cpu = UnaryPlan::select(kCpu, d);
       auto gpu = UnaryPlan::select(kGpu, d);
       ASSERT_TRUE(cpu.is_ok() && gpu.is_ok()) << cpu.status().to_string();
-      Io io;
-      // Values beyond every integer range and the specials exercise the conversion rules.
-      io.in.push_back(make_input(from, bt::numel(s), rng, -300.0, 300.0, true));
-      io.lay.push_back(bt::transposed(s));
-      io.out_lay = bt::contiguous(s);
-      const std::string what = std::string("copy ") + std::string(dtype_name(from)) + " -> " + std::string(dtype_name(to));
-      check_plan<UnaryPlan, UnaryArgs>(what.c_str(), *cpu, *gpu, io, [](UnaryArgs& a, std::vector<TensorRef>& in, TensorMut out) {
-        a.x = in[0];
-        a.y = out;
-      });
-      if (HasFatalFailure()) return;
+      // Transposed (tile path for the six typed dtypes), contiguous (vec16),
+      // odd contiguous (strided32); other dtypes take the generic path.
+      for (const bt::Layout& L : {bt::transposed(s), bt::contiguous({40, 32}), bt::contiguous({7, 5})}) {
+        d.x.shape = L.shape;
+        cpu = UnaryPlan::select(kCpu, d);
+        gpu = UnaryPlan::select(kGpu, d);
+        ASSERT_TRUE(cpu.is_ok() && gpu.is_ok());
+        Io io;
+        // Values beyond every integer range and the specials exercise the conversion rules.
+        io.in.push_back(make_input(from, L.storage, rng, -300.0, 300.0, true));
+        io.lay.push_back(L);
+        io.out_lay = bt::contiguous(L.shape);
+        const std::string what =
+            std::string("copy ") + std::string(dtype_name(from)) + " -> " + std::string(dtype_name(to)) + " " + bt::describe(L);
+        check_plan<UnaryPlan, UnaryArgs>(what.c_str(), *cpu, *gpu, io, [](UnaryArgs& a, std::vector<TensorRef>& in, TensorMut out) {
+          a.x = in[0];
+          a.y = out;
+        });
+        if (HasFatalFailure()) return;
+      }
     }
   }
   // bf16 + f32 -> f32 (generic); f32 + f32 -> f64 output (generic).
@@ -368,6 +377,20 @@ TEST(CudaElementwise, MixedDtypesAndCastsTakeTheGenericPath) {
 
 TEST(CudaElementwise, SkuForNamesThePathOfTheViews) {
   BT_SKIP_WITHOUT_GPU();
+  {
+    UnaryDescriptor u;
+    u.op = UnaryOp::Copy;
+    u.x = Operand::tensor(DType::F32, {64, 96});
+    u.out_dtype = DType::BF16;
+    auto c = UnaryPlan::select(kGpu, u);
+    ASSERT_TRUE(c.is_ok());
+    EXPECT_EQ(c->sku().variant, "vec16");
+    Buffer x(Device::cuda(0), 64 * 96 * 4), y(Device::cuda(0), 64 * 96 * 2);
+    UnaryArgs ua;
+    ua.x = TensorRef(x.data(), DType::F32, Device::cuda(0), {64, 96}, {1, 64}, 64 * 96);  // transposed view
+    ua.y = TensorMut::contiguous(y.data(), DType::BF16, Device::cuda(0), {64, 96}, 64 * 96);
+    EXPECT_EQ(c->sku_for(kGpu, {}, ua)->variant, "transpose32");
+  }
   BinaryDescriptor d;
   d.a = Operand::tensor(DType::BF16, {64, 128});
   d.b = Operand::tensor(DType::BF16, {128});

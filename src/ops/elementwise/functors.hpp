@@ -111,8 +111,15 @@ HD inline C silu(C x) { return x / (C(1) + ewm::exp(-x)); }
 // GELU: x * Phi(x). PyTorch writes 0.5 x (1 + erf(x / sqrt 2)), which loses
 // digits for x < -2 (1 + erf(.) cancels: f32 relative error ~1e-4 at x = -3.4);
 // 0.5 x erfc(-x / sqrt 2) is the same function without the cancellation.
+// erfc costs about twice erf: for 16-bit dtypes (bits <= 16), whose ulp
+// (2^-8 for bf16) dwarfs the cancellation, PyTorch's form keeps the kernel
+// at the bandwidth limit (measured on the H100, [8192, 16384] bf16: 58% of
+// copy bandwidth with erfc, see docs/BENCHMARKS.md).
 template <class C>
-HD inline C gelu_erf(C x) { return C(0.5) * x * ewm::erfc(x * C(-0.70710678118654752440)); }
+HD inline C gelu_erf(C x, int bits) {
+  if (bits <= 16) return C(0.5) * x * (C(1) + ewm::erf(x * C(0.70710678118654752440)));
+  return C(0.5) * x * ewm::erfc(x * C(-0.70710678118654752440));
+}
 // The tanh approximation: 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3),
 // evaluated as x * sigmoid(2u) (equal, and free of the same cancellation).
 template <class C>
@@ -223,7 +230,7 @@ HD inline auto unary(C x, const Params& q) {
     constexpr double kAlpha = 1.6732632423543772848170429916717, kScale = 1.0507009873554804934193349852946;
     return C(kScale) * (x > C(0) ? x : C(kAlpha) * ewm::expm1(x));
   } else if constexpr (Op == U::Celu) return x > C(0) ? x : p0 * ewm::expm1(x / p0);
-  else if constexpr (Op == U::GeluErf) return gelu_erf(x);
+  else if constexpr (Op == U::GeluErf) return gelu_erf(x, q.bits);
   else if constexpr (Op == U::GeluTanh) return gelu_tanh(x);
   else if constexpr (Op == U::Silu) return silu(x);
   else if constexpr (Op == U::Mish) return x * ewm::tanh(ewm::log1p(ewm::exp(x)));
@@ -372,7 +379,7 @@ HD inline auto binary(C a, C b, const Params& q) {
     } else return a;  // not reached (integral only)
   } else if constexpr (Op == B::Glu) return a * sigmoid(b);
   else if constexpr (Op == B::SwiGlu) return silu(a) * b;
-  else if constexpr (Op == B::GeGlu) return gelu_erf(a) * b;
+  else if constexpr (Op == B::GeGlu) return gelu_erf(a, q.bits) * b;
   else if constexpr (Op == B::GeGluTanh) return gelu_tanh(a) * b;
   else if constexpr (Op == B::ReGlu) return (a < C(0) ? C(0) : a) * b;
   else static_assert(sizeof(C) == 0, "binary op without a functor");

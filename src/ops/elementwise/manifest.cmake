@@ -30,3 +30,15 @@ foreach(ct float double int64_t)
     baracuda_kernels(ew_generic ew_generic_${arity}_${ct} ${arity} ${ct})
   endforeach()
 endforeach()
+
+# Typed casts (UnaryOp::Copy into another dtype): one TU per source dtype,
+# every destination among the same six (cuda/op_kernels.cuh, launch_cast).
+baracuda_kernel_set(ew_cast
+  INCLUDE ops/elementwise/cuda/op_kernels.cuh
+  NAMESPACE baracuda::elementwise::cuda
+  COLUMNS DTYPE
+  INSTANTIATE "template Status launch_cast<@CTYPE@>(const Problem&, const Call&, Path, cudaStream_t);")
+foreach(dt F32 BF16 F16 F64 I32 I64)
+  string(TOLOWER ${dt} _dt)
+  baracuda_kernels(ew_cast ew_cast_${_dt} ${dt})
+endforeach()

@@ -69,6 +69,7 @@ const char* path_name(Path p) {
     case Path::Vec16: return "vec16";
     case Path::Strided32: return "strided32";
     case Path::Generic64: return "generic64";
+    case Path::Transpose: return "transpose32";
   }
   return "?";
 }
@@ -87,7 +88,12 @@ bool typed_dtype(DType t) {
 }
 }  // namespace
 
+bool is_cast(const Problem& p) {
+  return p.arity == 1 && static_cast<UnaryOp>(p.op) == UnaryOp::Copy && p.out != p.common;
+}
+
 bool typed_kernels_apply(const Problem& p) {
+  if (is_cast(p)) return typed_dtype(p.common) && typed_dtype(p.out) && p.in_dtype[0] == p.common;
   if (!typed_dtype(p.common) || p.out != natural_out(p)) return false;
   const bool where = p.arity == 3 && static_cast<TernaryOp>(p.op) == TernaryOp::Where;
   for (int k = 0; k < p.arity; ++k) {
@@ -98,7 +104,10 @@ bool typed_kernels_apply(const Problem& p) {
   return true;
 }
 
-int vec_width(const Problem& p) { return static_cast<int>(16 / dtype_size(p.common)); }
+int vec_width(const Problem& p) {
+  const size_t b = is_cast(p) ? std::min(dtype_size(p.common), dtype_size(p.out)) : dtype_size(p.common);
+  return static_cast<int>(16 / b);
+}
 
 Path choose_path(const Problem& p, const Call& c) {
   const auto& L = c.layout;
@@ -128,6 +137,10 @@ Path choose_path(const Problem& p, const Call& c) {
     vec = s == 1 && aligned(c.in[k], p.in_dtype[k], 1 + k);
   }
   if (vec) return Path::Vec16;
+  // A transposed unary: output unit-stride along dim 1, input along dim 0.
+  if (p.arity == 1 && c.in[0] != nullptr && L.rank == 2 && L.stride[0][1] == 1 && L.stride[1][0] == 1 &&
+      L.stride[1][1] > 1 && (L.shape[0] + 31) / 32 <= 65535 && (L.shape[1] + 31) / 32 < (int64_t{1} << 31))
+    return Path::Transpose;
   return fits32 ? Path::Strided32 : Path::Generic64;
 }
 

@@ -31,9 +31,11 @@ struct Call {
 };
 
 // The paths of the CUDA engine (variant names in the SKU).
-enum class Path : uint8_t { Vec16, Strided32, Generic64 };
+enum class Path : uint8_t { Vec16, Strided32, Generic64, Transpose };
 const char* path_name(Path p);
 
+// UnaryOp::Copy into another dtype (a cast).
+bool is_cast(const Problem& p);
 // True when every tensor input has the common dtype (where's condition: bool)
 // and the output the op's natural result dtype, in a dtype the typed kernels
 // are built for: the typed paths apply; otherwise the generic path (which
@@ -41,7 +43,8 @@ const char* path_name(Path p);
 bool typed_kernels_apply(const Problem& p);
 // The path the CUDA launcher takes for this call's layout and pointers.
 Path choose_path(const Problem& p, const Call& c);
-// Elements per thread of the vector path (16 bytes of the common dtype).
+// Elements per thread of the vector path: 16 bytes of the common dtype (of
+// the narrower of the two dtypes of a cast).
 int vec_width(const Problem& p);
 // The natural output dtype of the op (bool for predicates, else common).
 DType natural_out(const Problem& p);

@@ -14,6 +14,8 @@ template <int Arity, class T>
 Status launch_typed(const Problem& p, const Call& c, Path path, cudaStream_t st);
 template <int Arity, class C>
 Status launch_generic(const Problem& p, const Call& c, cudaStream_t st);
+template <class Tin>
+Status launch_cast(const Problem& p, const Call& c, Path path, cudaStream_t st);
 
 namespace {
 Status generic(const Problem& p, const Call& c, cudaStream_t st) {
@@ -32,7 +34,12 @@ Status generic(const Problem& p, const Call& c, cudaStream_t st) {
 Status launch(const Problem& p, const Call& c, Path path, void* stream) {
   auto st = static_cast<cudaStream_t>(stream);
   if (c.layout.numel == 0) return Status::ok();
-  if (path != Path::Generic64) {
+  if (path != Path::Generic64 && is_cast(p)) {
+#define BARACUDA_EW_CAST_CASE(DT, CTYPE) \
+  if (p.common == DType::DT) return launch_cast<CTYPE>(p, c, path, st);
+    BARACUDA_EW_CAST_KERNELS(BARACUDA_EW_CAST_CASE)
+#undef BARACUDA_EW_CAST_CASE
+  } else if (path != Path::Generic64) {
 #define BARACUDA_EW_TYPED_CASE(ARITY, DT, CTYPE) \
   if (p.arity == ARITY && p.common == DType::DT) return launch_typed<ARITY, CTYPE>(p, c, path, st);
     BARACUDA_EW_TYPED_KERNELS(BARACUDA_EW_TYPED_CASE)

@@ -59,6 +59,7 @@ dev::ew::Args<N> make_args(const Problem& p, const Call& c, bool use32) {
   for (int k = 0; k < N; ++k) {
     a.in[k] = c.in[k];
     a.in_dtype[k] = p.in_dtype[k];
+    a.bcast_inner[k] = L.rank >= 1 && L.stride[1 + k][L.rank - 1] == 0;
   }
   return a;
 }
@@ -85,7 +86,35 @@ Status run_typed(const Problem& p, const Call& c, Path path, cudaStream_t st, co
   const auto s = make_scalars<C, N>(p, c);
   constexpr int V = static_cast<int>(16 / sizeof(Tc));
   if (path == Path::Vec16) return launched(dev::ew::launch_vec<N, V, C, Tout, T0, T1, T2>(a, s, fn, st));
+  if constexpr (N == 1)
+    if (path == Path::Transpose) return launched(dev::ew::launch_transpose<C, Tout, T0>(a, fn, st));
   return launched(dev::ew::launch_strided<N, C, Tout, T0, T1, T2>(a, s, fn, st));
+}
+
+// UnaryOp::Copy from Tin into Tout (a cast): V elements of the narrower type per thread.
+template <class Tin, class Tout>
+Status run_cast(const Problem& p, const Call& c, Path path, cudaStream_t st) {
+  using C = compute_of<Tin>;
+  const UnaryFn<UnaryOp::Copy, C> fn{params_of(p)};
+  const auto a = make_args<1>(p, c, path != Path::Generic64);
+  const auto s = make_scalars<C, 1>(p, c);
+  constexpr int V = static_cast<int>(16 / (sizeof(Tin) < sizeof(Tout) ? sizeof(Tin) : sizeof(Tout)));
+  if (path == Path::Vec16) return launched(dev::ew::launch_vec<1, V, C, Tout, Tin, Tin, Tin>(a, s, fn, st));
+  if (path == Path::Transpose) return launched(dev::ew::launch_transpose<C, Tout, Tin>(a, fn, st));
+  return launched(dev::ew::launch_strided<1, C, Tout, Tin, Tin, Tin>(a, s, fn, st));
+}
+
+template <class Tin>
+Status launch_cast(const Problem& p, const Call& c, Path path, cudaStream_t st) {
+  switch (p.out) {
+    case DType::F32: return run_cast<Tin, float>(p, c, path, st);
+    case DType::F64: return run_cast<Tin, double>(p, c, path, st);
+    case DType::F16: return run_cast<Tin, __half>(p, c, path, st);
+    case DType::BF16: return run_cast<Tin, __nv_bfloat16>(p, c, path, st);
+    case DType::I32: return run_cast<Tin, int32_t>(p, c, path, st);
+    case DType::I64: return run_cast<Tin, int64_t>(p, c, path, st);
+    default: return Status(StatusCode::Unsupported, "elementwise: no typed cast kernel for this output dtype");
+  }
 }
 
 template <class Op, class T>
