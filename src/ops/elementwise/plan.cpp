@@ -69,7 +69,7 @@ const char* path_name(Path p) {
     case Path::Vec16: return "vec16";
     case Path::Strided32: return "strided32";
     case Path::Generic64: return "generic64";
-    case Path::Transpose: return "transpose32";
+    case Path::Transpose: return "transpose";
   }
   return "?";
 }
