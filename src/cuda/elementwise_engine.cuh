@@ -180,10 +180,14 @@ __device__ __forceinline__ void load_chunk(const Args<N>& a, const Scalars<C, N>
 
 // ---- vec -----------------------------------------------------------------------------------
 // Each thread owns kUnroll chunks kThreads apart per iteration and issues all
-// their loads before any math: more bytes in flight per thread, which the
-// ops with real math need (measured on the H100, bf16 [8192, 16384]: one
-// chunk per thread held clamp at 87% and gelu at 83% of copy bandwidth).
-inline constexpr int kUnroll = 2;
+// their loads before any math: more bytes in flight per thread. Measured on
+// the H100 ([8192, 16384], docs/BENCHMARKS.md): two chunks lift f32 gelu from
+// 95% to 99% and clamp from 92% to 97% of copy bandwidth, but with 16-byte
+// vectors of 2-byte types (8 values per chunk) the register cost wins: bf16
+// where fell from 97% to 58%, clamp from 88% to 63%. So: two chunks when a
+// chunk holds <= 4 values, one otherwise.
+template <int V>
+inline constexpr int kUnroll = V <= 4 ? 2 : 1;
 
 template <int N>
 __device__ __forceinline__ int64_t chunk_offsets(const Args<N>& a, int64_t c, const detail::FastDiv& inner_div,
@@ -201,14 +205,15 @@ __device__ __forceinline__ int64_t chunk_offsets(const Args<N>& a, int64_t c, co
 template <int N, int V, class C, class Tout, class T0, class T1, class T2, class Fn>
 __global__ void __launch_bounds__(kThreads) vec_kernel(Args<N> a, Scalars<C, N> s, Fn fn, int64_t chunks,
                                                         detail::FastDiv inner_div, int64_t inner_chunks) {
-  constexpr int64_t kStep = static_cast<int64_t>(kThreads) * kUnroll;
+  constexpr int U = kUnroll<V>;
+  constexpr int64_t kStep = static_cast<int64_t>(kThreads) * U;
   for (int64_t c0 = static_cast<int64_t>(blockIdx.x) * kStep + threadIdx.x; c0 < chunks;
        c0 += static_cast<int64_t>(gridDim.x) * kStep) {
-    int64_t off[kUnroll][N + 1];
-    int64_t e[kUnroll];
-    C x[kUnroll][N][V];
+    int64_t off[U][N + 1];
+    int64_t e[U];
+    C x[U][N][V];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < U; ++u) {
       const int64_t c = c0 + static_cast<int64_t>(u) * kThreads;
       if (c >= chunks) continue;
       e[u] = chunk_offsets(a, c, inner_div, inner_chunks, off[u]) * V;  // first inner element of the chunk
@@ -217,7 +222,7 @@ __global__ void __launch_bounds__(kThreads) vec_kernel(Args<N> a, Scalars<C, N> 
       if constexpr (N > 2) load_chunk<T2>(a, s, 2, off[u][3], e[u], x[u][2]);
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < U; ++u) {
       if (c0 + static_cast<int64_t>(u) * kThreads >= chunks) continue;
       Vec<Tout, V> r;
 #pragma unroll
@@ -329,7 +334,7 @@ cudaError_t launch_vec(const Args<N>& a, const Scalars<C, N>& s, const Fn& fn, c
   const int64_t inner_chunks = a.shape[a.rank - 1] / V;
   const int64_t chunks = a.numel / V;
   const detail::FastDiv inner_div(static_cast<uint32_t>(inner_chunks < (int64_t{1} << 31) ? inner_chunks : 1));
-  vec_kernel<N, V, C, Tout, T0, T1, T2, Fn><<<grid_for((chunks + kUnroll - 1) / kUnroll), kThreads, 0, stream>>>(
+  vec_kernel<N, V, C, Tout, T0, T1, T2, Fn><<<grid_for((chunks + kUnroll<V> - 1) / kUnroll<V>), kThreads, 0, stream>>>(
       a, s, fn, chunks, inner_div, inner_chunks);
   return cudaGetLastError();
 }
