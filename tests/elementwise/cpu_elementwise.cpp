@@ -590,3 +590,167 @@ TEST(ElementwiseEngine, SkuNamesOpDtypeAndPrecision) {
 }
 
 }  // namespace
+
+// ---- unary backward ---------------------------------------------------------------------------
+namespace {
+
+// Points where op is smooth (inside its domain, away from kinks and poles).
+std::vector<double> smooth_points(UnaryOp op) {
+  switch (op) {
+    case UnaryOp::Log:
+    case UnaryOp::Log2:
+    case UnaryOp::Log10:
+    case UnaryOp::Log1p:
+    case UnaryOp::Sqrt:
+    case UnaryOp::Rsqrt:
+    case UnaryOp::Lgamma:
+    case UnaryOp::Digamma: return {0.3, 0.9, 1.7, 3.2, 11.5};
+    case UnaryOp::Asin:
+    case UnaryOp::Acos:
+    case UnaryOp::Atanh:
+    case UnaryOp::Erfinv: return {-0.8, -0.3, 0.1, 0.6};
+    case UnaryOp::Logit: return {0.1, 0.35, 0.8};
+    case UnaryOp::Acosh: return {1.2, 2.5, 7.0};
+    case UnaryOp::I0: return {-2.2, 0.3, 1.4, 35.0};
+    default: return {-3.7, -2.3, -0.7, -0.2, 0.4, 1.3, 2.6, 4.1, 7.3};
+  }
+}
+
+std::vector<double> run_unary_backward(const UnaryBackwardDescriptor& d, const std::vector<double>& dy,
+                                       const std::vector<double>& xy) {
+  const int64_t n = static_cast<int64_t>(dy.size());
+  auto plan = UnaryBackwardPlan::select(kCpu, d);
+  EXPECT_TRUE(plan.is_ok()) << plan.status().to_string();
+  if (!plan) return {};
+  HostBuffer hdy = bt::host_from(DType::F64, dy), hx = bt::host_from(DType::F64, xy), hdx(DType::F64, n);
+  UnaryBackwardArgs a;
+  a.dy = TensorRef::contiguous(hdy.data(), DType::F64, Device::cpu(), {n}, n);
+  // copy's gradient reads neither x nor y (and refuses them).
+  if (d.forward.op != UnaryOp::Copy)
+    (d.from_output ? a.y : a.x) = TensorRef::contiguous(hx.data(), DType::F64, Device::cpu(), {n}, n);
+  a.dx = TensorMut::contiguous(hdx.data(), DType::F64, Device::cpu(), {n}, n);
+  const Status st = plan->run(kCpu, {}, a);
+  EXPECT_TRUE(st.is_ok()) << st.to_string();
+  return bt::all_values(hdx);
+}
+
+}  // namespace
+
+// Every differentiable unary op: dx against central finite differences of the
+// forward plan in f64, with random dy.
+TEST(ElementwiseBackward, UnaryGradientsMatchFiniteDifferences) {
+  bt::Rng rng = bt::make_rng(bt::fresh_seed());
+  int checked = 0;
+  for (int o = 0; o < 255; ++o) {
+    const auto op = static_cast<UnaryOp>(o);
+    if (std::string(op_name(op)) == "?") break;
+    UnaryBackwardDescriptor d;
+    d.forward.op = op;
+    if (op == UnaryOp::Threshold) d.forward.alpha = 0.25, d.forward.beta = -2.0;
+    if (op == UnaryOp::Logit) d.forward.alpha = 0.05;
+    const auto xs = smooth_points(op);
+    const int64_t n = static_cast<int64_t>(xs.size());
+    d.forward.x = Operand::tensor(DType::F64, {n});
+    auto plan = UnaryBackwardPlan::select(kCpu, d);
+    if (!plan) {
+      EXPECT_EQ(plan.status().code(), StatusCode::Unsupported) << op_name(op) << ": " << plan.status().to_string();
+      continue;
+    }
+    std::vector<double> dy(xs.size());
+    for (double& v : dy) v = bt::uniform(rng, -2.0, 2.0);
+    const auto dx = run_unary_backward(d, dy, xs);
+    std::vector<double> xp(xs), xm(xs);
+    std::vector<double> h(xs.size());
+    for (size_t i = 0; i < xs.size(); ++i) {
+      h[i] = 1e-6 * std::max(1.0, std::fabs(xs[i]));
+      xp[i] += h[i];
+      xm[i] -= h[i];
+    }
+    const auto fp = unary(d.forward, xp), fm = unary(d.forward, xm);
+    for (size_t i = 0; i < xs.size(); ++i) {
+      const double fd = dy[i] * (fp[i] - fm[i]) / (2 * h[i]);
+      EXPECT_NEAR(dx[i], fd, 1e-6 * std::max(1.0, std::fabs(fd))) << op_name(op) << " at x = " << xs[i];
+    }
+    ++checked;
+  }
+  EXPECT_GE(checked, 60);
+}
+
+TEST(ElementwiseBackward, KinksFollowPyTorchAndFromOutputAgrees) {
+  auto grad = [](UnaryOp op, const std::vector<double>& x, std::optional<double> alpha = {}, std::optional<double> beta = {}) {
+    UnaryBackwardDescriptor d;
+    d.forward.op = op;
+    d.forward.alpha = alpha;
+    d.forward.beta = beta;
+    d.forward.x = Operand::tensor(DType::F64, {static_cast<int64_t>(x.size())});
+    return run_unary_backward(d, std::vector<double>(x.size(), 1.0), x);
+  };
+  EXPECT_EQ(grad(UnaryOp::Relu, {0.0, -1.0, 2.0}), (std::vector<double>{0, 0, 1}));
+  EXPECT_EQ(grad(UnaryOp::Abs, {0.0, -1.0, 2.0}), (std::vector<double>{0, -1, 1}));
+  EXPECT_EQ(grad(UnaryOp::Relu6, {0.0, 6.0, 3.0}), (std::vector<double>{0, 0, 1}));
+  EXPECT_EQ(grad(UnaryOp::Hardtanh, {-1.0, 1.0, 0.5}), (std::vector<double>{0, 0, 1}));
+  EXPECT_EQ(grad(UnaryOp::Threshold, {0.25, 0.3}, 0.25, 9.0), (std::vector<double>{0, 1}));
+  EXPECT_EQ(grad(UnaryOp::Floor, {0.5, 2.0}), (std::vector<double>{0, 0}));
+  // PyTorch's hardswish_backward: x < -3 -> 0, x <= 3 -> x/3 + 1/2 (so -1/2 at x = -3, its jump).
+  EXPECT_EQ(grad(UnaryOp::Hardswish, {-3.0, 3.0, -3.5}), (std::vector<double>{-0.5, 1.5, 0.0}));
+  // from_output: the same gradient from y.
+  for (UnaryOp op : {UnaryOp::Sigmoid, UnaryOp::Tanh, UnaryOp::Exp, UnaryOp::Expm1, UnaryOp::Sqrt, UnaryOp::Reciprocal,
+                     UnaryOp::Relu}) {
+    const std::vector<double> x = {0.3, 1.7, 2.9}, dy = {0.5, -1.5, 2.0};
+    UnaryBackwardDescriptor d;
+    d.forward.op = op;
+    d.forward.x = Operand::tensor(DType::F64, {3});
+    const auto from_x = run_unary_backward(d, dy, x);
+    d.from_output = true;
+    const auto from_y = run_unary_backward(d, dy, unary(d.forward, x));
+    for (int i = 0; i < 3; ++i) EXPECT_NEAR(from_y[i], from_x[i], 1e-13 * std::max(1.0, std::fabs(from_x[i]))) << op_name(op);
+  }
+}
+
+TEST(ElementwiseBackward, RulesNameTheProblem) {
+  auto msg = [](const UnaryBackwardDescriptor& d) {
+    auto r = UnaryBackwardPlan::select(kCpu, d);
+    return r.is_ok() ? std::string("ok") : r.status().message();
+  };
+  UnaryBackwardDescriptor d;
+  d.forward.op = UnaryOp::IsNan;
+  d.forward.x = Operand::tensor(DType::F32, {4});
+  EXPECT_NE(msg(d).find("UnaryBackwardPlan: isnan has no gradient"), std::string::npos);
+  d.forward.op = UnaryOp::Exp;
+  d.forward.x.dtype = DType::I32;
+  EXPECT_NE(msg(d).find("needs floating x and y"), std::string::npos);
+  d.forward.x.dtype = DType::F32;
+  d.forward.op = UnaryOp::Silu;
+  d.from_output = true;
+  EXPECT_NE(msg(d).find("from_output: the gradient of silu is not taken from y"), std::string::npos);
+  d.from_output = false;
+  d.forward.out_dtype = DType::F64;
+  EXPECT_NE(msg(d).find("dy has the forward's out_dtype f64 but x is f32"), std::string::npos);
+  // Unused tensors are refused; dx may be dy (in place).
+  d.forward.out_dtype.reset();
+  auto plan = UnaryBackwardPlan::select(kCpu, d);
+  ASSERT_TRUE(plan.is_ok());
+  std::vector<float> dy = {1, 2, 3, 4}, x = {0.5f, -1, 2, 0};
+  UnaryBackwardArgs a;
+  a.dy = TensorRef::contiguous(dy.data(), Device::cpu(), {4}, 4);
+  a.x = TensorRef::contiguous(x.data(), Device::cpu(), {4}, 4);
+  a.y = a.x;
+  a.dx = TensorMut::contiguous(dy.data(), Device::cpu(), {4}, 4);
+  EXPECT_NE(plan->run(kCpu, {}, a).message().find("y is given but descriptor.from_output is false"), std::string::npos);
+  a.y = {};
+  ASSERT_TRUE(plan->run(kCpu, {}, a).is_ok());
+  EXPECT_EQ(plan->sku().op, "elementwise_backward.silu");
+  // Copy's gradient casts dy (bf16) back to x's dtype (f32).
+  UnaryBackwardDescriptor c;
+  c.forward.op = UnaryOp::Copy;
+  c.forward.x = Operand::tensor(DType::F32, {2});
+  c.forward.out_dtype = DType::BF16;
+  auto cp = UnaryBackwardPlan::select(kCpu, c);
+  ASSERT_TRUE(cp.is_ok()) << cp.status().to_string();
+  HostBuffer hdy = bt::host_from(DType::BF16, {1.5, -2.25}), hdx(DType::F32, 2);
+  UnaryBackwardArgs ca;
+  ca.dy = TensorRef::contiguous(hdy.data(), DType::BF16, Device::cpu(), {2}, 2);
+  ca.dx = TensorMut::contiguous(hdx.data(), DType::F32, Device::cpu(), {2}, 2);
+  ASSERT_TRUE(cp->run(kCpu, {}, ca).is_ok());
+  EXPECT_EQ(bt::all_values(hdx), (std::vector<double>{1.5, -2.25}));
+}

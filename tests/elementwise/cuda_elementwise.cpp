@@ -456,4 +456,50 @@ TEST(CudaElementwise, InPlaceOnTheDevice) {
   for (int i = 0; i < 1000; ++i) ASSERT_EQ(a[i], 0.0f) << i;
 }
 
+// Every unary gradient x floating dtype x layouts x from x / from y, against the CPU reference.
+TEST(CudaElementwise, EveryUnaryGradientMatchesTheReference) {
+  BT_SKIP_WITHOUT_GPU();
+  bt::Rng rng = bt::make_rng(bt::fresh_seed());
+  int checked = 0;
+  for (int o = 0; o < 255; ++o) {
+    const auto op = static_cast<UnaryOp>(o);
+    if (std::string(op_name(op)) == "?") break;
+    for (DType dt : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
+      for (int from_y = 0; from_y < 2; ++from_y) {
+        for (const bt::Layout& L : {bt::contiguous({1024}), bt::contiguous({37, 29}), bt::every_other({16, 24})}) {
+          UnaryBackwardDescriptor d;
+          d.forward.op = op;
+          d.forward.x = Operand::tensor(dt, L.shape);
+          if (op == UnaryOp::Threshold) d.forward.alpha = 0.25, d.forward.beta = -2.0;
+          d.from_output = from_y != 0;
+          auto cpu = UnaryBackwardPlan::select(kCpu, d);
+          auto gpu = UnaryBackwardPlan::select(kGpu, d);
+          ASSERT_EQ(cpu.is_ok(), gpu.is_ok()) << op_name(op) << " " << dtype_name(dt);
+          if (!cpu) break;
+          const auto [lo, hi] = range_of(op);
+          Io io;
+          io.in.push_back(make_input(dt, L.storage, rng, -2.0, 2.0, true));  // dy
+          io.lay.push_back(L);
+          if (op != UnaryOp::Copy) {
+            io.in.push_back(make_input(dt, L.storage, rng, lo, hi, true));  // x or y
+            io.lay.push_back(L);
+          }
+          io.out_lay = bt::contiguous(L.shape);
+          const std::string what = std::string("grad ") + op_name(op) + " " + std::string(dtype_name(dt)) +
+                                   (from_y ? " from y " : " from x ") + bt::describe(L);
+          check_plan<UnaryBackwardPlan, UnaryBackwardArgs>(
+              what.c_str(), *cpu, *gpu, io, [&](UnaryBackwardArgs& a, std::vector<TensorRef>& in, TensorMut out) {
+                a.dy = in[0];
+                if (in.size() > 1) (from_y ? a.y : a.x) = in[1];
+                a.dx = out;
+              });
+          if (HasFatalFailure()) return;
+          ++checked;
+        }
+      }
+    }
+  }
+  EXPECT_GT(checked, 600);
+}
+
 }  // namespace

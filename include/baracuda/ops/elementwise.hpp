@@ -289,6 +289,7 @@ struct ElementwiseResolved {
   double params[3] = {0, 0, 0};  // alpha / beta / gamma with the defaults applied
   int bits = 64;                 // integer width of the common dtype (1 for bool)
   int has = 3;                   // clamp: bit 0 = b given, bit 1 = c given
+  uint8_t grad = 0;              // 0: the op; 1: a unary op's gradient from (dy, x); 2: from (dy, y)
   Dims out_shape;
 };
 }  // namespace detail
@@ -347,6 +348,41 @@ class BARACUDA_API TernaryPlan : public ElementwisePlanBase {
 
  private:
   TernaryDescriptor desc_;
+  friend struct ElementwisePlanAccess;
+};
+
+// ---- unary backward ------------------------------------------------------------------
+// dx = dy * f'(x) for every unary op with a gradient (all but the predicates
+// and logical / bitwise not), floating x only; PyTorch's conventions at the
+// kinks (relu'(0) = 0, abs'(0) = 0, floor / ceil / round / trunc / sign
+// give zero gradient, hardtanh and relu6 pass nothing at their bounds,
+// threshold nothing at x == threshold). Copy's backward casts dy back to x's
+// dtype. from_output: read the forward's output y instead of x where that is
+// exact and cheaper (sigmoid, tanh, exp, expm1, sqrt, reciprocal, relu).
+// dy has the forward's output dtype, which must be x's (except for Copy).
+struct UnaryBackwardDescriptor {
+  UnaryDescriptor forward;
+  bool from_output = false;
+};
+struct UnaryBackwardArgs {
+  TensorRef dy;  // the gradient of y
+  TensorRef x;   // the forward's input (unless from_output)
+  TensorRef y;   // the forward's output (from_output only)
+  TensorMut dx;  // x's shape and dtype; may be dy itself
+};
+
+class BARACUDA_API UnaryBackwardPlan : public ElementwisePlanBase {
+ public:
+  UnaryBackwardPlan() : ElementwisePlanBase("UnaryBackwardPlan") {}
+  static Result<UnaryBackwardPlan> select(const Stream& stream, const UnaryBackwardDescriptor& desc,
+                                          const PlanPreference& pref = {});
+  Status can_implement(const UnaryBackwardArgs& args) const;
+  Status run(const Stream& stream, Workspace ws, const UnaryBackwardArgs& args) const;  // no workspace
+  Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const UnaryBackwardArgs& args) const;
+  const UnaryBackwardDescriptor& descriptor() const { return desc_; }
+
+ private:
+  UnaryBackwardDescriptor desc_;
   friend struct ElementwisePlanAccess;
 };
 

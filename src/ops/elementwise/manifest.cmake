@@ -42,3 +42,23 @@ foreach(dt F32 BF16 F16 F64 I32 I64)
   string(TOLOWER ${dt} _dt)
   baracuda_kernels(ew_cast ew_cast_${_dt} ${dt})
 endforeach()
+
+# Unary gradients (UnaryBackwardPlan): typed vec16 / strided32 per floating
+# dtype, and the generic path per compute type.
+baracuda_kernel_set(ew_grad
+  INCLUDE ops/elementwise/cuda/op_kernels.cuh
+  NAMESPACE baracuda::elementwise::cuda
+  COLUMNS DTYPE
+  INSTANTIATE "template Status launch_unary_grad<@CTYPE@>(const Problem&, const Call&, Path, cudaStream_t);")
+foreach(dt F32 BF16 F16 F64)
+  string(TOLOWER ${dt} _dt)
+  baracuda_kernels(ew_grad ew_grad_${_dt} ${dt})
+endforeach()
+baracuda_kernel_set(ew_generic_grad
+  INCLUDE ops/elementwise/cuda/op_kernels.cuh
+  NAMESPACE baracuda::elementwise::cuda
+  COLUMNS COMPUTE
+  INSTANTIATE "template Status launch_generic_grad<@COMPUTE@>(const Problem&, const Call&, cudaStream_t);")
+foreach(ct float double)
+  baracuda_kernels(ew_generic_grad ew_generic_grad_${ct} ${ct})
+endforeach()

@@ -13,6 +13,7 @@
 #include "core/checked_math.hpp"
 #include "core/families.hpp"
 #include "core/plan_shell.hpp"
+#include "ops/elementwise/functors_grad.hpp"
 #include "ops/elementwise/launch.hpp"
 #include "ops/elementwise/problem.hpp"
 #include "ops/elementwise/reference.hpp"
@@ -75,6 +76,7 @@ const char* path_name(Path p) {
 }
 
 DType natural_out(const Problem& p) {
+  if (p.grad != 0) return p.common;
   Domain d = p.arity == 1 ? domain_of(static_cast<UnaryOp>(p.op))
              : p.arity == 2 ? domain_of(static_cast<BinaryOp>(p.op))
                             : domain_of(static_cast<TernaryOp>(p.op));
@@ -368,14 +370,23 @@ struct Views {
   TensorRef in[3];
   const std::optional<Scalar>* value[3] = {nullptr, nullptr, nullptr};
   TensorMut out;
+  // The operands' names in messages (default: x / a, b, c and y / out).
+  const char* names[3] = {nullptr, nullptr, nullptr};
+  const char* out_name = nullptr;
+  // A tensor of the args this descriptor does not read (must be left empty).
+  const TensorRef* unused = nullptr;
+  const char* unused_msg = nullptr;
 };
 
 // The shape rules ArgCheck cannot express with one fixed shape per input are
 // folded in here: every tensor input has its descriptor's shape.
 baracuda::detail::ArgCheck check_all(const PlanBase& plan, const Problem& p, const Views& v) {
   baracuda::detail::ArgCheck c(plan);
+  if (v.unused && v.unused->data != nullptr)
+    c.rule([&] { return invalid(plan.name(), v.unused_msg); });
+  const char* out_name = v.out_name ? v.out_name : kOutName[p.arity];
   for (int k = 0; k < p.arity; ++k) {
-    const char* nm = kNames[p.arity][k];
+    const char* nm = v.names[k] ? v.names[k] : kNames[p.arity][k];
     const std::string sname = std::string(nm) + "_value";
     const bool has_value = v.value[k] && v.value[k]->has_value();
     if (p.kind[k] == Kind::Tensor) {
@@ -401,9 +412,9 @@ baracuda::detail::ArgCheck check_all(const PlanBase& plan, const Problem& p, con
       return Status::ok();
     });
   }
-  c.output(kOutName[p.arity], v.out, p.out, p.out_shape);
+  c.output(out_name, v.out, p.out, p.out_shape);
   for (int k = 0; k < p.arity; ++k)
-    if (p.kind[k] == Kind::Tensor) c.allow_in_place(kOutName[p.arity], kNames[p.arity][k]);
+    if (p.kind[k] == Kind::Tensor) c.allow_in_place(out_name, v.names[k] ? v.names[k] : kNames[p.arity][k]);
   c.disjoint();
   return c;
 }
@@ -454,6 +465,7 @@ Status run_call(const PlanBase& plan, const Problem& p, const Stream& stream, co
 }
 
 std::string sku_op(const Problem& p) {
+  if (p.grad != 0) return std::string("elementwise_backward.") + op_name(static_cast<UnaryOp>(p.op));
   const char* n = p.arity == 1 ? op_name(static_cast<UnaryOp>(p.op))
                   : p.arity == 2 ? op_name(static_cast<BinaryOp>(p.op))
                                  : op_name(static_cast<TernaryOp>(p.op));
@@ -476,8 +488,13 @@ struct ElementwisePlanAccess {
   static Result<PlanT> select(const char* name, const Stream& stream, const PlanPreference& pref,
                               const elementwise::Spec& spec) {
     PlanT plan;
-    Problem& p = plan.r_;
-    BARACUDA_RETURN_IF_ERROR(elementwise::resolve(spec, &p));
+    BARACUDA_RETURN_IF_ERROR(elementwise::resolve(spec, &plan.r_));
+    BARACUDA_RETURN_IF_ERROR(finish(plan, name, stream, pref));
+    return plan;
+  }
+  // The select prologue once plan.r_ holds the resolved problem.
+  static Status finish(ElementwisePlanBase& plan, const char* name, const Stream& stream, const PlanPreference& pref) {
+    const Problem& p = plan.r_;
     auto be = baracuda::detail::setup_plan(plan, name, elementwise::kFamily, stream, pref, p.common,
                                            elementwise::sku_op(p));
     if (!be) return be.status();
@@ -485,7 +502,7 @@ struct ElementwisePlanAccess {
     sku.precision.math = p.compute;
     sku.precision.accumulator = p.compute;
     if (be->backend != Backend::CpuReference) sku.variant = elementwise::path_name(elementwise::default_path(p));
-    return plan;
+    return Status::ok();
   }
 
   static Status can_implement(const ElementwisePlanBase& plan, const Views& v) {
@@ -594,6 +611,88 @@ Status TernaryPlan::run(const Stream& stream, Workspace ws, const TernaryArgs& a
 }
 Result<KernelSku> TernaryPlan::sku_for(const Stream& stream, Workspace ws, const TernaryArgs& a) const {
   return ElementwisePlanAccess::sku_for(*this, stream, ws, views_of(a));
+}
+
+// ---- UnaryBackwardPlan -----------------------------------------------------------------
+namespace {
+Views views_of(const UnaryBackwardDescriptor& d, const Problem& p, const UnaryBackwardArgs& a) {
+  Views v;
+  v.in[0] = a.dy;
+  v.names[0] = "dy";
+  v.out = a.dx;
+  v.out_name = "dx";
+  if (p.arity == 1) {  // copy: dx = dy cast to x's dtype
+    v.unused = a.x.data ? &a.x : &a.y;
+    v.unused_msg = a.x.data ? "x is given but copy's gradient does not read it (dx is dy cast to x's dtype)"
+                            : "y is given but copy's gradient does not read it (dx is dy cast to x's dtype)";
+  } else if (d.from_output) {
+    v.in[1] = a.y;
+    v.names[1] = "y";
+    v.unused = &a.x;
+    v.unused_msg = "x is given but descriptor.from_output is set (the gradient reads y)";
+  } else {
+    v.in[1] = a.x;
+    v.names[1] = "x";
+    v.unused = &a.y;
+    v.unused_msg = "y is given but descriptor.from_output is false (the gradient reads x)";
+  }
+  return v;
+}
+}  // namespace
+
+Result<UnaryBackwardPlan> UnaryBackwardPlan::select(const Stream& stream, const UnaryBackwardDescriptor& d,
+                                                    const PlanPreference& pref) {
+  constexpr const char* name = "UnaryBackwardPlan";
+  const UnaryDescriptor& f = d.forward;
+  if (!op_valid(f.op)) return baracuda::detail::invalid(name, "unknown UnaryOp ", f.op);
+  // The forward's rules and messages first.
+  Problem fwd;
+  elementwise::Spec s{name, 1, static_cast<uint8_t>(f.op), op_name(f.op), elementwise::domain_of(f.op),
+                      {&f.x, nullptr, nullptr}, f.out_dtype, {f.alpha, f.beta, f.gamma}, unary_spec};
+  BARACUDA_RETURN_IF_ERROR(elementwise::resolve(s, &fwd));
+  if (!elementwise::has_gradient(f.op))
+    return baracuda::detail::unsupported(name, op_name(f.op), " has no gradient (its output is bool or integer)");
+  const DType xt = f.x.dtype;
+  if (!is_floating_point(xt) || !is_floating_point(fwd.out))
+    return baracuda::detail::unsupported(name, "the gradient of ", op_name(f.op), " needs floating x and y, got ", xt,
+                                         " -> ", fwd.out);
+  if (d.from_output && !elementwise::has_gradient_from_output(f.op))
+    return baracuda::detail::invalid(name, "from_output: the gradient of ", op_name(f.op),
+                                     " is not taken from y (only sigmoid, tanh, exp, expm1, sqrt, reciprocal, relu)");
+  UnaryBackwardPlan plan;
+  Problem& b = plan.r_;
+  if (f.op == UnaryOp::Copy) {
+    if (d.from_output) return baracuda::detail::invalid(name, "from_output: copy's gradient reads neither x nor y");
+    // dx = dy cast to x's dtype: a forward copy from dy's dtype.
+    b = fwd;
+    b.in_dtype[0] = b.common = fwd.out;
+    b.compute = fwd.out == DType::F64 ? DType::F64 : DType::F32;
+    b.out = xt;
+  } else {
+    if (fwd.out != xt)
+      return baracuda::detail::unsupported(name, "dy has the forward's out_dtype ", fwd.out, " but x is ", xt,
+                                           ": the gradient needs one dtype (cast dy first)");
+    b = fwd;
+    b.arity = 2;
+    b.grad = d.from_output ? 2 : 1;
+    b.kind[1] = ElementwiseOperand::Kind::Tensor;
+    b.in_dtype[0] = b.in_dtype[1] = xt;
+    b.in_shape[1] = f.x.shape;
+    b.in_shape[0] = f.x.shape;
+  }
+  b.out_shape = f.x.shape;
+  BARACUDA_RETURN_IF_ERROR(ElementwisePlanAccess::finish(plan, name, stream, pref));
+  plan.desc_ = d;
+  return plan;
+}
+Status UnaryBackwardPlan::can_implement(const UnaryBackwardArgs& a) const {
+  return ElementwisePlanAccess::can_implement(*this, views_of(desc_, r_, a));
+}
+Status UnaryBackwardPlan::run(const Stream& stream, Workspace ws, const UnaryBackwardArgs& a) const {
+  return ElementwisePlanAccess::run(*this, stream, ws, views_of(desc_, r_, a));
+}
+Result<KernelSku> UnaryBackwardPlan::sku_for(const Stream& stream, Workspace ws, const UnaryBackwardArgs& a) const {
+  return ElementwisePlanAccess::sku_for(*this, stream, ws, views_of(desc_, r_, a));
 }
 
 }  // namespace baracuda

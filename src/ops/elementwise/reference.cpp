@@ -11,6 +11,7 @@
 #include "core/host_elements.hpp"
 #include "core/int_math.hpp"
 #include "ops/elementwise/convert.hpp"
+#include "ops/elementwise/functors_grad.hpp"
 
 namespace baracuda::elementwise::ref {
 namespace {
@@ -102,8 +103,27 @@ Status run_ternary(const Problem& p, const Call& c) {
   }
 }
 
+template <UnaryOp Op, class C>
+Status run_unary_grad(const Problem& p, const Call& c) {
+  if constexpr (std::is_integral_v<C> || !has_gradient(Op)) return not_computed(op_name(Op));
+  else {
+    const Params q = params_of(p);
+    if (p.grad == 2) return strided_loop<C>(p, c, [&](const C* v) { return fn::unary_grad_from_y<Op, C>(v[0], v[1], q); });
+    return strided_loop<C>(p, c, [&](const C* v) { return fn::unary_grad<Op, C>(v[0], v[1], q); });
+  }
+}
+
 template <class C>
 Status dispatch(const Problem& p, const Call& c) {
+  if (p.grad != 0) {
+    switch (static_cast<UnaryOp>(p.op)) {
+#define BARACUDA_EW_CASE(E, name, dom, params) \
+  case UnaryOp::E: return run_unary_grad<UnaryOp::E, C>(p, c);
+      BARACUDA_UNARY_OPS(BARACUDA_EW_CASE)
+#undef BARACUDA_EW_CASE
+    }
+    return not_computed("?");
+  }
   switch (p.arity) {
     case 1:
       switch (static_cast<UnaryOp>(p.op)) {

@@ -16,6 +16,7 @@
 #include "core/cuda_device.hpp"
 #include "cuda/elementwise_engine.cuh"
 #include "ops/elementwise/functors.hpp"
+#include "ops/elementwise/functors_grad.hpp"
 #include "ops/elementwise/problem.hpp"
 
 namespace baracuda::elementwise::cuda {
@@ -40,6 +41,16 @@ template <TernaryOp Op, class C>
 struct TernaryFn {
   Params q;
   __device__ __forceinline__ auto operator()(C a, C b, C c) const { return fn::ternary<Op, C>(a, b, c, q); }
+};
+
+// A unary op's gradient: dx from (dy, x), or from (dy, y) when FromY.
+template <UnaryOp Op, class C, bool FromY>
+struct UnaryGradFn {
+  Params q;
+  __device__ __forceinline__ C operator()(C dy, C v) const {
+    if constexpr (FromY) return fn::unary_grad_from_y<Op, C>(dy, v, q);
+    else return fn::unary_grad<Op, C>(dy, v, q);
+  }
 };
 
 template <int N>
@@ -204,6 +215,47 @@ Status launch_generic(const Problem& p, const Call& c, cudaStream_t st) {
     }
   }
   return Status(StatusCode::Unsupported, "elementwise: no generic kernel for this op and compute type");
+}
+
+// Unary gradients (UnaryBackwardPlan): typed paths for floating T, and the
+// generic path (64-bit indices) in C.
+template <class T>
+Status launch_unary_grad(const Problem& p, const Call& c, Path path, cudaStream_t st) {
+  using C = compute_of<T>;
+  const Params q = params_of(p);
+  switch (static_cast<UnaryOp>(p.op)) {
+#define BARACUDA_EW_CASE(E, name, dom, params)                                                              \
+  case UnaryOp::E:                                                                                          \
+    if constexpr (has_gradient(UnaryOp::E) && UnaryOp::E != UnaryOp::Copy) {                                \
+      if constexpr (has_gradient_from_output(UnaryOp::E))                                                   \
+        if (p.grad == 2) return run_typed<2, UnaryGradFn<UnaryOp::E, C, true>, T, T, T, T, T>(p, c, path, st, {q}); \
+      return run_typed<2, UnaryGradFn<UnaryOp::E, C, false>, T, T, T, T, T>(p, c, path, st, {q});          \
+    }                                                                                                       \
+    break;
+    BARACUDA_UNARY_OPS(BARACUDA_EW_CASE)
+#undef BARACUDA_EW_CASE
+  }
+  return Status(StatusCode::Unsupported, "elementwise: no gradient kernel for this op");
+}
+
+template <class C>
+Status launch_generic_grad(const Problem& p, const Call& c, cudaStream_t st) {
+  const Params q = params_of(p);
+  const auto a = make_args<2>(p, c, false);
+  const auto s = make_scalars<C, 2>(p, c);
+  switch (static_cast<UnaryOp>(p.op)) {
+#define BARACUDA_EW_CASE(E, name, dom, params)                                                                  \
+  case UnaryOp::E:                                                                                              \
+    if constexpr (has_gradient(UnaryOp::E) && UnaryOp::E != UnaryOp::Copy) {                                    \
+      if constexpr (has_gradient_from_output(UnaryOp::E))                                                       \
+        if (p.grad == 2) return launched(dev::ew::launch_generic<2, C>(a, s, UnaryGradFn<UnaryOp::E, C, true>{q}, st)); \
+      return launched(dev::ew::launch_generic<2, C>(a, s, UnaryGradFn<UnaryOp::E, C, false>{q}, st));            \
+    }                                                                                                           \
+    break;
+    BARACUDA_UNARY_OPS(BARACUDA_EW_CASE)
+#undef BARACUDA_EW_CASE
+  }
+  return Status(StatusCode::Unsupported, "elementwise: no generic gradient kernel for this op");
 }
 
 }  // namespace baracuda::elementwise::cuda
