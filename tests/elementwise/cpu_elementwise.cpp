@@ -248,6 +248,20 @@ TEST(ElementwiseSemantics, UnaryMathMatchesPythonsMath) {
   expect_values(unary(celu, {-2.0, 1.0}), {-0.4908421805556329, 1.0}, 1e-14, "celu");
 }
 
+// Regression (contract fuzz, tests/contract/FINDINGS.md EW1): the CPU
+// reference's i0 let std::cyl_bessel_i's std::runtime_error out of run() for
+// |x| beyond a few million (and +-inf). i0 overflows double near 714: every
+// larger argument is +inf, NaN stays NaN, and run() returns Ok.
+TEST(ElementwiseSemantics, I0OfHugeAndInfiniteArgumentsIsInfinite) {
+  const auto y = unary(UnaryOp::I0, {713.0, -1000.5, 1e7, -1e300, kInf, -kInf, kNaN});
+  ASSERT_EQ(y.size(), 7u);
+  EXPECT_TRUE(std::isfinite(y[0]) && y[0] > 1e307) << y[0];  // e^713 / sqrt(2 pi 713) ~ 6.7e307
+  for (int i = 1; i < 6; ++i) EXPECT_EQ(y[i], kInf) << "element " << i;
+  EXPECT_TRUE(std::isnan(y[6]));
+  // Through f32 too (huge f32 values, the integer-to-float route).
+  EXPECT_EQ(unary(UnaryOp::I0, {3e38}, DType::F32)[0], kInf);
+}
+
 TEST(ElementwiseSemantics, RoundingSignAndSpecialValues) {
   // round: half to even, with decimals.
   expect_values(unary(UnaryOp::Round, {0.5, 1.5, 2.5, -0.5, -2.5}), {0.0, 2.0, 2.0, -0.0, -2.0}, 0, "round");

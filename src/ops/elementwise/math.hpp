@@ -94,7 +94,13 @@ __device__ inline double i0(double x) { return ::cyl_bessel_i0(x); }
 #else
 inline bool signbit(float x) { return std::signbit(x); }
 inline bool signbit(double x) { return std::signbit(x); }
-inline double i0(double x) { return std::cyl_bessel_i(0.0, std::fabs(x)); }
+// std::cyl_bessel_i throws (std::runtime_error from its series) for |x|
+// beyond a few million; i0 overflows double from |x| ~ 713.99 on, so larger
+// arguments (and +-inf) are +inf without calling it (NaN still propagates).
+inline double i0(double x) {
+  const double ax = std::fabs(x);
+  return ax > 1000.0 ? HUGE_VAL : std::cyl_bessel_i(0.0, ax);
+}
 inline float i0(float x) { return static_cast<float>(i0(static_cast<double>(x))); }
 // Host erfinv: a rational first guess (Giles 2010, "Approximating the erfinv
 // function") then two Newton steps on erf(y) - x, each roughly doubling the
