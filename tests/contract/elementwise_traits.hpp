@@ -76,9 +76,16 @@ constexpr int arity_of() {
 inline constexpr const char* kNames[4][3] = {{}, {"x"}, {"a", "b"}, {"a", "b", "c"}};
 inline constexpr const char* kOutName[4] = {"", "y", "out", "out"};
 
-// Output shapes: rank 0..4 with extents 1..5, now and then rank 5..8 with extents 1..2.
+// Output shapes: rank 0..4 with extents 1..5, now and then rank 5..8 with
+// extents 1..2, or a few thousand elements (the CPU reference works in chunks
+// of 4096 elements, each starting its odometer from its first index).
 inline Dims out_shape(Fuzz& f) {
   Dims s;
+  if (f.chance(0.02)) {
+    if (f.chance(0.5)) s.push_back(f.range(2, 3));
+    s.push_back(f.range(2049, 6000));
+    return s;
+  }
   if (f.chance(0.15)) {
     for (int i = static_cast<int>(f.range(5, baracuda::kMaxRank)); i > 0; --i) s.push_back(f.range(1, 2));
     return s;
