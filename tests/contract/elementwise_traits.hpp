@@ -119,7 +119,7 @@ Desc draw(Fuzz& f) {
   // Operands mostly share a dtype (the typed paths); sometimes each draws its own.
   const DType common = any_engine_dtype(f);
   const bool mixed = f.chance(0.25);
-  int tensor_at = static_cast<int>(f.range(0, n - 1));  // at least this one is a tensor
+  const int tensor_at = static_cast<int>(f.range(0, n - 1));  // at least this one is a tensor
   for (int k = 0; k < n; ++k) {
     ElementwiseOperand& o = operand(d, k);
     const DType t = where && k == 0 ? DType::Bool : mixed ? any_engine_dtype(f) : common;
