@@ -80,7 +80,7 @@ TYPED_TEST_P(PlanContract, OutputsMustNotAliasInputs) {
           c.views[o].data = shared.payload() + shift * static_cast<int64_t>(eo);
           c.views[o].capacity = static_cast<int64_t>((bytes - static_cast<size_t>(shift) * eo) / eo);
           c.rebind();
-          const bool exact = shift == 0 && so.in_place_of && std::string(so.in_place_of) == si.name;
+          const bool exact = shift == 0 && in_place_allowed(so, si.name);
           const Status st = run_sync<T>(plan, Stream::cpu(), c);
           if (exact) {
             ++in_place;

@@ -481,9 +481,10 @@ std::vector<ViewMutator<Args>> view_mutations() {
              outs.push_back(static_cast<int>(i));
          const int o = pick_index(f, outs);
          if (o < 0) return false;
-         int in = -1;
+         std::vector<int> ins;  // the inputs it may replace (one of them, at random)
          for (size_t i = 0; i < s.size(); ++i)
-           if (std::string_view(s[i].name) == s[static_cast<size_t>(o)].in_place_of) in = static_cast<int>(i);
+           if (in_place_allowed(s[static_cast<size_t>(o)], s[i].name)) ins.push_back(static_cast<int>(i));
+         const int in = pick_index(f, ins);
          if (in < 0 || !v[static_cast<size_t>(in)].given || v[static_cast<size_t>(in)].alias_of >= 0) return false;
          v[static_cast<size_t>(o)].alias_of = in;
          v[static_cast<size_t>(o)].same_view = true;
@@ -830,7 +831,7 @@ class Fuzzer {
   // Output o is exactly input i (same data, dtype, shape and strides on every
   // axis of extent > 1) and the plan documents o as in place of i.
   static bool exact_in_place(const std::vector<Slot<Args>>& slots, const std::vector<TensorMut>& tv, size_t o, size_t i) {
-    if (!slots[o].in_place_of || std::string_view(slots[o].in_place_of) != slots[i].name) return false;
+    if (!in_place_allowed(slots[o], slots[i].name)) return false;
     const TensorMut &a = tv[o], &b = tv[i];
     if (a.data != b.data || a.dtype != b.dtype || !(a.shape == b.shape) || !(a.strides.rank == b.strides.rank)) return false;
     for (int d = 0; d < a.shape.rank; ++d)

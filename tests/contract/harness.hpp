@@ -63,9 +63,14 @@ struct Slot {
   Role role = Role::Input;
   DType dtype = DType::F32;
   Dims shape;
-  void (*bind)(Args&, const TensorMut&) = nullptr;
+  // Stores the view into Args. A std::function so that a plan's traits can
+  // also set what travels beside the tensors (the elementwise plans' host
+  // scalar values, fixed per descriptor) when the output is bound.
+  std::function<void(Args&, const TensorMut&)> bind;
   bool optional = false;              // the descriptor decides whether it is used
-  const char* in_place_of = nullptr;  // output: the input whose exact view it may be
+  // Output: the input whose exact view it may be; several inputs comma-separated
+  // ("a,b": the output may be exactly a or exactly b). See in_place_allowed().
+  const char* in_place_of = nullptr;
   bool values_checked = false;        // the plan validates its values (cu_seqlens): bad values are an error
   // Input values in logical (row-major) order; n values. Default: uniform in
   // [-1, 1) rounded to the dtype, never all zero.
@@ -89,6 +94,20 @@ Slot<Args> output(const char* name, DType t, Dims shape, void (*bind)(Args&, con
   s.role = Role::Output;
   s.in_place_of = in_place_of;
   return s;
+}
+// Whether output slot `out` may be exactly the view of the input named `input`
+// (its in_place_of lists that name).
+template <class Args>
+bool in_place_allowed(const Slot<Args>& out, std::string_view input) {
+  if (!out.in_place_of) return false;
+  std::string_view list = out.in_place_of;
+  while (!list.empty()) {
+    const size_t comma = list.find(',');
+    if (list.substr(0, comma) == input) return true;
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return false;
 }
 // An optional tensor: an input when `used`, else Unused (its shape is what it
 // would have, so a test can give a plausible view the plan must refuse).

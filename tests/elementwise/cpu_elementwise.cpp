@@ -254,6 +254,50 @@ TEST(ElementwiseSemantics, UnaryMathMatchesPythonsMath) {
   expect_values(unary(celu, {-2.0, 1.0}), {-0.4908421805556329, 1.0}, 1e-14, "celu");
 }
 
+// Regression (contract fuzz, tests/contract/FINDINGS.md EW1): the CPU
+// reference's i0 let std::cyl_bessel_i's std::runtime_error out of run() for
+// |x| beyond a few million (and +-inf). i0 overflows double near 714: every
+// larger argument is +inf, NaN stays NaN, and run() returns Ok.
+TEST(ElementwiseSemantics, I0OfHugeAndInfiniteArgumentsIsInfinite) {
+  const auto y = unary(UnaryOp::I0, {713.0, -1000.5, 1e7, -1e300, kInf, -kInf, kNaN});
+  ASSERT_EQ(y.size(), 7u);
+  EXPECT_TRUE(std::isfinite(y[0]) && y[0] > 1e307) << y[0];  // e^713 / sqrt(2 pi 713) ~ 6.7e307
+  for (int i = 1; i < 6; ++i) EXPECT_EQ(y[i], kInf) << "element " << i;
+  EXPECT_TRUE(std::isnan(y[6]));
+  // Through f32 too (huge f32 values, the integer-to-float route).
+  EXPECT_EQ(unary(UnaryOp::I0, {3e38}, DType::F32)[0], kInf);
+}
+
+// Regression (contract fuzz, tests/contract/FINDINGS.md EW2): isclose on
+// integers converted its rtol to int64 although it only reads the double:
+// rtol 1e30 or inf was a float-to-integer overflow (undefined behaviour,
+// reported by UBSan's float-cast-overflow). Any rtol >= 0 is valid.
+TEST(ElementwiseSemantics, IntegerIsCloseTakesAnyRtol) {
+  auto isclose = [](double rtol, const std::vector<int64_t>& a, const std::vector<int64_t>& b) {
+    const int64_t n = static_cast<int64_t>(a.size());
+    BinaryDescriptor d;
+    d.op = BinaryOp::IsClose;
+    d.a = Operand::tensor(DType::I32, {n});
+    d.b = Operand::tensor(DType::I32, {n});
+    d.alpha = rtol;
+    d.beta = 0.0;
+    auto plan = BinaryPlan::select(kCpu, d);
+    EXPECT_TRUE(plan.is_ok()) << plan.status().to_string();
+    if (!plan) return std::vector<int64_t>{};
+    HostBuffer ha = bt::host_from_i64(DType::I32, a), hb = bt::host_from_i64(DType::I32, b), ho(DType::Bool, n);
+    BinaryArgs args;
+    args.a = TensorRef::contiguous(ha.data(), DType::I32, Device::cpu(), {n}, n);
+    args.b = TensorRef::contiguous(hb.data(), DType::I32, Device::cpu(), {n}, n);
+    args.out = TensorMut::contiguous(ho.data(), DType::Bool, Device::cpu(), {n}, n);
+    const Status st = plan->run(kCpu, {}, args);
+    EXPECT_TRUE(st.is_ok()) << st.to_string();
+    return bt::all_values_i64(ho);
+  };
+  // |a - b| <= atol + rtol * |b|
+  EXPECT_EQ(isclose(0.1, {10, 10, -10}, {11, 12, -11}), (std::vector<int64_t>{1, 0, 1}));
+  for (const double rtol : {1e30, kInf}) EXPECT_EQ(isclose(rtol, {1, -7, 5}, {2, 3, 5}), (std::vector<int64_t>{1, 1, 1})) << rtol;
+}
+
 TEST(ElementwiseSemantics, RoundingSignAndSpecialValues) {
   // round: half to even, with decimals.
   expect_values(unary(UnaryOp::Round, {0.5, 1.5, 2.5, -0.5, -2.5}), {0.0, 2.0, 2.0, -0.0, -2.0}, 0, "round");

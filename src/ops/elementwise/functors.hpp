@@ -269,7 +269,9 @@ HD inline auto binary(C a, C b, const Params& q) {
   using B = BinaryOp;
   constexpr bool I = kInt<C>;
   // p0: add / sub's alpha, an integer for integer ops (checked at select()).
-  [[maybe_unused]] const C p0 = C(q.p[0]), p1 = I ? C(0) : C(q.p[1]);
+  // isclose's rtol / atol may be any double >= 0 (1e30, inf) and are read as
+  // doubles for integers: converting them to int64 would be undefined behaviour.
+  [[maybe_unused]] const C p0 = I && Op == B::IsClose ? C(0) : C(q.p[0]), p1 = I ? C(0) : C(q.p[1]);
   if constexpr (Op == B::Add) {
     if constexpr (I) return wrap_add(a, wrap_mul(p0, b));
     else return a + p0 * b;

@@ -1,0 +1,9 @@
+// The elementwise plans in the contract suite, CUDA checks (skip without a GPU).
+#include "contract/elementwise_traits.hpp"
+#include "contract/cuda_suite.hpp"
+
+namespace contract {
+INSTANTIATE_TYPED_TEST_SUITE_P(UnaryPlan, PlanContractCuda, ::testing::Types<UnaryTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(BinaryPlan, PlanContractCuda, ::testing::Types<BinaryTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(TernaryPlan, PlanContractCuda, ::testing::Types<TernaryTraits>);
+}  // namespace contract

@@ -1,0 +1,548 @@
+// Contract traits of the elementwise family: UnaryPlan, BinaryPlan,
+// TernaryPlan. A new elementwise plan joins with a traits struct here and one
+// INSTANTIATE line per suite in tests/contract/cpu_elementwise.cpp and
+// cuda_elementwise.cpp.
+//
+// Valid descriptors draw an op from the whole table, dtypes of every kind,
+// an output shape of rank 0..8 and per operand a broadcastable shape (leading
+// axes dropped, extents set to 1, rank 0), a host scalar or (clamp's bounds)
+// nothing, now and then op parameters and an explicit out_dtype; select()
+// decides what is valid (a draw it refuses is drawn again), so the fuzz
+// follows the plans' own domain rules instead of a copy of them here.
+//
+// Host scalars travel in the Args beside the tensors. Their values are fixed
+// per descriptor (a hash of it picks them from a menu of ordinary and special
+// values, sometimes of a lower category than the descriptor's, which is
+// allowed), so every call built for one plan gets the same values; the output
+// slot's bind sets them. A scalar (or absent) operand's tensor slot is an
+// optional tensor the descriptor does not use.
+//
+// The output may be exactly any tensor input of its dtype and shape (in place).
+#pragma once
+
+#include <cmath>
+#include <limits>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "baracuda/ops/elementwise.hpp"
+#include "contract/fuzz.hpp"
+#include "contract/harness.hpp"
+
+namespace contract {
+namespace ew_contract {
+
+using baracuda::BinaryOp;
+using baracuda::ElementwiseOperand;
+using baracuda::Scalar;
+using baracuda::TernaryOp;
+using baracuda::UnaryOp;
+using Kind = ElementwiseOperand::Kind;
+
+#define BT_EW_COUNT(E, name, dom, params) +1
+inline constexpr int kOps[4] = {0, 0 BARACUDA_UNARY_OPS(BT_EW_COUNT), 0 BARACUDA_BINARY_OPS(BT_EW_COUNT),
+                                0 BARACUDA_TERNARY_OPS(BT_EW_COUNT)};
+#undef BT_EW_COUNT
+
+inline constexpr DType kFloat[] = {DType::F32, DType::F64, DType::F16, DType::BF16};
+inline constexpr DType kInteger[] = {DType::I8, DType::U8, DType::I16, DType::I32, DType::I64};
+
+// Mostly floating, often integers, now and then bool.
+inline DType any_engine_dtype(Fuzz& f) {
+  const double u = std::uniform_real_distribution<double>(0, 1)(f.rng);
+  if (u < 0.55) return kFloat[f.range(0, 3)];
+  if (u < 0.9) return kInteger[f.range(0, 4)];
+  return DType::Bool;
+}
+
+// ---- descriptors of any arity ------------------------------------------------------
+inline ElementwiseOperand& operand(baracuda::UnaryDescriptor& d, int) { return d.x; }
+inline ElementwiseOperand& operand(baracuda::BinaryDescriptor& d, int k) { return k == 0 ? d.a : d.b; }
+inline ElementwiseOperand& operand(baracuda::TernaryDescriptor& d, int k) { return k == 0 ? d.a : k == 1 ? d.b : d.c; }
+inline const ElementwiseOperand& operand(const baracuda::UnaryDescriptor& d, int) { return d.x; }
+inline const ElementwiseOperand& operand(const baracuda::BinaryDescriptor& d, int k) { return k == 0 ? d.a : d.b; }
+inline const ElementwiseOperand& operand(const baracuda::TernaryDescriptor& d, int k) {
+  return k == 0 ? d.a : k == 1 ? d.b : d.c;
+}
+template <class Desc>
+constexpr int arity_of() {
+  if constexpr (std::is_same_v<Desc, baracuda::UnaryDescriptor>) return 1;
+  else if constexpr (std::is_same_v<Desc, baracuda::BinaryDescriptor>) return 2;
+  else return 3;
+}
+inline constexpr const char* kNames[4][3] = {{}, {"x"}, {"a", "b"}, {"a", "b", "c"}};
+inline constexpr const char* kOutName[4] = {"", "y", "out", "out"};
+
+// Output shapes: rank 0..4 with extents 1..5, now and then rank 5..8 with
+// extents 1..2, or a few thousand elements (the CPU reference works in chunks
+// of 4096 elements, each starting its odometer from its first index).
+inline Dims out_shape(Fuzz& f) {
+  Dims s;
+  if (f.chance(0.02)) {
+    if (f.chance(0.5)) s.push_back(f.range(2, 3));
+    s.push_back(f.range(2049, 6000));
+    return s;
+  }
+  if (f.chance(0.15)) {
+    for (int i = static_cast<int>(f.range(5, baracuda::kMaxRank)); i > 0; --i) s.push_back(f.range(1, 2));
+    return s;
+  }
+  for (int i = static_cast<int>(f.range(0, 4)); i > 0; --i) s.push_back(f.range(1, 5));
+  return s;
+}
+// A shape that broadcasts to `out`: some leading axes dropped, some extents 1.
+inline Dims broadcast_from(const Dims& out, Fuzz& f) {
+  if (f.chance(0.5)) return out;
+  Dims s;
+  const int drop = f.chance(0.3) ? static_cast<int>(f.range(0, out.rank)) : 0;
+  for (int i = drop; i < out.rank; ++i) s.push_back(f.chance(0.35) ? 1 : out[i]);
+  return s;
+}
+
+inline double any_param(Fuzz& f) {
+  return f.pick<double>({0.0, 0.5, -0.5, 1.0, 2.0, -1.0, 3.0, 0.01, 1e-6, 6.0, -2.0, 1e30, 0.25});
+}
+
+// One random descriptor of the family; select() may still refuse it.
+template <class Desc>
+Desc draw(Fuzz& f) {
+  constexpr int n = arity_of<Desc>();
+  Desc d;
+  using Op = decltype(d.op);
+  d.op = static_cast<Op>(f.range(0, kOps[n] - 1));
+  const Dims shape = out_shape(f);
+  const bool where = n == 3 && static_cast<TernaryOp>(d.op) == TernaryOp::Where;
+  const bool clamp = n == 3 && static_cast<TernaryOp>(d.op) == TernaryOp::Clamp;
+  // Operands mostly share a dtype (the typed paths); sometimes each draws its own.
+  const DType common = any_engine_dtype(f);
+  const bool mixed = f.chance(0.25);
+  const int tensor_at = static_cast<int>(f.range(0, n - 1));  // at least this one is a tensor
+  for (int k = 0; k < n; ++k) {
+    ElementwiseOperand& o = operand(d, k);
+    const DType t = where && k == 0 ? DType::Bool : mixed ? any_engine_dtype(f) : common;
+    const double u = std::uniform_real_distribution<double>(0, 1)(f.rng);
+    if (n == 1 || k == tensor_at || u < 0.6) {
+      o = ElementwiseOperand::tensor(t, broadcast_from(shape, f));
+      if (k != tensor_at && f.chance(0.15)) o.shape = Dims{};  // a 0-dim tensor
+    } else if (clamp && u < 0.8) {
+      o = ElementwiseOperand::absent();
+    } else {
+      const DType st = where && k == 0 ? DType::Bool
+                       : baracuda::is_floating_point(t) ? DType::F64
+                       : t == DType::Bool ? DType::Bool
+                                           : DType::I64;
+      o = ElementwiseOperand::scalar(f.chance(0.2) ? f.pick<DType>({DType::F64, DType::I64, DType::Bool}) : st);
+    }
+  }
+  if (f.chance(0.5)) {  // the tensor that carries the output shape keeps every axis
+    ElementwiseOperand& o = operand(d, tensor_at);
+    o.shape = shape;
+  }
+  if (f.chance(0.3)) d.alpha = any_param(f);
+  if (f.chance(0.15)) d.beta = any_param(f);
+  if (f.chance(0.08)) d.gamma = f.pick<double>({0.0, 1.0});
+  if (f.chance(0.2)) d.out_dtype = any_engine_dtype(f);
+  return d;
+}
+
+// A small valid descriptor: drawn until select() accepts it (parameters and
+// out_dtype dropped first when they are what it refuses).
+template <class Plan, class Desc>
+Desc valid(Rng& rng) {
+  Fuzz f(rng);
+  for (int tries = 0; tries < 1000; ++tries) {
+    Desc d = draw<Desc>(f);
+    if (Plan::select(Stream::cpu(), d)) return d;
+    d.alpha = d.beta = d.gamma = std::nullopt;
+    if (Plan::select(Stream::cpu(), d)) return d;
+    d.out_dtype = std::nullopt;
+    if (Plan::select(Stream::cpu(), d)) return d;
+  }
+  throw std::runtime_error("elementwise traits: no valid descriptor in 1000 draws");
+}
+
+inline std::string operand_str(const ElementwiseOperand& o) {
+  std::ostringstream os;
+  const int kind = static_cast<int>(o.kind);
+  const std::string dt = dtype_known(o.dtype) ? std::string(baracuda::dtype_name(o.dtype)) : "dtype#" + std::to_string(int(o.dtype));
+  if (o.kind == Kind::Tensor) os << "tensor " << dt << " " << dims_str(o.shape);
+  else if (o.kind == Kind::Scalar) os << "scalar " << dt;
+  else if (o.kind == Kind::Absent) os << "absent";
+  else os << "kind#" << kind;
+  return os.str();
+}
+
+template <class Desc>
+std::string describe(const Desc& d, const char* what) {
+  constexpr int n = arity_of<Desc>();
+  std::ostringstream os;
+  os << what << "{op " << baracuda::op_name(d.op) << " (" << static_cast<int>(d.op) << ")";
+  for (int k = 0; k < n; ++k) os << ", " << kNames[n][k] << " " << operand_str(operand(d, k));
+  if (d.out_dtype) os << ", out_dtype " << (dtype_known(*d.out_dtype) ? baracuda::dtype_name(*d.out_dtype) : "?");
+  if (d.alpha) os << ", alpha " << *d.alpha;
+  if (d.beta) os << ", beta " << *d.beta;
+  if (d.gamma) os << ", gamma " << *d.gamma;
+  os << "}";
+  return os.str();
+}
+
+// ---- host scalar values ------------------------------------------------------------------
+// The value of a scalar operand declared `declared`, picked by `h` (a hash of
+// the descriptor and the operand's index): ordinary values, zeros of both
+// signs, huge / tiny / non-finite ones; now and then of a lower category than
+// declared (an integer for an f64 scalar, a bool for an i64 one).
+inline Scalar scalar_value(DType declared, uint64_t h) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  static constexpr double kF[] = {2.5, -0.75, 0.0, -0.0, 3.0, 1e-3, -7.0, 0.5, 1.0, 65504.0, 1e30, -1e-40, inf, -inf,
+                                  std::numeric_limits<double>::quiet_NaN()};
+  static constexpr int64_t kI[] = {0, 1, -1, 2, 3, -7, 100, 127, -128, 65, 255, 31, INT64_MAX, INT64_MIN};
+  const uint64_t pick = (h >> 32) % 100;
+  if (declared == DType::Bool || (declared == DType::I64 && pick < 10)) return Scalar(h % 2 == 0);
+  if (declared == DType::I64 || pick < 15) return Scalar(static_cast<long long>(kI[h % std::size(kI)]));
+  return Scalar(kF[h % std::size(kF)]);
+}
+
+template <class Desc>
+std::optional<Scalar> value_of(const Desc& d, int k, const std::string& described) {
+  const ElementwiseOperand& o = operand(d, k);
+  if (o.kind != Kind::Scalar) return std::nullopt;
+  return scalar_value(o.dtype, bt::splitmix64(bt::fnv1a(described) + static_cast<uint64_t>(k)));
+}
+
+// Integer inputs: small values of both signs with zeros (division by zero,
+// shifts past the width), now and then the dtype's extremes.
+inline void integer_values(DType t, Rng& rng, std::vector<double>& v) {
+  Fuzz f(rng);
+  const bool is_unsigned = t == DType::U8;
+  const double lo = t == DType::I8 ? -128 : t == DType::I16 ? -32768 : t == DType::I32 ? -2147483648.0 : -9.2e18;
+  const double hi = t == DType::U8    ? 255
+                    : t == DType::I8  ? 127
+                    : t == DType::I16 ? 32767
+                    : t == DType::I32 ? 2147483647.0
+                                      : 9.2e18;
+  for (double& x : v) {
+    if (f.chance(0.9)) x = static_cast<double>(is_unsigned ? f.range(0, 40) : f.range(-20, 20));
+    else x = f.chance(0.5) ? (is_unsigned ? 0.0 : lo) : hi;
+  }
+}
+
+// ---- slots ---------------------------------------------------------------------------------
+// Comma-separated lists of the inputs an output may replace, by subset of {0, 1, 2}.
+inline const char* in_place_list(int arity, unsigned mask) {
+  static constexpr const char* kBin[4] = {nullptr, "a", "b", "a,b"};
+  static constexpr const char* kTer[8] = {nullptr, "a", "b", "a,b", "c", "a,c", "b,c", "a,b,c"};
+  return arity == 1 ? (mask ? "x" : nullptr) : arity == 2 ? kBin[mask & 3] : kTer[mask & 7];
+}
+
+template <class Args>
+void bind_input(Args& a, int k, const TensorMut& t) {
+  if constexpr (std::is_same_v<Args, baracuda::UnaryArgs>) a.x = t, (void)k;
+  else if constexpr (std::is_same_v<Args, baracuda::BinaryArgs>) (k == 0 ? a.a : a.b) = t;
+  else (k == 0 ? a.a : k == 1 ? a.b : a.c) = t;
+}
+template <class Args>
+void bind_output(Args& a, const TensorMut& t) {
+  if constexpr (std::is_same_v<Args, baracuda::UnaryArgs>) a.y = t;
+  else a.out = t;
+}
+template <class Args>
+void set_value(Args& a, int k, const std::optional<Scalar>& v) {
+  if constexpr (std::is_same_v<Args, baracuda::BinaryArgs>) {
+    if (k < 2) (k == 0 ? a.a_value : a.b_value) = v;
+  } else if constexpr (std::is_same_v<Args, baracuda::TernaryArgs>) {
+    (k == 0 ? a.a_value : k == 1 ? a.b_value : a.c_value) = v;
+  } else {
+    (void)a, (void)k, (void)v;
+  }
+}
+
+template <class Plan, class Args, class Desc>
+std::vector<Slot<Args>> slots(const Plan& p, const char* what) {
+  constexpr int n = arity_of<Desc>();
+  const Desc& d = p.descriptor();
+  const std::string described = describe(d, what);
+  std::vector<Slot<Args>> v;
+  std::optional<Scalar> values[3];
+  unsigned in_place = 0;
+  using BindFn = void (*)(Args&, const TensorMut&);
+  static constexpr BindFn kBind[3] = {[](Args& a, const TensorMut& t) { bind_input(a, 0, t); },
+                                      [](Args& a, const TensorMut& t) { bind_input(a, 1, t); },
+                                      [](Args& a, const TensorMut& t) { bind_input(a, 2, t); }};
+  for (int k = 0; k < n; ++k) {
+    const ElementwiseOperand& o = operand(d, k);
+    const char* nm = kNames[n][k];
+    if (o.kind != Kind::Tensor) {  // a plausible tensor the plan must refuse when given
+      v.push_back(optional_input<Args>(false, nm, o.kind == Kind::Scalar ? o.dtype : p.common_dtype(), p.output_shape(),
+                                       kBind[k]));
+      values[k] = value_of(d, k, described);
+      continue;
+    }
+    Slot<Args> s = input<Args>(nm, o.dtype, o.shape, kBind[k]);
+    if (baracuda::is_integral(o.dtype)) {
+      const DType t = o.dtype;
+      s.values = [t](Rng& rng, std::vector<double>& x) { integer_values(t, rng, x); };
+    }
+    v.push_back(s);
+    if (o.dtype == p.out_dtype() && o.shape == p.output_shape()) in_place |= 1u << k;
+  }
+  Slot<Args> out = output<Args>(kOutName[n], p.out_dtype(), p.output_shape(), nullptr, in_place_list(n, in_place));
+  out.bind = [values](Args& a, const TensorMut& t) {
+    bind_output(a, t);
+    for (int k = 0; k < 3; ++k) set_value(a, k, values[k]);
+  };
+  v.push_back(out);
+  return v;
+}
+
+// ---- zero-size, invalid and mutated descriptors ----------------------------------------
+inline ElementwiseOperand T(DType t, Dims s) { return ElementwiseOperand::tensor(t, s); }
+inline ElementwiseOperand S(DType t = DType::F64) { return ElementwiseOperand::scalar(t); }
+
+template <class Desc>
+std::vector<DescMutator<Desc>> mutators() {
+  constexpr int n = arity_of<Desc>();
+  using Op = decltype(Desc{}.op);
+  std::vector<DescMutator<Desc>> v;
+  auto pick = [](Fuzz& f) { return static_cast<int>(f.range(0, n - 1)); };
+  auto tensor_shape = [pick](Desc& d, Fuzz& f) -> Dims& {  // some operand, made a tensor
+    ElementwiseOperand& o = operand(d, pick(f));
+    if (o.kind != Kind::Tensor) o = ElementwiseOperand::tensor(DType::F32, Dims{});
+    return o.shape;
+  };
+  v.push_back({"desc.extent_negative", [tensor_shape](Desc& d, Fuzz& f) {
+                 Dims& s = tensor_shape(d, f);
+                 if (s.rank == 0) s.push_back(1);
+                 s[static_cast<int>(f.range(0, s.rank - 1))] = f.negative();
+               }});
+  v.push_back({"desc.extent_huge", [tensor_shape](Desc& d, Fuzz& f) {
+                 Dims& s = tensor_shape(d, f);
+                 if (s.rank == 0) s.push_back(1);
+                 s[static_cast<int>(f.range(0, s.rank - 1))] = f.huge();
+               }});
+  v.push_back({"desc.extents_overflow", [tensor_shape](Desc& d, Fuzz& f) {  // product far past 2^63
+                 Dims& s = tensor_shape(d, f);
+                 s = Dims();
+                 const int r = static_cast<int>(f.range(2, baracuda::kMaxRank));
+                 for (int i = 0; i < r; ++i) s.push_back(int64_t{1} << f.range(64 / r, 62 / 2 + 2));
+               }});
+  v.push_back({"desc.extents_wrap", [tensor_shape](Desc& d, Fuzz& f) {  // product exactly 2^64 or 2^63
+                 Dims& s = tensor_shape(d, f);
+                 s = Dims();
+                 const int r = static_cast<int>(f.range(2, baracuda::kMaxRank));
+                 for (int64_t x : f.pow2_split(r, f.chance(0.7) ? 64 : 63)) s.push_back(x);
+               }});
+  if constexpr (n > 1) {
+    // Each operand small (its own product fits), their broadcast past int64.
+    v.push_back({"desc.broadcast_product_wraps", [](Desc& d, Fuzz& f) {
+                   const int r = static_cast<int>(f.range(n, baracuda::kMaxRank));
+                   const auto parts = f.pow2_split(r, f.chance(0.7) ? 64 : 63);
+                   for (int k = 0; k < n; ++k) {
+                     Dims s;
+                     for (int i = 0; i < r; ++i) s.push_back(i % n == k ? parts[static_cast<size_t>(i)] : 1);
+                     const DType t = operand(d, k).kind == Kind::Tensor ? operand(d, k).dtype : DType::F32;
+                     operand(d, k) = ElementwiseOperand::tensor(t, s);
+                   }
+                 }});
+  }
+  v.push_back({"desc.extent_mismatch", [tensor_shape](Desc& d, Fuzz& f) {  // may no longer broadcast
+                 Dims& s = tensor_shape(d, f);
+                 if (s.rank == 0) s.push_back(f.range(0, 7));
+                 else s[static_cast<int>(f.range(0, s.rank - 1))] = f.range(0, 7);
+               }});
+  v.push_back({"desc.rank_corrupt", [tensor_shape](Desc& d, Fuzz& f) { tensor_shape(d, f).rank = f.corrupt_rank(); }});
+  v.push_back({"desc.op_any", [](Desc& d, Fuzz& f) { d.op = static_cast<Op>(f.range(0, 255)); }});
+  v.push_back({"desc.dtype_any", [pick](Desc& d, Fuzz& f) { operand(d, pick(f)).dtype = f.any_dtype(); }});
+  v.push_back({"desc.kind_any", [pick](Desc& d, Fuzz& f) {
+                 operand(d, pick(f)).kind = static_cast<Kind>(f.chance(0.7) ? f.range(0, 2) : f.range(0, 255));
+               }});
+  v.push_back({"desc.all_scalars", [](Desc& d, Fuzz& f) {
+                 for (int k = 0; k < n; ++k)
+                   operand(d, k) = ElementwiseOperand::scalar(f.pick<DType>({DType::F64, DType::I64, DType::Bool}));
+               }});
+  v.push_back({"desc.out_dtype_any", [](Desc& d, Fuzz& f) { d.out_dtype = f.any_dtype(); }});
+  v.push_back({"desc.params_any", [](Desc& d, Fuzz& f) {
+                 std::optional<double>* ps[3] = {&d.alpha, &d.beta, &d.gamma};
+                 *ps[f.range(0, 2)] = f.any_double();
+                 if (f.chance(0.3)) *ps[f.range(0, 2)] = f.any_double();
+               }});
+  return v;
+}
+
+}  // namespace ew_contract
+
+// ---------------------------------------------------------------------------
+template <class PlanT, class DescT, class ArgsT>
+struct ElementwiseTraitsOf {
+  using Plan = PlanT;
+  using Desc = DescT;
+  using Args = ArgsT;
+  static constexpr int kArity = ew_contract::arity_of<Desc>();
+  static constexpr const char* kName = kArity == 1 ? "UnaryPlan" : kArity == 2 ? "BinaryPlan" : "TernaryPlan";
+  static constexpr const char* kDesc =
+      kArity == 1 ? "UnaryDescriptor" : kArity == 2 ? "BinaryDescriptor" : "TernaryDescriptor";
+
+  static Desc valid_desc(Rng& rng) { return ew_contract::valid<Plan, Desc>(rng); }
+  static std::vector<Slot<Args>> slots(const Plan& p) { return ew_contract::slots<Plan, Args, Desc>(p, kDesc); }
+  static std::vector<DescMutator<Desc>> desc_mutators() { return ew_contract::mutators<Desc>(); }
+  static std::string describe(const Desc& d) { return ew_contract::describe(d, kDesc); }
+  static std::vector<Desc> workspace_descs() { return {}; }  // no workspace
+};
+
+struct UnaryTraits : ElementwiseTraitsOf<baracuda::UnaryPlan, baracuda::UnaryDescriptor, baracuda::UnaryArgs> {
+  using UnaryOp = baracuda::UnaryOp;
+  static Desc make(UnaryOp op, DType t, Dims s) {
+    Desc d;
+    d.op = op;
+    d.x = ew_contract::T(t, s);
+    return d;
+  }
+  static std::vector<Desc> zero_size_descs() {
+    Desc cast = make(UnaryOp::Copy, DType::F32, {0, 3});
+    cast.out_dtype = DType::BF16;
+    return {make(UnaryOp::Exp, DType::F32, {0}), make(UnaryOp::IsNan, DType::F16, {2, 0, 3}), cast,
+            make(UnaryOp::BitwiseNot, DType::I8, {3, 0})};
+  }
+  static std::vector<std::pair<const char*, Desc>> invalid_descs() {
+    using Kind = ew_contract::Kind;
+    auto with = [](UnaryOp op, DType t, auto fn) {
+      Desc d = make(op, t, {2, 3});
+      fn(d);
+      return d;
+    };
+    auto none = [](Desc&) {};
+    Desc rank9 = make(UnaryOp::Exp, DType::F32, {1, 1});
+    rank9.x.shape.rank = 9;
+    return {{"x_scalar", with(UnaryOp::Exp, DType::F32, [](Desc& d) { d.x = ew_contract::S(); })},
+            {"x_absent", with(UnaryOp::Exp, DType::F32, [](Desc& d) { d.x = baracuda::ElementwiseOperand::absent(); })},
+            {"negative_extent", make(UnaryOp::Neg, DType::F32, {2, -1})},
+            {"rank_9", rank9},
+            {"unknown_op", with(static_cast<UnaryOp>(200), DType::F32, none)},
+            {"unknown_kind", with(UnaryOp::Exp, DType::F32, [](Desc& d) { d.x.kind = static_cast<Kind>(9); })},
+            {"unknown_dtype", with(UnaryOp::Exp, static_cast<DType>(99), none)},
+            {"gelu_of_integers", with(UnaryOp::GeluErf, DType::I32, none)},
+            {"abs_of_bool", with(UnaryOp::Abs, DType::Bool, none)},
+            {"bitwise_not_of_float", with(UnaryOp::BitwiseNot, DType::F32, none)},
+            {"out_dtype_integer_for_exp", with(UnaryOp::Exp, DType::F32, [](Desc& d) { d.out_dtype = DType::I32; })},
+            {"out_dtype_unknown", with(UnaryOp::Copy, DType::F32, [](Desc& d) { d.out_dtype = static_cast<DType>(99); })},
+            {"param_for_op_without", with(UnaryOp::Exp, DType::F32, [](Desc& d) { d.alpha = 1.0; })},
+            {"threshold_without_value", with(UnaryOp::Threshold, DType::F32, [](Desc& d) { d.alpha = 0.5; })},
+            {"param_nan", with(UnaryOp::LeakyRelu, DType::F32, [](Desc& d) { d.alpha = std::nan(""); })},
+            {"round_fractional_decimals", with(UnaryOp::Round, DType::F32, [](Desc& d) { d.alpha = 1.5; })},
+            {"round_decimals_of_integers", with(UnaryOp::Round, DType::I32, [](Desc& d) { d.alpha = 2; })},
+            {"logit_eps_above_half", with(UnaryOp::Logit, DType::F32, [](Desc& d) { d.alpha = 0.75; })},
+            {"celu_alpha_zero", with(UnaryOp::Celu, DType::F32, [](Desc& d) { d.alpha = 0.0; })},
+            {"softplus_beta_zero", with(UnaryOp::Softplus, DType::F32, [](Desc& d) { d.alpha = 0.0; })},
+            {"hardtanh_max_below_min", with(UnaryOp::Hardtanh, DType::F32, [](Desc& d) { d.alpha = 1.0, d.beta = -1.0; })},
+            {"softshrink_negative_lambd", with(UnaryOp::Softshrink, DType::F32, [](Desc& d) { d.alpha = -0.5; })},
+            {"too_many_elements", make(UnaryOp::Exp, DType::F32, {int64_t{1} << 40, int64_t{1} << 30})}};
+  }
+};
+
+struct BinaryTraits : ElementwiseTraitsOf<baracuda::BinaryPlan, baracuda::BinaryDescriptor, baracuda::BinaryArgs> {
+  using BinaryOp = baracuda::BinaryOp;
+  using Operand = baracuda::ElementwiseOperand;
+  static Desc make(BinaryOp op, Operand a, Operand b) {
+    Desc d;
+    d.op = op;
+    d.a = a;
+    d.b = b;
+    return d;
+  }
+  static std::vector<Desc> zero_size_descs() {
+    using ew_contract::S;
+    using ew_contract::T;
+    return {make(BinaryOp::Add, T(DType::F32, {2, 0}), S()),                    // a scalar operand
+            make(BinaryOp::Mul, T(DType::F16, {1, 3}), T(DType::F16, {0, 1})),  // a holds elements, out none
+            make(BinaryOp::Lt, T(DType::BF16, {0, 1}), T(DType::F32, {1, 4})),  // mixed dtypes -> bool
+            make(BinaryOp::BitwiseAnd, T(DType::I32, {}), T(DType::I32, {0})),  // 0-dim with empty
+            make(BinaryOp::SwiGlu, T(DType::F64, {0, 8}), T(DType::F64, {0, 8}))};
+  }
+  static std::vector<std::pair<const char*, Desc>> invalid_descs() {
+    using ew_contract::S;
+    using ew_contract::T;
+    using Kind = ew_contract::Kind;
+    auto with = [](Desc d, auto fn) {
+      fn(d);
+      return d;
+    };
+    const Desc add = make(BinaryOp::Add, T(DType::F32, {2, 3}), T(DType::F32, {3}));
+    Desc rank9 = add;
+    rank9.b.shape.rank = 9;
+    return {{"shapes_do_not_broadcast", make(BinaryOp::Add, T(DType::F32, {2, 3}), T(DType::F32, {4, 3}))},
+            {"both_scalars", make(BinaryOp::Mul, S(), S())},
+            {"b_absent", make(BinaryOp::Mul, T(DType::F32, {3}), Operand::absent())},
+            {"scalar_of_dtype_f32", make(BinaryOp::Mul, T(DType::F32, {3}), S(DType::F32))},
+            {"negative_extent", make(BinaryOp::Sub, T(DType::F32, {-3}), S())},
+            {"rank_9", rank9},
+            {"unknown_op", with(add, [](Desc& d) { d.op = static_cast<BinaryOp>(250); })},
+            {"unknown_kind", with(add, [](Desc& d) { d.b.kind = static_cast<Kind>(7); })},
+            {"unknown_dtype", with(add, [](Desc& d) { d.a.dtype = static_cast<DType>(99); })},
+            {"hypot_of_integers", make(BinaryOp::Hypot, T(DType::I32, {3}), T(DType::I32, {3}))},
+            {"bitwise_of_floats", make(BinaryOp::BitwiseAnd, T(DType::F32, {3}), T(DType::I32, {3}))},
+            {"shift_of_bools", make(BinaryOp::ShiftLeft, T(DType::Bool, {3}), T(DType::Bool, {3}))},
+            {"sub_of_bools", make(BinaryOp::Sub, T(DType::Bool, {3}), T(DType::Bool, {3}))},
+            {"out_dtype_integer_for_float_add", with(add, [](Desc& d) { d.out_dtype = DType::I32; })},
+            {"out_dtype_bool_for_float_add", with(add, [](Desc& d) { d.out_dtype = DType::Bool; })},
+            {"param_for_op_without", with(make(BinaryOp::Mul, T(DType::F32, {3}), S()), [](Desc& d) { d.alpha = 2.0; })},
+            {"integer_add_fractional_alpha",
+             with(make(BinaryOp::Add, T(DType::I32, {3}), T(DType::I32, {3})), [](Desc& d) { d.alpha = 0.5; })},
+            {"alpha_nan", with(add, [](Desc& d) { d.alpha = std::nan(""); })},
+            {"isclose_negative_rtol",
+             with(make(BinaryOp::IsClose, T(DType::F32, {3}), T(DType::F32, {3})), [](Desc& d) { d.alpha = -1.0; })},
+            {"too_many_elements",
+             make(BinaryOp::Add, T(DType::F32, {int64_t{1} << 40, 1}), T(DType::F32, {int64_t{1} << 30}))}};
+  }
+};
+
+struct TernaryTraits : ElementwiseTraitsOf<baracuda::TernaryPlan, baracuda::TernaryDescriptor, baracuda::TernaryArgs> {
+  using TernaryOp = baracuda::TernaryOp;
+  using Operand = baracuda::ElementwiseOperand;
+  static Desc make(TernaryOp op, Operand a, Operand b, Operand c) {
+    Desc d;
+    d.op = op;
+    d.a = a;
+    d.b = b;
+    d.c = c;
+    return d;
+  }
+  static std::vector<Desc> zero_size_descs() {
+    using ew_contract::S;
+    using ew_contract::T;
+    return {make(TernaryOp::Where, T(DType::Bool, {3, 0}), T(DType::F32, {1}), S()),
+            make(TernaryOp::Clamp, T(DType::I32, {0, 2}), Operand::absent(), T(DType::I32, {2})),
+            make(TernaryOp::Lerp, T(DType::BF16, {2, 1, 0}), T(DType::BF16, {2, 5, 1}), S()),
+            make(TernaryOp::Addcmul, T(DType::F64, {0}), T(DType::F64, {}), T(DType::F64, {1}))};
+  }
+  static std::vector<std::pair<const char*, Desc>> invalid_descs() {
+    using ew_contract::S;
+    using ew_contract::T;
+    const Operand absent = Operand::absent();
+    auto with = [](Desc d, auto fn) {
+      fn(d);
+      return d;
+    };
+    const Desc where = make(TernaryOp::Where, T(DType::Bool, {2, 3}), T(DType::F32, {3}), S());
+    return {{"where_condition_not_bool", make(TernaryOp::Where, T(DType::F32, {3}), T(DType::F32, {3}), T(DType::F32, {3}))},
+            {"where_condition_scalar_f64", make(TernaryOp::Where, S(), T(DType::F32, {3}), T(DType::F32, {3}))},
+            {"all_scalars", make(TernaryOp::Addcmul, S(), S(), S())},
+            {"clamp_without_bounds", make(TernaryOp::Clamp, T(DType::F32, {3}), absent, absent)},
+            {"absent_outside_clamp", make(TernaryOp::Lerp, T(DType::F32, {3}), T(DType::F32, {3}), absent)},
+            {"clamp_x_absent", make(TernaryOp::Clamp, absent, T(DType::F32, {3}), T(DType::F32, {3}))},
+            {"shapes_do_not_broadcast", with(where, [](Desc& d) { d.b.shape = Dims{2}; })},
+            {"lerp_of_integers", make(TernaryOp::Lerp, T(DType::I32, {3}), T(DType::I32, {3}), S(DType::I64))},
+            {"clamp_of_bools", make(TernaryOp::Clamp, T(DType::Bool, {3}), T(DType::Bool, {3}), absent)},
+            {"param_for_op_without", with(where, [](Desc& d) { d.alpha = 1.0; })},
+            {"addcmul_integer_fractional_value",
+             with(make(TernaryOp::Addcmul, T(DType::I64, {3}), T(DType::I64, {3}), T(DType::I64, {3})),
+                  [](Desc& d) { d.alpha = 0.5; })},
+            {"out_dtype_cannot_hold", with(where, [](Desc& d) { d.out_dtype = DType::I8; })},
+            {"unknown_op", with(where, [](Desc& d) { d.op = static_cast<TernaryOp>(99); })},
+            {"unknown_kind", with(where, [](Desc& d) { d.c.kind = static_cast<ew_contract::Kind>(3); })},
+            {"negative_extent", with(where, [](Desc& d) { d.a.shape = Dims{-2, 3}; })}};
+  }
+};
+
+}  // namespace contract
