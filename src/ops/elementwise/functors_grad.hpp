@@ -114,7 +114,7 @@ HD inline C unary_grad(C dy, C x, const Params& q) {
   else if constexpr (Op == U::Sign || Op == U::Sgn || Op == U::Floor || Op == U::Ceil || Op == U::Round ||
                      Op == U::Trunc)
     return C(0);
-  else if constexpr (Op == U::Reciprocal) return -dy / (x * x);
+  else if constexpr (Op == U::Reciprocal) return -(dy / x) / x;  // not dy / (x * x): x * x underflows in f32 for tiny x
   else if constexpr (Op == U::Sqrt) return dy / (C(2) * ewm::sqrt(x));
   else if constexpr (Op == U::Rsqrt) {
     const C r = C(1) / ewm::sqrt(x);
