@@ -123,8 +123,8 @@ HD inline C unary_grad(C dy, C x, const Params& q) {
   else if constexpr (Op == U::Exp || Op == U::Expm1) return dy * ewm::exp(x);
   else if constexpr (Op == U::Exp2) return dy * ewm::exp2(x) * kLn2;
   else if constexpr (Op == U::Log) return dy / x;
-  else if constexpr (Op == U::Log2) return dy / (x * kLn2);
-  else if constexpr (Op == U::Log10) return dy / (x * kLn10);
+  else if constexpr (Op == U::Log2) return dy / x / kLn2;  // dy / x first: x * ln2 loses bits for subnormal x
+  else if constexpr (Op == U::Log10) return dy / x / kLn10;
   else if constexpr (Op == U::Log1p) return dy / (C(1) + x);
   else if constexpr (Op == U::Sin) return dy * ewm::cos(x);
   else if constexpr (Op == U::Cos) return -dy * ewm::sin(x);
@@ -155,7 +155,7 @@ HD inline C unary_grad(C dy, C x, const Params& q) {
     return dy * s * (C(1) - s);
   } else if constexpr (Op == U::Logit) {
     if (q.p[0] >= 0 && (x < p0 || x > C(1) - p0)) return C(0);
-    return dy / (x * (C(1) - x));
+    return dy / x / (C(1) - x);
   } else if constexpr (Op == U::NanToNum) return ewm::isfinite(x) ? dy : C(0);
   else if constexpr (Op == U::Relu) return x > C(0) ? dy : C(0);
   else if constexpr (Op == U::Relu6) return (x <= C(0) || x >= C(6)) ? C(0) : dy;
