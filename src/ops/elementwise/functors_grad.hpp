@@ -133,15 +133,23 @@ HD inline C unary_grad(C dy, C x, const Params& q) {
     return dy * (C(1) + t * t);
   } else if constexpr (Op == U::Asin) return dy / ewm::sqrt(C(1) - x * x);
   else if constexpr (Op == U::Acos) return -dy / ewm::sqrt(C(1) - x * x);
-  else if constexpr (Op == U::Atan) return dy / (C(1) + x * x);
+  else if constexpr (Op == U::Atan) {
+    if (ewm::fabs(x) < C(1)) return dy / (C(1) + x * x);
+    const C r = C(1) / x;  // |x| >= 1: x * x would overflow f32 long before the result underflows
+    return dy * r * r / (C(1) + r * r);
+  }
   else if constexpr (Op == U::Sinh) return dy * ewm::cosh(x);
   else if constexpr (Op == U::Cosh) return dy * ewm::sinh(x);
   else if constexpr (Op == U::Tanh) {
     const C t = ewm::tanh(x);
     return dy * (C(1) - t * t);
-  } else if constexpr (Op == U::Asinh) return dy / ewm::sqrt(x * x + C(1));
-  else if constexpr (Op == U::Acosh) return dy / ewm::sqrt(x * x - C(1));
-  else if constexpr (Op == U::Atanh) return dy / (C(1) - x * x);
+  } else if constexpr (Op == U::Asinh) return dy / ewm::hypot(x, C(1));  // sqrt(x^2 + 1) without overflow
+  else if constexpr (Op == U::Acosh) return dy / (ewm::sqrt(x - C(1)) * ewm::sqrt(x + C(1)));
+  else if constexpr (Op == U::Atanh) {
+    if (ewm::fabs(x) < C(2)) return dy / (C(1) - x * x);
+    const C r = C(1) / x;
+    return dy * r * r / (r * r - C(1));
+  }
   else if constexpr (Op == U::Erf) return dy * kInvSqrtPi2 * ewm::exp(-x * x);
   else if constexpr (Op == U::Erfc) return -dy * kInvSqrtPi2 * ewm::exp(-x * x);
   else if constexpr (Op == U::Erfinv) {
@@ -172,7 +180,8 @@ HD inline C unary_grad(C dy, C x, const Params& q) {
   } else if constexpr (Op == U::GeluTanh) {
     constexpr C kB = C(0.79788456080286535588), kK = C(0.044715);
     const C t = ewm::tanh(kB * (x + kK * x * x * x));
-    return dy * (C(0.5) * (C(1) + t) + C(0.5) * x * (C(1) - t * t) * kB * (C(1) + C(3) * kK * x * x));
+    const C s = C(1) - t * t;  // 0 once tanh saturates: skip the term (0 * inf would be NaN in f32)
+    return dy * (C(0.5) * (C(1) + t) + (s == C(0) ? C(0) : C(0.5) * x * s * kB * (C(1) + C(3) * kK * x * x)));
   } else if constexpr (Op == U::Silu) {
     const C s = sigmoid(x);
     return dy * s * (C(1) + x * (C(1) - s));
@@ -182,7 +191,7 @@ HD inline C unary_grad(C dy, C x, const Params& q) {
   } else if constexpr (Op == U::Softplus) return x * p0 > p1 ? dy : dy * sigmoid(x * p0);
   else if constexpr (Op == U::Softsign) {
     const C d = C(1) + ewm::fabs(x);
-    return dy / (d * d);
+    return dy / d / d;  // d * d overflows f32 for huge x
   } else if constexpr (Op == U::Hardtanh) return (x <= p0 || x >= p1) ? C(0) : dy;
   else if constexpr (Op == U::Hardsigmoid) return (x > C(-3) && x < C(3)) ? dy / C(6) : C(0);
   else if constexpr (Op == U::Hardswish) return x < C(-3) ? C(0) : (x <= C(3) ? dy * (x / C(3) + C(0.5)) : dy);
