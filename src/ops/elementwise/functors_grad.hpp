@@ -155,9 +155,11 @@ HD inline C unary_grad(C dy, C x, const Params& q) {
   else if constexpr (Op == U::Erfinv) {
     const C y = ewm::erfinv(x);
     return dy * C(0.88622692545275801365) * ewm::exp(y * y);  // sqrt(pi) / 2
-  } else if constexpr (Op == U::Lgamma) return dy * ewm::digamma(x);
-  else if constexpr (Op == U::Digamma) return dy * ewm::trigamma(x);
-  else if constexpr (Op == U::I0) return dy * ewm::i1(x);
+  } else if constexpr (Op == U::Lgamma)  // in double: psi(x) of a subnormal x overflows f32 while dy * psi(x) does not
+    return static_cast<C>(static_cast<double>(dy) * ewm::digamma(static_cast<double>(x)));
+  else if constexpr (Op == U::Digamma)
+    return static_cast<C>(static_cast<double>(dy) * ewm::trigamma(static_cast<double>(x)));
+  else if constexpr (Op == U::I0) return static_cast<C>(static_cast<double>(dy) * ewm::i1(static_cast<double>(x)));
   else if constexpr (Op == U::Sigmoid) {
     const C s = sigmoid(x);
     return dy * s * (C(1) - s);
