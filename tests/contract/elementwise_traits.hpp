@@ -549,7 +549,8 @@ struct TernaryTraits : ElementwiseTraitsOf<baracuda::TernaryPlan, baracuda::Tern
 // UnaryBackwardPlan: dx = dy * f'(x) (or from y). The forward descriptor is
 // drawn like UnaryPlan's, its x made floating (the gradient needs floating x
 // and y); copy now and then casts to another floating dtype (dy then has that
-// dtype, dx x's); from_output now and then on the ops that take it. select()
+// dtype, dx x's); from_output now and then on the ops that take it; copy and
+// the ops with parameters more often than a uniform draw would. select()
 // decides the rest (a non-differentiable op or a refused from_output is drawn
 // again). Slots: dy (the forward's output dtype, x's shape), x and y (the one
 // the gradient does not read unused; copy reads neither), dx (x's dtype and
@@ -559,15 +560,27 @@ namespace ew_contract {
 // The ops whose gradient may be taken from the output (the header's list).
 inline constexpr UnaryOp kFromOutput[] = {UnaryOp::Sigmoid, UnaryOp::Tanh,       UnaryOp::Exp, UnaryOp::Expm1,
                                           UnaryOp::Sqrt,    UnaryOp::Reciprocal, UnaryOp::Relu};
+// The differentiable ops with parameters.
+inline constexpr UnaryOp kWithParams[] = {UnaryOp::LeakyRelu,  UnaryOp::Elu,        UnaryOp::Celu,  UnaryOp::Softplus,
+                                          UnaryOp::Hardtanh,   UnaryOp::Hardshrink, UnaryOp::Softshrink,
+                                          UnaryOp::Threshold,  UnaryOp::Logit,      UnaryOp::NanToNum, UnaryOp::Round};
 
 inline baracuda::UnaryBackwardDescriptor draw_backward(Fuzz& f) {
   baracuda::UnaryBackwardDescriptor d;
   d.forward = draw<baracuda::UnaryDescriptor>(f);
   baracuda::UnaryDescriptor& fw = d.forward;
   fw.x.dtype = kFloat[f.range(0, 3)];
-  if (f.chance(0.25)) {
+  const double u = std::uniform_real_distribution<double>(0, 1)(f.rng);
+  if (u < 0.25) {
     fw.op = kFromOutput[f.range(0, static_cast<int64_t>(std::size(kFromOutput)) - 1)];
     d.from_output = f.chance(0.8);
+  } else if (u < 0.4) {  // the ops with parameters (a uniform op draw rarely keeps any)
+    fw.op = kWithParams[f.range(0, static_cast<int64_t>(std::size(kWithParams)) - 1)];
+    fw.alpha = any_param(f);
+    if (f.chance(0.6)) fw.beta = any_param(f);
+    if (f.chance(0.2)) fw.gamma = any_param(f);
+  } else if (u < 0.5) {
+    fw.op = UnaryOp::Copy;
   }
   if (fw.op == UnaryOp::Copy && f.chance(0.6)) fw.out_dtype = kFloat[f.range(0, 3)];
   else fw.out_dtype = f.chance(0.1) ? std::optional<DType>(fw.x.dtype) : std::nullopt;
@@ -580,8 +593,10 @@ baracuda::UnaryBackwardDescriptor valid_backward(Rng& rng) {
   for (int tries = 0; tries < 1000; ++tries) {
     baracuda::UnaryBackwardDescriptor d = draw_backward(f);
     if (Plan::select(Stream::cpu(), d)) return d;
-    d.forward.alpha = d.forward.beta = d.forward.gamma = std::nullopt;
-    if (Plan::select(Stream::cpu(), d)) return d;
+    for (std::optional<double>* p : {&d.forward.gamma, &d.forward.beta, &d.forward.alpha}) {  // fewer parameters
+      *p = std::nullopt;
+      if (Plan::select(Stream::cpu(), d)) return d;
+    }
   }
   throw std::runtime_error("elementwise traits: no valid UnaryBackwardDescriptor in 1000 draws");
 }
