@@ -6,4 +6,5 @@ namespace contract {
 INSTANTIATE_TYPED_TEST_SUITE_P(UnaryPlan, PlanContract, ::testing::Types<UnaryTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(BinaryPlan, PlanContract, ::testing::Types<BinaryTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(TernaryPlan, PlanContract, ::testing::Types<TernaryTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(UnaryBackwardPlan, PlanContract, ::testing::Types<UnaryBackwardTraits>);
 }  // namespace contract

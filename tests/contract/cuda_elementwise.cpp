@@ -6,4 +6,5 @@ namespace contract {
 INSTANTIATE_TYPED_TEST_SUITE_P(UnaryPlan, PlanContractCuda, ::testing::Types<UnaryTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(BinaryPlan, PlanContractCuda, ::testing::Types<BinaryTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(TernaryPlan, PlanContractCuda, ::testing::Types<TernaryTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(UnaryBackwardPlan, PlanContractCuda, ::testing::Types<UnaryBackwardTraits>);
 }  // namespace contract

@@ -1,5 +1,5 @@
 // Contract traits of the elementwise family: UnaryPlan, BinaryPlan,
-// TernaryPlan. A new elementwise plan joins with a traits struct here and one
+// TernaryPlan, UnaryBackwardPlan. A new elementwise plan joins with a traits struct here and one
 // INSTANTIATE line per suite in tests/contract/cpu_elementwise.cpp and
 // cuda_elementwise.cpp.
 //
@@ -542,6 +542,159 @@ struct TernaryTraits : ElementwiseTraitsOf<baracuda::TernaryPlan, baracuda::Tern
             {"unknown_op", with(where, [](Desc& d) { d.op = static_cast<TernaryOp>(99); })},
             {"unknown_kind", with(where, [](Desc& d) { d.c.kind = static_cast<ew_contract::Kind>(3); })},
             {"negative_extent", with(where, [](Desc& d) { d.a.shape = Dims{-2, 3}; })}};
+  }
+};
+
+// ---------------------------------------------------------------------------
+// UnaryBackwardPlan: dx = dy * f'(x) (or from y). The forward descriptor is
+// drawn like UnaryPlan's, its x made floating (the gradient needs floating x
+// and y); copy now and then casts to another floating dtype (dy then has that
+// dtype, dx x's); from_output now and then on the ops that take it; copy and
+// the ops with parameters more often than a uniform draw would. select()
+// decides the rest (a non-differentiable op or a refused from_output is drawn
+// again). Slots: dy (the forward's output dtype, x's shape), x and y (the one
+// the gradient does not read unused; copy reads neither), dx (x's dtype and
+// shape), which may be exactly any input of its dtype (the engine's in-place
+// rule: the gradient is elementwise).
+namespace ew_contract {
+// The ops whose gradient may be taken from the output (the header's list).
+inline constexpr UnaryOp kFromOutput[] = {UnaryOp::Sigmoid, UnaryOp::Tanh,       UnaryOp::Exp, UnaryOp::Expm1,
+                                          UnaryOp::Sqrt,    UnaryOp::Reciprocal, UnaryOp::Relu};
+// The differentiable ops with parameters.
+inline constexpr UnaryOp kWithParams[] = {UnaryOp::LeakyRelu,  UnaryOp::Elu,        UnaryOp::Celu,  UnaryOp::Softplus,
+                                          UnaryOp::Hardtanh,   UnaryOp::Hardshrink, UnaryOp::Softshrink,
+                                          UnaryOp::Threshold,  UnaryOp::Logit,      UnaryOp::NanToNum, UnaryOp::Round};
+
+inline baracuda::UnaryBackwardDescriptor draw_backward(Fuzz& f) {
+  baracuda::UnaryBackwardDescriptor d;
+  d.forward = draw<baracuda::UnaryDescriptor>(f);
+  baracuda::UnaryDescriptor& fw = d.forward;
+  fw.x.dtype = kFloat[f.range(0, 3)];
+  const double u = std::uniform_real_distribution<double>(0, 1)(f.rng);
+  if (u < 0.25) {
+    fw.op = kFromOutput[f.range(0, static_cast<int64_t>(std::size(kFromOutput)) - 1)];
+    d.from_output = f.chance(0.8);
+  } else if (u < 0.4) {  // the ops with parameters (a uniform op draw rarely keeps any)
+    fw.op = kWithParams[f.range(0, static_cast<int64_t>(std::size(kWithParams)) - 1)];
+    fw.alpha = any_param(f);
+    if (f.chance(0.6)) fw.beta = any_param(f);
+    if (f.chance(0.2)) fw.gamma = any_param(f);
+  } else if (u < 0.5) {
+    fw.op = UnaryOp::Copy;
+  }
+  if (fw.op == UnaryOp::Copy && f.chance(0.6)) fw.out_dtype = kFloat[f.range(0, 3)];
+  else fw.out_dtype = f.chance(0.1) ? std::optional<DType>(fw.x.dtype) : std::nullopt;
+  return d;
+}
+
+template <class Plan>
+baracuda::UnaryBackwardDescriptor valid_backward(Rng& rng) {
+  Fuzz f(rng);
+  for (int tries = 0; tries < 1000; ++tries) {
+    baracuda::UnaryBackwardDescriptor d = draw_backward(f);
+    if (Plan::select(Stream::cpu(), d)) return d;
+    for (std::optional<double>* p : {&d.forward.gamma, &d.forward.beta, &d.forward.alpha}) {  // fewer parameters
+      *p = std::nullopt;
+      if (Plan::select(Stream::cpu(), d)) return d;
+    }
+  }
+  throw std::runtime_error("elementwise traits: no valid UnaryBackwardDescriptor in 1000 draws");
+}
+
+// dy's dtype: the forward's output dtype (x's, or copy's out_dtype).
+inline DType dy_dtype(const baracuda::UnaryBackwardDescriptor& d) {
+  return d.forward.op == UnaryOp::Copy ? d.forward.out_dtype.value_or(d.forward.x.dtype) : d.forward.x.dtype;
+}
+}  // namespace ew_contract
+
+struct UnaryBackwardTraits {
+  using Plan = baracuda::UnaryBackwardPlan;
+  using Desc = baracuda::UnaryBackwardDescriptor;
+  using Args = baracuda::UnaryBackwardArgs;
+  using UnaryOp = baracuda::UnaryOp;
+  static constexpr const char* kName = "UnaryBackwardPlan";
+
+  static Desc valid_desc(Rng& rng) { return ew_contract::valid_backward<Plan>(rng); }
+  static std::string describe(const Desc& d) {
+    return std::string("UnaryBackwardDescriptor{forward ") + ew_contract::describe(d.forward, "UnaryDescriptor") +
+           ", from_output " + (d.from_output ? "true" : "false") + "}";
+  }
+  static std::vector<Desc> workspace_descs() { return {}; }  // no workspace
+
+  static std::vector<Slot<Args>> slots(const Plan& p) {
+    const Desc& d = p.descriptor();
+    const baracuda::ElementwiseOperand& x = d.forward.x;
+    const bool copy = d.forward.op == UnaryOp::Copy;
+    const DType dyt = ew_contract::dy_dtype(d);
+    std::vector<Slot<Args>> v;
+    v.push_back(input<Args>("dy", dyt, x.shape, [](Args& a, const TensorMut& t) { a.dy = t; }));
+    v.push_back(optional_input<Args>(!copy && !d.from_output, "x", x.dtype, x.shape,
+                                     [](Args& a, const TensorMut& t) { a.x = t; }));
+    v.push_back(optional_input<Args>(!copy && d.from_output, "y", dyt, x.shape,
+                                     [](Args& a, const TensorMut& t) { a.y = t; }));
+    // In place: dy when it has x's dtype, and the tensor the gradient reads.
+    const char* in_place = copy ? (dyt == x.dtype ? "dy" : nullptr) : d.from_output ? "dy,y" : "dy,x";
+    v.push_back(output<Args>("dx", x.dtype, x.shape, [](Args& a, const TensorMut& t) { a.dx = t; }, in_place));
+    return v;
+  }
+
+  static std::vector<DescMutator<Desc>> desc_mutators() {
+    std::vector<DescMutator<Desc>> v;
+    for (auto& m : ew_contract::mutators<baracuda::UnaryDescriptor>())
+      v.push_back({m.name, [apply = m.apply](Desc& d, Fuzz& f) { apply(d.forward, f); }});
+    v.push_back({"desc.from_output_flip", [](Desc& d, Fuzz&) { d.from_output = !d.from_output; }});
+    v.push_back({"desc.op_other", [](Desc& d, Fuzz& f) {  // another valid op, x kept
+                   d.forward.op = static_cast<UnaryOp>(f.range(0, ew_contract::kOps[1] - 1));
+                 }});
+    return v;
+  }
+
+  static Desc make(UnaryOp op, DType t, Dims s, bool from_output = false) {
+    Desc d;
+    d.forward.op = op;
+    d.forward.x = ew_contract::T(t, s);
+    d.from_output = from_output;
+    return d;
+  }
+  static std::vector<Desc> zero_size_descs() {
+    Desc cast = make(UnaryOp::Copy, DType::F32, {0, 3});
+    cast.forward.out_dtype = DType::BF16;
+    Desc leaky = make(UnaryOp::LeakyRelu, DType::F64, {2, 0});
+    leaky.forward.alpha = 0.2;
+    return {make(UnaryOp::Sigmoid, DType::F32, {0}), make(UnaryOp::Tanh, DType::F16, {2, 0, 3}, true), cast, leaky,
+            make(UnaryOp::Relu, DType::BF16, {3, 0}, true)};
+  }
+  static std::vector<std::pair<const char*, Desc>> invalid_descs() {
+    auto with = [](Desc d, auto fn) {
+      fn(d);
+      return d;
+    };
+    const Desc exp = make(UnaryOp::Exp, DType::F32, {2, 3});
+    Desc rank9 = make(UnaryOp::Exp, DType::F32, {1, 1});
+    rank9.forward.x.shape.rank = 9;
+    return {{"not_differentiable_isnan", make(UnaryOp::IsNan, DType::F32, {2, 3})},
+            {"not_differentiable_signbit", make(UnaryOp::SignBit, DType::F64, {3})},
+            {"integer_x", make(UnaryOp::Neg, DType::I32, {2, 3})},
+            {"integer_x_int_to_float", make(UnaryOp::Exp, DType::I64, {3})},
+            {"bool_x_copy", make(UnaryOp::Copy, DType::Bool, {3})},
+            {"copy_to_integer", with(make(UnaryOp::Copy, DType::F32, {3}), [](Desc& d) { d.forward.out_dtype = DType::I32; })},
+            {"copy_from_integer", with(make(UnaryOp::Copy, DType::I16, {3}), [](Desc& d) { d.forward.out_dtype = DType::F32; })},
+            {"from_output_silu", make(UnaryOp::Silu, DType::F32, {2, 3}, true)},
+            {"from_output_log", make(UnaryOp::Log, DType::F16, {2}, true)},
+            {"from_output_copy", make(UnaryOp::Copy, DType::F32, {2, 3}, true)},
+            {"out_dtype_differs_from_x", with(exp, [](Desc& d) { d.forward.out_dtype = DType::F64; })},
+            {"out_dtype_narrower_than_x", with(make(UnaryOp::Sigmoid, DType::F32, {3}, true),
+                                                [](Desc& d) { d.forward.out_dtype = DType::BF16; })},
+            {"x_scalar", with(exp, [](Desc& d) { d.forward.x = ew_contract::S(); })},
+            {"x_absent", with(exp, [](Desc& d) { d.forward.x = baracuda::ElementwiseOperand::absent(); })},
+            {"negative_extent", make(UnaryOp::Tanh, DType::F32, {2, -1})},
+            {"rank_9", rank9},
+            {"unknown_op", with(exp, [](Desc& d) { d.forward.op = static_cast<UnaryOp>(200); })},
+            {"unknown_dtype", make(UnaryOp::Exp, static_cast<DType>(99), {3})},
+            {"param_for_op_without", with(exp, [](Desc& d) { d.forward.alpha = 1.0; })},
+            {"param_nan", with(make(UnaryOp::LeakyRelu, DType::F32, {3}), [](Desc& d) { d.forward.alpha = std::nan(""); })},
+            {"softplus_beta_zero", with(make(UnaryOp::Softplus, DType::F32, {3}), [](Desc& d) { d.forward.alpha = 0.0; })},
+            {"too_many_elements", make(UnaryOp::Exp, DType::F32, {int64_t{1} << 40, int64_t{1} << 30})}};
   }
 };
 
