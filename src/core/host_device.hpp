@@ -1,11 +1,5 @@
-// BARACUDA_HOST_DEVICE marks a function callable from host and device code.
-// It expands to nothing in a plain C++ compiler, so headers that use it (the
-// integer math, alignment and strided-view helpers) compile without CUDA and
-// serve the plans' .cpp files and the kernels alike.
+// BARACUDA_HOST_DEVICE lives in the public headers (the device-side
+// elementwise template uses it); this forwarding header keeps the internal
+// include path.
 #pragma once
-
-#if defined(__CUDACC__)
-#define BARACUDA_HOST_DEVICE __host__ __device__
-#else
-#define BARACUDA_HOST_DEVICE
-#endif
+#include "baracuda/core/host_device.hpp"

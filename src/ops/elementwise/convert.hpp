@@ -1,19 +1,9 @@
-// The value conversions of the elementwise family that C++ leaves undefined,
-// defined once for the CPU reference and the CUDA kernels (docs/OPS.md):
-// floating -> integer truncates toward zero, NaN gives 0, values beyond int64
-// saturate; the int64 then wraps to the output's width like any integer cast.
+// The family's value conversions (float -> int truncation, NaN -> 0,
+// saturation): defined in the public baracuda/core/value_convert.hpp, which
+// the device-side template shares.
 #pragma once
-#include <cstdint>
-
-#include "core/host_device.hpp"
+#include "baracuda/core/value_convert.hpp"
 
 namespace baracuda::elementwise {
-
-BARACUDA_HOST_DEVICE inline int64_t float_to_int64(double v) {
-  if (v != v) return 0;
-  if (v >= 9223372036854775808.0) return INT64_MAX;    // 2^63
-  if (v <= -9223372036854775808.0) return INT64_MIN;
-  return static_cast<int64_t>(v);
-}
-
+using baracuda::detail::float_to_int64;
 }  // namespace baracuda::elementwise

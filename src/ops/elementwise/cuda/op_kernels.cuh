@@ -1,4 +1,4 @@
-// The elementwise ops on the engine (src/cuda/elementwise_engine.cuh): each op
+// The elementwise ops on the engine (baracuda/cuda/elementwise_engine.cuh): each op
 // of the tables becomes a functor (functors.hpp) wrapped for the kernels.
 //   launch_typed<Arity, T>    the vec / strided paths for operands of storage
 //                             type T (where: a bool condition), the output the
@@ -14,7 +14,7 @@
 #include <type_traits>
 
 #include "core/cuda_device.hpp"
-#include "cuda/elementwise_engine.cuh"
+#include "baracuda/cuda/elementwise_engine.cuh"
 #include "ops/elementwise/functors.hpp"
 #include "ops/elementwise/functors_grad.hpp"
 #include "ops/elementwise/problem.hpp"

@@ -26,8 +26,8 @@
 
 #include "baracuda/core/dtype.hpp"
 #include "baracuda/core/tensor.hpp"
-#include "core/int_math.hpp"
-#include "ops/elementwise/convert.hpp"
+#include "baracuda/core/fast_div.hpp"
+#include "baracuda/core/value_convert.hpp"
 
 namespace baracuda::dev::ew {
 
@@ -83,7 +83,7 @@ __device__ __forceinline__ T to_storage(R v) {
   else if constexpr (kHalf<T>) return __float2half_rn(static_cast<float>(v));
   else if constexpr (kBf16<T>) return __float2bfloat16_rn(static_cast<float>(v));
   else if constexpr (std::is_integral_v<T> && std::is_floating_point_v<R>)
-    return static_cast<T>(elementwise::float_to_int64(static_cast<double>(v)));
+    return static_cast<T>(baracuda::detail::float_to_int64(static_cast<double>(v)));
   else return static_cast<T>(v);
 }
 
