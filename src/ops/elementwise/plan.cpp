@@ -385,29 +385,34 @@ baracuda::detail::ArgCheck check_all(const PlanBase& plan, const Problem& p, con
   if (v.unused && v.unused->data != nullptr)
     c.rule([&] { return invalid(plan.name(), v.unused_msg); });
   const char* out_name = v.out_name ? v.out_name : kOutName[p.arity];
+  // Messages are built only inside the failing rule: a passing check
+  // allocates nothing (run() calls this on every call).
   for (int k = 0; k < p.arity; ++k) {
     const char* nm = v.names[k] ? v.names[k] : kNames[p.arity][k];
-    const std::string sname = std::string(nm) + "_value";
     const bool has_value = v.value[k] && v.value[k]->has_value();
     if (p.kind[k] == Kind::Tensor) {
       c.input(nm, v.in[k], p.in_dtype[k], p.in_shape[k]);
       c.rule([&] {
-        return has_value ? invalid(plan.name(), sname, " is given but descriptor.", nm, " is a tensor") : Status::ok();
+        return has_value ? invalid(plan.name(), nm, "_value is given but descriptor.", nm, " is a tensor") : Status::ok();
       });
       continue;
     }
-    c.optional_input(nm, v.in[k], false, p.in_dtype[k], {}, "",
-                     std::string(nm) + " is given but descriptor." + nm + " is " +
-                         (p.kind[k] == Kind::Scalar ? "a scalar (pass its value in " + sname + ")" : "absent"));
+    c.rule([&]() -> Status {
+      if (v.in[k].data == nullptr) return Status::ok();
+      return p.kind[k] == Kind::Scalar
+                 ? invalid(plan.name(), nm, " is given but descriptor.", nm, " is a scalar (pass its value in ", nm,
+                           "_value)")
+                 : invalid(plan.name(), nm, " is given but descriptor.", nm, " is absent");
+    });
     c.rule([&]() -> Status {
       if (p.kind[k] == Kind::Absent)
-        return has_value ? invalid(plan.name(), sname, " is given but descriptor.", nm, " is absent") : Status::ok();
-      if (!has_value) return invalid(plan.name(), sname, " is missing (descriptor.", nm, " is a scalar)");
+        return has_value ? invalid(plan.name(), nm, "_value is given but descriptor.", nm, " is absent") : Status::ok();
+      if (!has_value) return invalid(plan.name(), nm, "_value is missing (descriptor.", nm, " is a scalar)");
       const DType vt = (*v.value[k])->dtype;
       if (vt != DType::F64 && vt != DType::I64 && vt != DType::Bool)
-        return invalid(plan.name(), sname, " has dtype ", vt, ": a Scalar is f64, i64 or bool");
+        return invalid(plan.name(), nm, "_value has dtype ", vt, ": a Scalar is f64, i64 or bool");
       if (dtype_category(vt) > dtype_category(p.in_dtype[k]))
-        return invalid(plan.name(), sname, " is ", vt, " but descriptor.", nm, " is a ", p.in_dtype[k],
+        return invalid(plan.name(), nm, "_value is ", vt, " but descriptor.", nm, " is a ", p.in_dtype[k],
                        " scalar (it would change the result dtype)");
       return Status::ok();
     });
