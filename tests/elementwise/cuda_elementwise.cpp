@@ -275,19 +275,24 @@ TEST(CudaElementwise, EveryTernaryOpMatchesTheReference) {
     const auto op = static_cast<TernaryOp>(o);
     if (std::string(op_name(op)) == "?") break;
     for (DType dt : kDtypes) {
-      for (int variant = 0; variant < 3; ++variant) {
-        // 0: all tensors, same shape; 1: broadcast b / c; 2: clamp with one absent bound / scalar c.
+      for (int variant = 0; variant < 5; ++variant) {
+        // 0: all tensors, same shape; 1: broadcast b / c; 2: clamp with one absent bound / scalar c;
+        // 3, 4: b and c both scalars (the kernels bind them into a one-operand functor), an
+        // aligned shape (vec16) and an odd one (strided32).
         TernaryDescriptor d;
         d.op = op;
-        const Dims s{48, 40};
+        const Dims s = variant == 4 ? Dims{33, 17} : Dims{48, 40};
         const DType adt = op == TernaryOp::Where ? DType::Bool : dt;
+        const Operand scalar =
+            Operand::scalar(is_floating_point(dt) ? DType::F64 : (dt == DType::Bool ? DType::Bool : DType::I64));
         d.a = Operand::tensor(adt, s);
         d.b = Operand::tensor(dt, variant == 1 ? Dims{40} : s);
         d.c = Operand::tensor(dt, variant == 1 ? Dims{48, 1} : s);
         if (variant == 2) {
           if (op == TernaryOp::Clamp) d.b = Operand::absent();
-          d.c = Operand::scalar(is_floating_point(dt) ? DType::F64 : (dt == DType::Bool ? DType::Bool : DType::I64));
+          d.c = scalar;
         }
+        if (variant >= 3) d.b = d.c = scalar;
         auto cpu = TernaryPlan::select(kCpu, d);
         auto gpu = TernaryPlan::select(kGpu, d);
         ASSERT_EQ(cpu.is_ok(), gpu.is_ok()) << op_name(op) << " " << dtype_name(dt);
@@ -305,6 +310,8 @@ TEST(CudaElementwise, EveryTernaryOpMatchesTheReference) {
                                                size_t k = 0;
                                                a.a = in[k++];
                                                if (d.b.kind == Operand::Kind::Tensor) a.b = in[k++];
+                                               else if (d.b.kind == Operand::Kind::Scalar)
+                                                 a.b_value = is_floating_point(dt) ? Scalar(-0.75) : (dt == DType::Bool ? Scalar(false) : Scalar(-1));
                                                if (d.c.kind == Operand::Kind::Tensor) a.c = in[k++];
                                                else a.c_value = is_floating_point(dt) ? Scalar(2.0) : (dt == DType::Bool ? Scalar(true) : Scalar(2));
                                                a.out = out;

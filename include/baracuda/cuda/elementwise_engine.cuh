@@ -161,7 +161,9 @@ __device__ __forceinline__ void outer_offsets(const Args<N>& a, int64_t o, int64
 template <class T, class C, int V, int N>
 __device__ __forceinline__ void load_chunk(const Args<N>& a, const Scalars<C, N>& s, int k, int64_t base, int64_t e,
                                            C (&x)[V]) {
-  if (s.is[k]) {
+  // A one-operand kernel's input is always a tensor: no scalar test (it cost
+  // ~2% on bf16 gelu).
+  if (N > 1 && s.is[k]) {
 #pragma unroll
     for (int v = 0; v < V; ++v) x[v] = s.v[k];
     return;
@@ -240,7 +242,7 @@ __global__ void __launch_bounds__(kThreads) vec_kernel(Args<N> a, Scalars<C, N> 
 // ---- strided (32-bit indices) -----------------------------------------------------------------
 template <class T, class C, int N>
 __device__ __forceinline__ C load_one(const Args<N>& a, const Scalars<C, N>& s, int k, int64_t off) {
-  return s.is[k] ? s.v[k] : to_compute<C>(static_cast<const T*>(a.in[k])[off]);
+  return (N > 1 && s.is[k]) ? s.v[k] : to_compute<C>(static_cast<const T*>(a.in[k])[off]);
 }
 
 template <int N, class C, class Tout, class T0, class T1, class T2, class Fn>
