@@ -618,6 +618,35 @@ TEST(ElementwiseEngine, PathChoiceFollowsLayoutAlignmentAndSize) {
   p.in_dtype[0] = DType::BF16;
   p.in_dtype[1] = p.common = p.out = DType::F32;
   EXPECT_FALSE(typed_kernels_apply(p));
+  // The rare special functions have typed kernels in f32 / bf16 only; in f16
+  // and f64 they (and their gradients) take the generic path.
+  auto typed = [](int arity, uint8_t op, DType dt, uint8_t grad = 0) {
+    Problem q;
+    q.arity = arity;
+    q.op = op;
+    q.grad = grad;
+    for (int k = 0; k < arity; ++k) {
+      q.kind[k] = ElementwiseOperand::Kind::Tensor;
+      q.in_dtype[k] = dt;
+    }
+    q.common = q.out = dt;
+    return typed_kernels_apply(q);
+  };
+  const auto lgamma = static_cast<uint8_t>(UnaryOp::Lgamma), exp = static_cast<uint8_t>(UnaryOp::Exp);
+  const auto atan2 = static_cast<uint8_t>(BinaryOp::Atan2), mul = static_cast<uint8_t>(BinaryOp::Mul);
+  for (DType dt : {DType::F32, DType::BF16}) {
+    EXPECT_TRUE(typed(1, lgamma, dt));
+    EXPECT_TRUE(typed(2, atan2, dt));
+    EXPECT_TRUE(typed(2, lgamma, dt, 1));
+  }
+  for (DType dt : {DType::F16, DType::F64}) {
+    EXPECT_FALSE(typed(1, lgamma, dt));
+    EXPECT_FALSE(typed(2, atan2, dt));
+    EXPECT_FALSE(typed(2, lgamma, dt, 1));  // lgamma's gradient
+    EXPECT_TRUE(typed(1, exp, dt));
+    EXPECT_TRUE(typed(2, mul, dt));
+    EXPECT_TRUE(typed(2, exp, dt, 1));
+  }
 }
 
 TEST(ElementwiseEngine, SkuNamesOpDtypeAndPrecision) {

@@ -70,6 +70,30 @@ constexpr bool computes_in(Op op, bool integral_c) {
   }
 }
 
+// The rare special functions: their typed (vec16 / strided32) kernels, and
+// those of their gradients, are built for f32 and bf16 only; in f16 and f64
+// they take the generic64 path (same results, runtime dtype conversion and
+// 64-bit indexing; the build-time budget in docs/ARCHITECTURE.md).
+constexpr bool rare_special(UnaryOp op) {
+  using U = UnaryOp;
+  switch (op) {
+    case U::Tan: case U::Asin: case U::Acos: case U::Atan: case U::Sinh: case U::Cosh: case U::Asinh:
+    case U::Acosh: case U::Atanh: case U::Erfinv: case U::Lgamma: case U::Digamma: case U::I0: case U::Mish:
+      return true;
+    default: return false;
+  }
+}
+constexpr bool rare_special(BinaryOp op) {
+  using B = BinaryOp;
+  switch (op) {
+    case B::Atan2: case B::Hypot: case B::NextAfter: case B::Xlogy: case B::Xlog1py: case B::LogAddExp2:
+    case B::Ldexp: case B::Copysign:
+      return true;
+    default: return false;
+  }
+}
+constexpr bool rare_special(TernaryOp) { return false; }
+
 namespace fn {
 
 #define HD BARACUDA_HOST_DEVICE

@@ -97,6 +97,12 @@ bool is_cast(const Problem& p) {
 bool typed_kernels_apply(const Problem& p) {
   if (is_cast(p)) return typed_dtype(p.common) && typed_dtype(p.out) && p.in_dtype[0] == p.common;
   if (!typed_dtype(p.common) || p.out != natural_out(p)) return false;
+  if (p.common == DType::F16 || p.common == DType::F64) {  // functors.hpp: rare_special
+    const bool rare = (p.grad != 0 || p.arity == 1) ? rare_special(static_cast<UnaryOp>(p.op))
+                      : p.arity == 2               ? rare_special(static_cast<BinaryOp>(p.op))
+                                                   : rare_special(static_cast<TernaryOp>(p.op));
+    if (rare) return false;
+  }
   const bool where = p.arity == 3 && static_cast<TernaryOp>(p.op) == TernaryOp::Where;
   for (int k = 0; k < p.arity; ++k) {
     if (p.kind[k] != ElementwiseOperand::Kind::Tensor) continue;

@@ -150,9 +150,12 @@ Status launch_cast(const Problem& p, const Call& c, Path path, cudaStream_t st) 
   }
 }
 
+// Typed kernels of an op: the dtypes it computes in, less f16 / f64 for the
+// rare special functions (typed_kernel_for: those take generic64).
 template <class Op, class T>
 constexpr bool typed_op_exists(Op op) {
-  return computes_in(op, std::is_integral_v<T>);
+  constexpr bool narrow_set = std::is_same_v<T, __half> || std::is_same_v<T, double>;
+  return computes_in(op, std::is_integral_v<T>) && !(narrow_set && rare_special(op));
 }
 
 template <int Arity, class T>
@@ -248,7 +251,8 @@ Status launch_unary_grad(const Problem& p, const Call& c, Path path, cudaStream_
   switch (static_cast<UnaryOp>(p.op)) {
 #define BARACUDA_EW_CASE(E, name, dom, params)                                                              \
   case UnaryOp::E:                                                                                          \
-    if constexpr (has_gradient(UnaryOp::E) && UnaryOp::E != UnaryOp::Copy) {                                \
+    if constexpr (has_gradient(UnaryOp::E) && UnaryOp::E != UnaryOp::Copy &&                                \
+                  typed_op_exists<UnaryOp, T>(UnaryOp::E)) {                                                \
       if constexpr (has_gradient_from_output(UnaryOp::E))                                                   \
         if (p.grad == 2) return run_typed<2, UnaryGradFn<UnaryOp::E, C, true>, T, T, T, T, T>(p, c, path, st, {q}); \
       return run_typed<2, UnaryGradFn<UnaryOp::E, C, false>, T, T, T, T, T>(p, c, path, st, {q});          \
@@ -270,8 +274,9 @@ Status launch_generic_grad(const Problem& p, const Call& c, cudaStream_t st) {
   case UnaryOp::E:                                                                                              \
     if constexpr (has_gradient(UnaryOp::E) && UnaryOp::E != UnaryOp::Copy) {                                    \
       if constexpr (has_gradient_from_output(UnaryOp::E))                                                       \
-        if (p.grad == 2) return launched(dev::ew::launch_generic<2, C>(a, s, UnaryGradFn<UnaryOp::E, C, true>{q}, st)); \
-      return launched(dev::ew::launch_generic<2, C>(a, s, UnaryGradFn<UnaryOp::E, C, false>{q}, st));            \
+        if (p.grad == 2)                                                                                        \
+          return launched(dev::ew::launch_generic<2, C, UnaryGradFn<UnaryOp::E, C, true>, true>(a, s, {q}, st)); \
+      return launched(dev::ew::launch_generic<2, C, UnaryGradFn<UnaryOp::E, C, false>, true>(a, s, {q}, st));   \
     }                                                                                                           \
     break;
     BARACUDA_UNARY_OPS(BARACUDA_EW_CASE)
