@@ -25,7 +25,7 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 SEEDS=${SEEDS:-1}
 SEED_BASE=${SEED_BASE:-1}
 BUILD=${BUILD:-1}
-PLANS=${PLANS:-"ReducePlan ReduceBackwardPlan ReduceToPlan SdpaPlan SdpaBackwardPlan FlashSdpaPlan FlashSdpaBackwardPlan RopePlan RopeBackwardPlan UnaryPlan BinaryPlan TernaryPlan UnaryBackwardPlan"}
+PLANS=${PLANS:-"ReducePlan ReduceBackwardPlan ReduceToPlan SdpaPlan SdpaBackwardPlan FlashSdpaPlan FlashSdpaBackwardPlan RopePlan RopeBackwardPlan UnaryPlan BinaryPlan TernaryPlan UnaryBackwardPlan BinaryBackwardPlan TernaryBackwardPlan"}
 mkdir -p "$RESULTS"
 RESULTS=$(cd "$RESULTS" && pwd)
 

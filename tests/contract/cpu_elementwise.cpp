@@ -7,4 +7,6 @@ INSTANTIATE_TYPED_TEST_SUITE_P(UnaryPlan, PlanContract, ::testing::Types<UnaryTr
 INSTANTIATE_TYPED_TEST_SUITE_P(BinaryPlan, PlanContract, ::testing::Types<BinaryTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(TernaryPlan, PlanContract, ::testing::Types<TernaryTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(UnaryBackwardPlan, PlanContract, ::testing::Types<UnaryBackwardTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(BinaryBackwardPlan, PlanContract, ::testing::Types<BinaryBackwardTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(TernaryBackwardPlan, PlanContract, ::testing::Types<TernaryBackwardTraits>);
 }  // namespace contract

@@ -7,4 +7,6 @@ INSTANTIATE_TYPED_TEST_SUITE_P(UnaryPlan, PlanContractCuda, ::testing::Types<Una
 INSTANTIATE_TYPED_TEST_SUITE_P(BinaryPlan, PlanContractCuda, ::testing::Types<BinaryTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(TernaryPlan, PlanContractCuda, ::testing::Types<TernaryTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(UnaryBackwardPlan, PlanContractCuda, ::testing::Types<UnaryBackwardTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(BinaryBackwardPlan, PlanContractCuda, ::testing::Types<BinaryBackwardTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(TernaryBackwardPlan, PlanContractCuda, ::testing::Types<TernaryBackwardTraits>);
 }  // namespace contract

@@ -1,5 +1,5 @@
 // Contract traits of the elementwise family: UnaryPlan, BinaryPlan,
-// TernaryPlan, UnaryBackwardPlan. A new elementwise plan joins with a traits struct here and one
+// TernaryPlan, UnaryBackwardPlan, BinaryBackwardPlan, TernaryBackwardPlan. A new elementwise plan joins with a traits struct here and one
 // INSTANTIATE line per suite in tests/contract/cpu_elementwise.cpp and
 // cuda_elementwise.cpp.
 //
@@ -30,6 +30,7 @@
 
 #include "baracuda/ops/elementwise.hpp"
 #include "contract/fuzz.hpp"
+#include "ops/elementwise/functors_grad.hpp"  // grad_reads: the operands each gradient reads
 #include "contract/harness.hpp"
 
 namespace contract {
@@ -695,6 +696,266 @@ struct UnaryBackwardTraits {
             {"param_nan", with(make(UnaryOp::LeakyRelu, DType::F32, {3}), [](Desc& d) { d.forward.alpha = std::nan(""); })},
             {"softplus_beta_zero", with(make(UnaryOp::Softplus, DType::F32, {3}), [](Desc& d) { d.forward.alpha = 0.0; })},
             {"too_many_elements", make(UnaryOp::Exp, DType::F32, {int64_t{1} << 40, int64_t{1} << 30})}};
+  }
+};
+
+// ---------------------------------------------------------------------------
+// BinaryBackwardPlan / TernaryBackwardPlan: the operand gradients. The
+// forward descriptor is drawn like BinaryPlan's / TernaryPlan's, its tensors
+// made floating (where's condition stays bool), out_dtype mostly left unset;
+// need_* drawn, then cleared where the operand cannot take a gradient (a
+// scalar, an absent bound, where's condition). Broadcast operands make the
+// plan sum through its workspace. Slots: dy (the common dtype, the broadcast
+// shape; it carries the scalar values), each operand (an input when a needed
+// gradient reads it, else unused), da / db / dc (the operand's shape and
+// dtype when needed, else unused), each of which may be exactly dy.
+namespace ew_contract {
+template <class FwdDesc>
+struct GradOf;
+template <>
+struct GradOf<baracuda::BinaryDescriptor> {
+  using Desc = baracuda::BinaryBackwardDescriptor;
+  using Args = baracuda::BinaryBackwardArgs;
+  using Plan = baracuda::BinaryBackwardPlan;
+  static bool* need(Desc& d, int k) { return k == 0 ? &d.need_a : &d.need_b; }
+  static bool need(const Desc& d, int k) { return k == 0 ? d.need_a : d.need_b; }
+  static int reads(const Desc& d, int m) { return baracuda::elementwise::grad_reads(d.forward.op, m); }
+  static bool differentiable(const Desc& d) { return baracuda::elementwise::has_gradient(d.forward.op); }
+  static constexpr const char* kName = "BinaryBackwardPlan";
+};
+template <>
+struct GradOf<baracuda::TernaryDescriptor> {
+  using Desc = baracuda::TernaryBackwardDescriptor;
+  using Args = baracuda::TernaryBackwardArgs;
+  using Plan = baracuda::TernaryBackwardPlan;
+  static bool* need(Desc& d, int k) { return k == 0 ? &d.need_a : k == 1 ? &d.need_b : &d.need_c; }
+  static bool need(const Desc& d, int k) { return k == 0 ? d.need_a : k == 1 ? d.need_b : d.need_c; }
+  static int reads(const Desc& d, int m) { return baracuda::elementwise::grad_reads(d.forward.op, m); }
+  static bool differentiable(const Desc&) { return true; }
+  static constexpr const char* kName = "TernaryBackwardPlan";
+};
+
+template <class FwdDesc>
+typename GradOf<FwdDesc>::Desc draw_grad(Fuzz& f) {
+  using G = GradOf<FwdDesc>;
+  constexpr int n = arity_of<FwdDesc>();
+  typename G::Desc d;
+  d.forward = draw<FwdDesc>(f);
+  const DType common = kFloat[f.range(0, 3)];
+  const bool mixed = f.chance(0.2);
+  const bool where = n == 3 && static_cast<TernaryOp>(static_cast<int>(d.forward.op)) == TernaryOp::Where;
+  for (int k = 0; k < n; ++k) {
+    ElementwiseOperand& o = operand(d.forward, k);
+    if (o.kind == Kind::Tensor && !(where && k == 0)) o.dtype = mixed ? kFloat[f.range(0, 3)] : common;
+    if (o.kind == Kind::Scalar && !(where && k == 0)) o.dtype = f.chance(0.8) ? DType::F64 : DType::I64;
+    *G::need(d, k) = f.chance(0.75) && o.kind == Kind::Tensor && !(where && k == 0);
+  }
+  d.forward.out_dtype = f.chance(0.05) ? std::optional<DType>(common) : std::nullopt;
+  return d;
+}
+
+template <class FwdDesc>
+typename GradOf<FwdDesc>::Desc valid_grad(Rng& rng) {
+  using G = GradOf<FwdDesc>;
+  constexpr int n = arity_of<FwdDesc>();
+  Fuzz f(rng);
+  for (int tries = 0; tries < 2000; ++tries) {
+    auto d = draw_grad<FwdDesc>(f);
+    if (!G::differentiable(d)) continue;
+    bool any = false;
+    for (int k = 0; k < n; ++k) any = any || G::need(d, k);
+    if (!any) continue;
+    if (G::Plan::select(Stream::cpu(), d)) return d;
+    d.forward.alpha = d.forward.beta = d.forward.gamma = std::nullopt;
+    if (G::Plan::select(Stream::cpu(), d)) return d;
+  }
+  throw std::runtime_error("elementwise traits: no valid backward descriptor in 2000 draws");
+}
+
+template <class FwdDesc>
+std::vector<Slot<typename GradOf<FwdDesc>::Args>> grad_slots(const typename GradOf<FwdDesc>::Plan& p) {
+  using G = GradOf<FwdDesc>;
+  using Args = typename G::Args;
+  constexpr int n = arity_of<FwdDesc>();
+  const auto& d = p.descriptor();
+  const std::string described = describe(d.forward, "forward");
+  int reads = 0;
+  for (int m = 0; m < n; ++m)
+    if (G::need(d, m)) reads |= G::reads(d, m);
+  std::optional<Scalar> values[3];
+  using BindFn = void (*)(Args&, const TensorMut&);
+  static constexpr BindFn kIn[3] = {[](Args& a, const TensorMut& t) { a.a = t; },
+                                    [](Args& a, const TensorMut& t) { a.b = t; },
+                                    [](Args& a, const TensorMut& t) {
+                                      if constexpr (n == 3) a.c = t;
+                                      else (void)a, (void)t;
+                                    }};
+  static constexpr BindFn kOut[3] = {[](Args& a, const TensorMut& t) { a.da = t; },
+                                     [](Args& a, const TensorMut& t) { a.db = t; },
+                                     [](Args& a, const TensorMut& t) {
+                                       if constexpr (n == 3) a.dc = t;
+                                       else (void)a, (void)t;
+                                     }};
+  static constexpr const char* kGrad[3] = {"da", "db", "dc"};
+  std::vector<Slot<Args>> v;
+  const DType dyt = p.common_dtype();
+  const Dims out = p.output_shape();
+  for (int k = 0; k < n; ++k) {
+    const ElementwiseOperand& o = operand(d.forward, k);
+    const bool read = (reads >> k & 1) != 0;
+    if (o.kind == Kind::Tensor) {
+      v.push_back(read ? input<Args>(kNames[n][k], o.dtype, o.shape, kIn[k])
+                       : optional_input<Args>(false, kNames[n][k], o.dtype, o.shape, kIn[k]));
+    } else {
+      v.push_back(optional_input<Args>(false, kNames[n][k], o.kind == Kind::Scalar ? o.dtype : dyt, out, kIn[k]));
+      if (read) values[k] = value_of(d.forward, k, described);
+    }
+  }
+  Slot<Args> dy = input<Args>("dy", dyt, out, nullptr);
+  dy.bind = [values](Args& a, const TensorMut& t) {
+    a.dy = t;
+    a.a_value = values[0];
+    a.b_value = values[1];
+    if constexpr (n == 3) a.c_value = values[2];
+  };
+  v.insert(v.begin(), dy);
+  for (int m = 0; m < n; ++m) {
+    const ElementwiseOperand& o = operand(d.forward, m);
+    const bool tensor = o.kind == Kind::Tensor;
+    const DType t = tensor ? o.dtype : dyt;
+    const Dims s = tensor ? o.shape : out;
+    Slot<Args> g = output<Args>(kGrad[m], t, s, kOut[m], (t == dyt && s == out) ? "dy" : nullptr);
+    if (!G::need(d, m)) {
+      g.role = Role::Unused;
+      g.optional = true;
+    }
+    v.push_back(g);
+  }
+  return v;
+}
+}  // namespace ew_contract
+
+template <class FwdDesc>
+struct ElementwiseGradTraitsOf {
+  using G = ew_contract::GradOf<FwdDesc>;
+  using Plan = typename G::Plan;
+  using Desc = typename G::Desc;
+  using Args = typename G::Args;
+  static constexpr int kArity = ew_contract::arity_of<FwdDesc>();
+  static constexpr const char* kName = G::kName;
+
+  static Desc valid_desc(Rng& rng) { return ew_contract::valid_grad<FwdDesc>(rng); }
+  static std::vector<Slot<Args>> slots(const Plan& p) { return ew_contract::grad_slots<FwdDesc>(p); }
+  static std::string describe(const Desc& d) {
+    std::string s = std::string(kArity == 2 ? "BinaryBackwardDescriptor" : "TernaryBackwardDescriptor") + "{forward " +
+                    ew_contract::describe(d.forward, kArity == 2 ? "BinaryDescriptor" : "TernaryDescriptor") + ", need";
+    for (int k = 0; k < kArity; ++k) s += std::string(" ") + ew_contract::kNames[kArity][k] + "=" + (G::need(d, k) ? "1" : "0");
+    return s + "}";
+  }
+  static std::vector<DescMutator<Desc>> desc_mutators() {
+    std::vector<DescMutator<Desc>> v;
+    for (auto& m : ew_contract::mutators<FwdDesc>())
+      v.push_back({m.name, [apply = m.apply](Desc& d, Fuzz& f) { apply(d.forward, f); }});
+    v.push_back({"desc.need_flip", [](Desc& d, Fuzz& f) {
+                   bool* b = G::need(d, static_cast<int>(f.range(0, kArity - 1)));
+                   *b = !*b;
+                 }});
+    v.push_back({"desc.need_none", [](Desc& d, Fuzz&) {
+                   for (int k = 0; k < kArity; ++k) *G::need(d, k) = false;
+                 }});
+    return v;
+  }
+  // CUDA: a broadcast operand's gradient goes through the workspace.
+  static std::vector<Desc> workspace_descs() {
+    Desc d;
+    using Op = decltype(d.forward.op);
+    d.forward.op = static_cast<Op>(kArity == 2 ? static_cast<int>(baracuda::BinaryOp::Mul)
+                                               : static_cast<int>(baracuda::TernaryOp::Addcmul));
+    d.forward.a = ew_contract::T(DType::F32, {64, 33});
+    d.forward.b = ew_contract::T(DType::F32, {33});
+    if constexpr (kArity == 3) d.forward.c = ew_contract::T(DType::F32, {64, 1});
+    return {d};
+  }
+};
+
+struct BinaryBackwardTraits : ElementwiseGradTraitsOf<baracuda::BinaryDescriptor> {
+  using BinaryOp = baracuda::BinaryOp;
+  using Operand = baracuda::ElementwiseOperand;
+  static Desc make(BinaryOp op, Operand a, Operand b, bool need_a = true, bool need_b = true) {
+    Desc d;
+    d.forward.op = op;
+    d.forward.a = a;
+    d.forward.b = b;
+    d.need_a = need_a;
+    d.need_b = need_b;
+    return d;
+  }
+  static std::vector<Desc> zero_size_descs() {
+    using ew_contract::S;
+    using ew_contract::T;
+    return {make(BinaryOp::Mul, T(DType::F32, {2, 0}), T(DType::F32, {2, 0})),
+            make(BinaryOp::Add, T(DType::F16, {0, 3}), S(), true, false),
+            make(BinaryOp::SwiGlu, T(DType::BF16, {0, 8}), T(DType::BF16, {0, 8})),
+            make(BinaryOp::Div, T(DType::F64, {3, 0}), T(DType::F64, {0}))};
+  }
+  static std::vector<std::pair<const char*, Desc>> invalid_descs() {
+    using ew_contract::S;
+    using ew_contract::T;
+    const Desc mul = make(BinaryOp::Mul, T(DType::F32, {2, 3}), T(DType::F32, {3}));
+    auto with = [](Desc d, auto fn) {
+      fn(d);
+      return d;
+    };
+    return {{"not_differentiable_eq", make(BinaryOp::Eq, T(DType::F32, {3}), T(DType::F32, {3}))},
+            {"not_differentiable_nextafter", make(BinaryOp::NextAfter, T(DType::F32, {3}), T(DType::F32, {3}))},
+            {"integer_operands", make(BinaryOp::Mul, T(DType::I32, {3}), T(DType::I32, {3}))},
+            {"need_of_scalar", make(BinaryOp::Mul, T(DType::F32, {3}), S())},
+            {"need_nothing", make(BinaryOp::Mul, T(DType::F32, {3}), T(DType::F32, {3}), false, false)},
+            {"out_dtype_differs", with(mul, [](Desc& d) { d.forward.out_dtype = DType::F64; })},
+            {"shapes_do_not_broadcast", make(BinaryOp::Add, T(DType::F32, {2, 3}), T(DType::F32, {4, 3}))},
+            {"unknown_op", with(mul, [](Desc& d) { d.forward.op = static_cast<BinaryOp>(250); })},
+            {"param_for_op_without", with(mul, [](Desc& d) { d.forward.alpha = 2.0; })},
+            {"negative_extent", make(BinaryOp::Sub, T(DType::F32, {-3}), T(DType::F32, {3}))}};
+  }
+};
+
+struct TernaryBackwardTraits : ElementwiseGradTraitsOf<baracuda::TernaryDescriptor> {
+  using TernaryOp = baracuda::TernaryOp;
+  using Operand = baracuda::ElementwiseOperand;
+  static Desc make(TernaryOp op, Operand a, Operand b, Operand c, bool need_a = true, bool need_b = true,
+                   bool need_c = true) {
+    Desc d;
+    d.forward.op = op;
+    d.forward.a = a;
+    d.forward.b = b;
+    d.forward.c = c;
+    d.need_a = need_a;
+    d.need_b = need_b;
+    d.need_c = need_c;
+    return d;
+  }
+  static std::vector<Desc> zero_size_descs() {
+    using ew_contract::S;
+    using ew_contract::T;
+    // Every needed gradient empty (a gradient of an operand that holds elements
+    // while the broadcast has none is a sum over nothing: zeros, written).
+    return {make(TernaryOp::Where, T(DType::Bool, {3, 0}), T(DType::F32, {1}), T(DType::F32, {3, 0}), false, false),
+            make(TernaryOp::Clamp, T(DType::F32, {0, 2}), Operand::absent(), T(DType::F32, {2}), true, false, false),
+            make(TernaryOp::Lerp, T(DType::BF16, {2, 0}), T(DType::BF16, {2, 0}), S(), true, true, false),
+            make(TernaryOp::Addcmul, T(DType::F64, {0}), T(DType::F64, {}), T(DType::F64, {0}), true, false, true)};
+  }
+  static std::vector<std::pair<const char*, Desc>> invalid_descs() {
+    using ew_contract::S;
+    using ew_contract::T;
+    const Operand absent = Operand::absent();
+    return {{"where_need_condition", make(TernaryOp::Where, T(DType::Bool, {3}), T(DType::F32, {3}), T(DType::F32, {3}))},
+            {"clamp_need_absent_bound", make(TernaryOp::Clamp, T(DType::F32, {3}), T(DType::F32, {3}), absent)},
+            {"lerp_need_scalar_weight", make(TernaryOp::Lerp, T(DType::F32, {3}), T(DType::F32, {3}), S())},
+            {"clamp_of_integers", make(TernaryOp::Clamp, T(DType::I32, {3}), T(DType::I32, {3}), absent, true, true, false)},
+            {"need_nothing", make(TernaryOp::Addcmul, T(DType::F32, {3}), T(DType::F32, {3}), T(DType::F32, {3}), false,
+                                  false, false)},
+            {"clamp_without_bounds", make(TernaryOp::Clamp, T(DType::F32, {3}), absent, absent, true, false, false)},
+            {"unknown_op", make(static_cast<TernaryOp>(99), T(DType::F32, {3}), T(DType::F32, {3}), T(DType::F32, {3}))}};
   }
 };
 

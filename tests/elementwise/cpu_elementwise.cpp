@@ -598,7 +598,7 @@ TEST(ElementwiseEngine, PathChoiceFollowsLayoutAlignmentAndSize) {
     c.layout = baracuda::detail::make_ew_layout(out_shape, os, 2, shapes, strides);
     c.in[0] = reinterpret_cast<const void*>(a_addr);
     c.in[1] = reinterpret_cast<const void*>(uintptr_t{0x2000});
-    c.out = reinterpret_cast<void*>(uintptr_t{0x3000});
+    c.out[0] = reinterpret_cast<void*>(uintptr_t{0x3000});
     return choose_path(p, c);
   };
   const Dims m{64, 128};

@@ -13,9 +13,15 @@
 //   generic_kernel  64-bit indices and operands of any dtype, converted at
 //                   load / store by a switch on the dtype (mixed-dtype calls,
 //                   > 2^31 elements).
-// Operand types: T0..T2 the inputs' storage types (unused ones repeat T0),
+// Operand types: T0..T3 the inputs' storage types (unused ones repeat T0),
 // Tout the output's; C the compute type the functor takes (float for the
 // 16-bit floats). Scalars (host numbers) are passed as C values.
+//
+// Outputs: M = 1 (the forward ops: the functor returns one value) or up to 3
+// (an op's operand gradients: the functor returns a struct whose member
+// v[M] holds the M values, e.g. baracuda::dev::ew::Outputs<C, M>). Every
+// output has the full (broadcast) shape with its own strides; a null out[m]
+// is not written (the M > 1 paths test it per store; M == 1 never does).
 #pragma once
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
@@ -33,20 +39,27 @@ namespace baracuda::dev::ew {
 
 inline constexpr int kThreads = 256;
 
-// The layout as kernels take it (by value, in parameter space).
-template <int N>
+// The layout as kernels take it (by value, in parameter space): N inputs, M
+// outputs.
+template <int N, int M = 1>
 struct Args {
   int rank = 0;         // coalesced; >= 1 for a launch
   bool use32 = false;   // every index and offset below 2^31: FastDiv decoding
   int64_t numel = 0;
   int64_t shape[kMaxRank] = {};
   detail::FastDiv div[kMaxRank];
-  void* out = nullptr;
+  void* out[M] = {};
   const void* in[N] = {};
-  int64_t stride[N + 1][kMaxRank] = {};  // [0] = output
-  DType out_dtype = DType::F32;          // generic path only
+  int64_t stride[M + N][kMaxRank] = {};  // [0, M) outputs, [M, M + N) inputs
+  DType out_dtype[M] = {};               // generic path only
   DType in_dtype[N] = {};
   bool bcast_inner[N] = {};              // vec path: input k has stride 0 along the inner dim
+};
+
+// What a functor of M > 1 outputs may return.
+template <class C, int M>
+struct Outputs {
+  C v[M];
 };
 // Every loop over dims below runs over the compile-time maximum with a guard:
 // after unrolling, each access to a.shape[d] / a.stride[k][d] has a constant
@@ -88,13 +101,15 @@ __device__ __forceinline__ T to_storage(R v) {
 }
 
 // Runtime-dtype load / store for the generic path. kFloatingOnly: the
-// operands are known to be f16 / bf16 / f32 / f64 (gradients), so the switch
-// has four cases instead of ten (the float gradients' generic TU compiled in
-// 54 s with ten).
+// operands are known to be f16 / bf16 / f32 / f64 or (where's condition)
+// bool, the outputs floating (gradients), so the switches have five / four
+// cases instead of ten (the float gradients' generic TU compiled in 54 s
+// with ten).
 template <class C, bool kFloatingOnly = false>
 __device__ __forceinline__ C load_dyn(const void* base, DType t, int64_t off) {
   if constexpr (kFloatingOnly) {
     switch (t) {
+      case DType::Bool: return to_compute<C>(static_cast<const uint8_t*>(base)[off] != 0);
       case DType::F16: return to_compute<C>(static_cast<const __half*>(base)[off]);
       case DType::BF16: return to_compute<C>(static_cast<const __nv_bfloat16*>(base)[off]);
       case DType::F32: return to_compute<C>(static_cast<const float*>(base)[off]);
@@ -144,7 +159,15 @@ template <int N, class Fn, class C>
 __device__ __forceinline__ auto apply(const Fn& fn, const C (&v)[N]) {
   if constexpr (N == 1) return fn(v[0]);
   else if constexpr (N == 2) return fn(v[0], v[1]);
-  else return fn(v[0], v[1], v[2]);
+  else if constexpr (N == 3) return fn(v[0], v[1], v[2]);
+  else return fn(v[0], v[1], v[2], v[3]);
+}
+
+// Output m of a functor's result (M == 1: the result itself).
+template <int M, class R>
+__device__ __forceinline__ auto output_of(const R& r, int m) {
+  if constexpr (M == 1) return r;
+  else return r.v[m];
 }
 
 // Aligned vector of V elements (one memory transaction of V * sizeof(T) bytes).
@@ -154,10 +177,10 @@ struct alignas(sizeof(T) * V < 16 ? sizeof(T) * V : 16) Vec {
 };
 
 // Offsets of the outer index `o` (dims [0, rank-1)) for every operand.
-template <int N>
-__device__ __forceinline__ void outer_offsets(const Args<N>& a, int64_t o, int64_t (&off)[N + 1]) {
+template <int N, int M>
+__device__ __forceinline__ void outer_offsets(const Args<N, M>& a, int64_t o, int64_t (&off)[N + M]) {
 #pragma unroll
-  for (int k = 0; k <= N; ++k) off[k] = 0;
+  for (int k = 0; k < N + M; ++k) off[k] = 0;
 #pragma unroll
   for (int d = kMaxRank - 2; d >= 0; --d) {
     if (d > a.rank - 2) continue;
@@ -171,14 +194,14 @@ __device__ __forceinline__ void outer_offsets(const Args<N>& a, int64_t o, int64
       o /= a.shape[d];
     }
 #pragma unroll
-    for (int k = 0; k <= N; ++k) off[k] += idx * a.stride[k][d];
+    for (int k = 0; k < N + M; ++k) off[k] += idx * a.stride[k][d];
   }
 }
 
 // V values of input k for the chunk at element offset `base` + e: a scalar,
 // one broadcast element, or one vector.
-template <class T, class C, int V, int N>
-__device__ __forceinline__ void load_chunk(const Args<N>& a, const Scalars<C, N>& s, int k, int64_t base, int64_t e,
+template <class T, class C, int V, int N, int M>
+__device__ __forceinline__ void load_chunk(const Args<N, M>& a, const Scalars<C, N>& s, int k, int64_t base, int64_t e,
                                            C (&x)[V]) {
   // A one-operand kernel's input is always a tensor: no scalar test (it cost
   // ~2% on bf16 gelu).
@@ -210,27 +233,27 @@ __device__ __forceinline__ void load_chunk(const Args<N>& a, const Scalars<C, N>
 template <int V>
 inline constexpr int kUnroll = V <= 4 ? 2 : 1;
 
-template <int N>
-__device__ __forceinline__ int64_t chunk_offsets(const Args<N>& a, int64_t c, const detail::FastDiv& inner_div,
-                                                 int64_t inner_chunks, int64_t (&off)[N + 1]) {
+template <int N, int M>
+__device__ __forceinline__ int64_t chunk_offsets(const Args<N, M>& a, int64_t c, const detail::FastDiv& inner_div,
+                                                 int64_t inner_chunks, int64_t (&off)[N + M]) {
   if (a.rank > 1) {
     const int64_t o = a.use32 ? static_cast<int64_t>(inner_div.div(static_cast<uint32_t>(c))) : c / inner_chunks;
     outer_offsets(a, o, off);
     return c - o * inner_chunks;
   }
 #pragma unroll
-  for (int k = 0; k <= N; ++k) off[k] = 0;
+  for (int k = 0; k < N + M; ++k) off[k] = 0;
   return c;
 }
 
-template <int N, int V, class C, class Tout, class T0, class T1, class T2, class Fn>
-__global__ void __launch_bounds__(kThreads) vec_kernel(Args<N> a, Scalars<C, N> s, Fn fn, int64_t chunks,
+template <int N, int V, class C, class Tout, class T0, class T1, class T2, class T3, int M, class Fn>
+__global__ void __launch_bounds__(kThreads) vec_kernel(Args<N, M> a, Scalars<C, N> s, Fn fn, int64_t chunks,
                                                         detail::FastDiv inner_div, int64_t inner_chunks) {
   constexpr int U = kUnroll<V>;
   constexpr int64_t kStep = static_cast<int64_t>(kThreads) * U;
   for (int64_t c0 = static_cast<int64_t>(blockIdx.x) * kStep + threadIdx.x; c0 < chunks;
        c0 += static_cast<int64_t>(gridDim.x) * kStep) {
-    int64_t off[U][N + 1];
+    int64_t off[U][N + M];
     int64_t e[U];
     C x[U][N][V];
 #pragma unroll
@@ -238,37 +261,43 @@ __global__ void __launch_bounds__(kThreads) vec_kernel(Args<N> a, Scalars<C, N> 
       const int64_t c = c0 + static_cast<int64_t>(u) * kThreads;
       if (c >= chunks) continue;
       e[u] = chunk_offsets(a, c, inner_div, inner_chunks, off[u]) * V;  // first inner element of the chunk
-      load_chunk<T0>(a, s, 0, off[u][1], e[u], x[u][0]);
-      if constexpr (N > 1) load_chunk<T1>(a, s, 1, off[u][2], e[u], x[u][1]);
-      if constexpr (N > 2) load_chunk<T2>(a, s, 2, off[u][3], e[u], x[u][2]);
+      load_chunk<T0>(a, s, 0, off[u][M], e[u], x[u][0]);
+      if constexpr (N > 1) load_chunk<T1>(a, s, 1, off[u][M + 1], e[u], x[u][1]);
+      if constexpr (N > 2) load_chunk<T2>(a, s, 2, off[u][M + 2], e[u], x[u][2]);
+      if constexpr (N > 3) load_chunk<T3>(a, s, 3, off[u][M + 3], e[u], x[u][3]);
     }
 #pragma unroll
     for (int u = 0; u < U; ++u) {
       if (c0 + static_cast<int64_t>(u) * kThreads >= chunks) continue;
-      Vec<Tout, V> r;
+      Vec<Tout, V> r[M];
 #pragma unroll
       for (int v = 0; v < V; ++v) {
         C xv[N];
 #pragma unroll
         for (int k = 0; k < N; ++k) xv[k] = x[u][k][v];
-        r.v[v] = to_storage<Tout>(apply<N>(fn, xv));
+        const auto y = apply<N>(fn, xv);
+#pragma unroll
+        for (int m = 0; m < M; ++m) r[m].v[v] = to_storage<Tout>(output_of<M>(y, m));
       }
-      *reinterpret_cast<Vec<Tout, V>*>(static_cast<Tout*>(a.out) + off[u][0] + e[u]) = r;
+#pragma unroll
+      for (int m = 0; m < M; ++m)
+        if (M == 1 || a.out[m] != nullptr)
+          *reinterpret_cast<Vec<Tout, V>*>(static_cast<Tout*>(a.out[m]) + off[u][m] + e[u]) = r[m];
     }
   }
 }
 
 // ---- strided (32-bit indices) -----------------------------------------------------------------
-template <class T, class C, int N>
-__device__ __forceinline__ C load_one(const Args<N>& a, const Scalars<C, N>& s, int k, int64_t off) {
+template <class T, class C, int N, int M>
+__device__ __forceinline__ C load_one(const Args<N, M>& a, const Scalars<C, N>& s, int k, int64_t off) {
   return (N > 1 && s.is[k]) ? s.v[k] : to_compute<C>(static_cast<const T*>(a.in[k])[off]);
 }
 
-template <int N, class C, class Tout, class T0, class T1, class T2, class Fn>
-__global__ void __launch_bounds__(kThreads) strided_kernel(Args<N> a, Scalars<C, N> s, Fn fn) {
+template <int N, class C, class Tout, class T0, class T1, class T2, class T3, int M, class Fn>
+__global__ void __launch_bounds__(kThreads) strided_kernel(Args<N, M> a, Scalars<C, N> s, Fn fn) {
   const uint32_t n = static_cast<uint32_t>(a.numel);
   for (uint32_t i = blockIdx.x * kThreads + threadIdx.x; i < n; i += gridDim.x * kThreads) {
-    int64_t off[N + 1] = {};
+    int64_t off[N + M] = {};
     uint32_t rem = i;
 #pragma unroll
     for (int d = kMaxRank - 1; d >= 0; --d) {
@@ -277,13 +306,17 @@ __global__ void __launch_bounds__(kThreads) strided_kernel(Args<N> a, Scalars<C,
       const int64_t idx = rem - q * static_cast<uint32_t>(a.shape[d]);
       rem = q;
 #pragma unroll
-      for (int k = 0; k <= N; ++k) off[k] += idx * a.stride[k][d];
+      for (int k = 0; k < N + M; ++k) off[k] += idx * a.stride[k][d];
     }
     C xv[N];
-    xv[0] = load_one<T0>(a, s, 0, off[1]);
-    if constexpr (N > 1) xv[1] = load_one<T1>(a, s, 1, off[2]);
-    if constexpr (N > 2) xv[2] = load_one<T2>(a, s, 2, off[3]);
-    static_cast<Tout*>(a.out)[off[0]] = to_storage<Tout>(apply<N>(fn, xv));
+    xv[0] = load_one<T0>(a, s, 0, off[M]);
+    if constexpr (N > 1) xv[1] = load_one<T1>(a, s, 1, off[M + 1]);
+    if constexpr (N > 2) xv[2] = load_one<T2>(a, s, 2, off[M + 2]);
+    if constexpr (N > 3) xv[3] = load_one<T3>(a, s, 3, off[M + 3]);
+    const auto y = apply<N>(fn, xv);
+#pragma unroll
+    for (int m = 0; m < M; ++m)
+      if (M == 1 || a.out[m] != nullptr) static_cast<Tout*>(a.out[m])[off[m]] = to_storage<Tout>(output_of<M>(y, m));
   }
 }
 
@@ -306,14 +339,14 @@ __global__ void __launch_bounds__(256) transpose_kernel(Args<1> a, Fn fn) {
   const int64_t rows = a.shape[0], cols = a.shape[1];
   const int64_t i0 = static_cast<int64_t>(blockIdx.y) * T, j0 = static_cast<int64_t>(blockIdx.x) * T;
   const int tx = threadIdx.x, ty = threadIdx.y;
-  const Tin* in = static_cast<const Tin*>(a.in[0]);
+  const Tin* in = static_cast<const Tin*>(a.in[0]);  // a.stride[0]: the output, [1]: the input
 #pragma unroll
   for (int k = 0; k < T; k += kRows) {
     const int64_t i = i0 + tx, j = j0 + ty + k;
     if (i < rows && j < cols) tile[ty + k][tx] = to_storage<Tout>(fn(to_compute<C>(in[i * a.stride[1][0] + j * a.stride[1][1]])));
   }
   __syncthreads();
-  Tout* out = static_cast<Tout*>(a.out);
+  Tout* out = static_cast<Tout*>(a.out[0]);
 #pragma unroll
   for (int k = 0; k < T; k += kRows) {
     const int64_t i = i0 + ty + k, j = j0 + tx;
@@ -322,11 +355,11 @@ __global__ void __launch_bounds__(256) transpose_kernel(Args<1> a, Fn fn) {
 }
 
 // ---- generic (64-bit indices, runtime dtypes) ------------------------------------------------
-template <int N, class C, class Fn, bool kFloatingOnly = false>
-__global__ void __launch_bounds__(kThreads) generic_kernel(Args<N> a, Scalars<C, N> s, Fn fn) {
+template <int N, int M, class C, class Fn, bool kFloatingOnly = false>
+__global__ void __launch_bounds__(kThreads) generic_kernel(Args<N, M> a, Scalars<C, N> s, Fn fn) {
   for (int64_t i = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; i < a.numel;
        i += static_cast<int64_t>(gridDim.x) * kThreads) {
-    int64_t off[N + 1] = {};
+    int64_t off[N + M] = {};
     int64_t rem = i;
 #pragma unroll
     for (int d = kMaxRank - 1; d >= 0; --d) {
@@ -334,13 +367,17 @@ __global__ void __launch_bounds__(kThreads) generic_kernel(Args<N> a, Scalars<C,
       const int64_t idx = rem % a.shape[d];
       rem /= a.shape[d];
 #pragma unroll
-      for (int k = 0; k <= N; ++k) off[k] += idx * a.stride[k][d];
+      for (int k = 0; k < N + M; ++k) off[k] += idx * a.stride[k][d];
     }
     C xv[N];
 #pragma unroll
     for (int k = 0; k < N; ++k)
-      xv[k] = s.is[k] ? s.v[k] : load_dyn<C, kFloatingOnly>(a.in[k], a.in_dtype[k], off[1 + k]);
-    store_dyn<decltype(apply<N>(fn, xv)), kFloatingOnly>(a.out, a.out_dtype, off[0], apply<N>(fn, xv));
+      xv[k] = s.is[k] ? s.v[k] : load_dyn<C, kFloatingOnly>(a.in[k], a.in_dtype[k], off[M + k]);
+    const auto y = apply<N>(fn, xv);
+#pragma unroll
+    for (int m = 0; m < M; ++m)
+      if (M == 1 || a.out[m] != nullptr)
+        store_dyn<decltype(output_of<M>(y, m)), kFloatingOnly>(a.out[m], a.out_dtype[m], off[m], output_of<M>(y, m));
   }
 }
 
@@ -351,18 +388,19 @@ inline unsigned grid_for(int64_t items) {
   return static_cast<unsigned>(b < (int64_t{1} << 20) ? (b < 1 ? 1 : b) : (int64_t{1} << 20));
 }
 
-template <int N, int V, class C, class Tout, class T0, class T1, class T2, class Fn>
-cudaError_t launch_vec(const Args<N>& a, const Scalars<C, N>& s, const Fn& fn, cudaStream_t stream) {
+// T3: the fourth input's storage type (N == 4 only); M is deduced from the Args.
+template <int N, int V, class C, class Tout, class T0, class T1, class T2, class T3 = T0, int M, class Fn>
+cudaError_t launch_vec(const Args<N, M>& a, const Scalars<C, N>& s, const Fn& fn, cudaStream_t stream) {
   const int64_t inner_chunks = a.shape[a.rank - 1] / V;
   const int64_t chunks = a.numel / V;
   const detail::FastDiv inner_div(static_cast<uint32_t>(inner_chunks < (int64_t{1} << 31) ? inner_chunks : 1));
-  vec_kernel<N, V, C, Tout, T0, T1, T2, Fn><<<grid_for((chunks + kUnroll<V> - 1) / kUnroll<V>), kThreads, 0, stream>>>(
+  vec_kernel<N, V, C, Tout, T0, T1, T2, T3, M, Fn><<<grid_for((chunks + kUnroll<V> - 1) / kUnroll<V>), kThreads, 0, stream>>>(
       a, s, fn, chunks, inner_div, inner_chunks);
   return cudaGetLastError();
 }
-template <int N, class C, class Tout, class T0, class T1, class T2, class Fn>
-cudaError_t launch_strided(const Args<N>& a, const Scalars<C, N>& s, const Fn& fn, cudaStream_t stream) {
-  strided_kernel<N, C, Tout, T0, T1, T2, Fn><<<grid_for(a.numel), kThreads, 0, stream>>>(a, s, fn);
+template <int N, class C, class Tout, class T0, class T1, class T2, class T3 = T0, int M, class Fn>
+cudaError_t launch_strided(const Args<N, M>& a, const Scalars<C, N>& s, const Fn& fn, cudaStream_t stream) {
+  strided_kernel<N, C, Tout, T0, T1, T2, T3, M, Fn><<<grid_for(a.numel), kThreads, 0, stream>>>(a, s, fn);
   return cudaGetLastError();
 }
 template <class C, class Tout, class Tin, class Fn>
@@ -372,9 +410,10 @@ cudaError_t launch_transpose(const Args<1>& a, const Fn& fn, cudaStream_t stream
   transpose_kernel<T, C, Tout, Tin, Fn><<<grid, dim3(T, 256 / T), 0, stream>>>(a, fn);
   return cudaGetLastError();
 }
-template <int N, class C, class Fn, bool kFloatingOnly = false>
-cudaError_t launch_generic(const Args<N>& a, const Scalars<C, N>& s, const Fn& fn, cudaStream_t stream) {
-  generic_kernel<N, C, Fn, kFloatingOnly><<<grid_for(a.numel), kThreads, 0, stream>>>(a, s, fn);
+// kFloatingOnly: every operand is f16 / bf16 / f32 / f64 (see load_dyn).
+template <int N, class C, bool kFloatingOnly = false, int M, class Fn>
+cudaError_t launch_generic(const Args<N, M>& a, const Scalars<C, N>& s, const Fn& fn, cudaStream_t stream) {
+  generic_kernel<N, M, C, Fn, kFloatingOnly><<<grid_for(a.numel), kThreads, 0, stream>>>(a, s, fn);
   return cudaGetLastError();
 }
 

@@ -43,7 +43,8 @@
 // path, the op a functor: vectorized 16-byte path when every tensor is
 // contiguous along the innermost dim or broadcast there, a 32-bit-index
 // strided path, and a generic path (64-bit indices, operands of mixed dtypes)).
-// No workspace. Deterministic. sku().variant names the path for dense aligned
+// No workspace (the backward plans of binary / ternary ops need one to sum a
+// broadcast operand's gradient: see below). Deterministic. sku().variant names the path for dense aligned
 // tensors; sku_for() the path of the actual views.
 #pragma once
 #include <cstdint>
@@ -56,6 +57,7 @@
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/stream.hpp"
 #include "baracuda/core/tensor.hpp"
+#include "baracuda/ops/reduce.hpp"
 
 namespace baracuda {
 
@@ -280,16 +282,23 @@ namespace detail {
 struct ElementwiseResolved {
   int arity = 1;
   uint8_t op = 0;
-  ElementwiseOperand::Kind kind[3] = {};
-  DType in_dtype[3] = {DType::F32, DType::F32, DType::F32};
-  Dims in_shape[3];
+  // Kernel inputs: up to four (a ternary op's gradients read dy, a, b, c).
+  ElementwiseOperand::Kind kind[4] = {};
+  DType in_dtype[4] = {DType::F32, DType::F32, DType::F32, DType::F32};
+  Dims in_shape[4];
   DType common = DType::F32;   // result_type of the operands (after IntToFloat)
   DType compute = DType::F32;  // F32, F64 or I64
   DType out = DType::F32;
   double params[3] = {0, 0, 0};  // alpha / beta / gamma with the defaults applied
   int bits = 64;                 // integer width of the common dtype (1 for bool)
   int has = 3;                   // clamp: bit 0 = b given, bit 1 = c given
-  uint8_t grad = 0;              // 0: the op; 1: a unary op's gradient from (dy, x); 2: from (dy, y)
+  // 0: the op; 1: a unary op's gradient from (dy, x); 2: from (dy, y);
+  // 3 / 4: a binary / ternary op's operand gradients from (dy, a, b[, c])
+  // (inputs: dy then the operands; outputs: one per operand).
+  uint8_t grad = 0;
+  int outputs = 1;               // kernel outputs (grad 3 / 4: the forward's arity)
+  uint8_t need = 1;              // bit m: output m is written (the others are neither computed into memory nor read)
+  DType grad_dtype[3] = {DType::F32, DType::F32, DType::F32};  // grad 3 / 4: output m's dtype (operand m's)
   Dims out_shape;
 };
 }  // namespace detail
@@ -383,6 +392,131 @@ class BARACUDA_API UnaryBackwardPlan : public ElementwisePlanBase {
 
  private:
   UnaryBackwardDescriptor desc_;
+  friend struct ElementwisePlanAccess;
+};
+
+// ---- binary and ternary backward ------------------------------------------------------
+// The gradients of a binary / ternary op with respect to its operands, from
+// dy (the forward's output gradient: the broadcast shape, the forward's
+// output dtype) and the operands the gradient reads. PyTorch's formulas
+// (tools/autograd/derivatives.yaml), element by element, with g = dy:
+//   add        da = g, db = alpha g          sub      da = g, db = -alpha g
+//   mul        da = g b, db = g a            div      da = g / b, db = -g (a / b) / b
+//   div_floor, div_trunc: zero gradients (piecewise constant)
+//   remainder  da = g, db = -g floor(a / b)  fmod     da = g, db = -g trunc(a / b)
+//   pow        da = 0 where b == 0, else g b a^(b-1);
+//              db = 0 where a == 0 and b >= 0, else g a^b log(a)
+//   atan2      da = g b / (a^2 + b^2), db = -g a / (a^2 + b^2)   (NaN at a = b = 0)
+//   hypot      da = g a / hypot(a, b), db = g b / hypot(a, b)    (NaN at a = b = 0)
+//   maximum / minimum: the chosen operand gets g, the other 0; ties (a == b)
+//              give g / 2 to each; a NaN operand (unordered) gives g to both
+//   fmax       da = g where a >= b or b is NaN, else 0; db = g - that
+//              (ties go to a); fmin likewise with a <= b
+//   copysign   da = g copysign(a, b) / a (0 where a == 0; NaN for infinite a,
+//              as PyTorch's ratio), db = 0
+//   logaddexp  da = g / (1 + exp(b - a)), db = g / (1 + exp(a - b)); logaddexp2 with 2^
+//   xlogy      da = 0 where a == 0 and b <= 0, else xlogy(g, b) (0 where g == 0, NaN for NaN b);
+//              db = g a / b
+//   xlog1py    da = 0 where a == 0 and b <= -1, else xlog1py(g, b); db = g a / (1 + b)
+//   ldexp      da = g 2^b, db = g a 2^b ln 2 (PyTorch composes it of mul and pow)
+//   glu        da = g sigmoid(b), db = g a sigmoid'(b)
+//   swiglu, geglu, geglu_tanh, reglu: da = g b f'(a), db = g f(a) (f'(0) = 0 for relu)
+//   where      the condition a (bool) has no gradient; db = g where a, else 0; dc = g where !a
+//   clamp      x = a, min = b, max = c (either bound may be absent):
+//              da = g where min <= x <= max (bounds included; a bound absent: no test), else 0;
+//              db = g where x < min and min < max (only min given: x < min);
+//              dc = g where x > max or max < min (only max given: x > max).
+//              So for min > max everything goes to max, as clamp returns max.
+//              A NaN x passes nothing to anyone.
+//   lerp       da = g (1 - w), db = g w, dc (tensor weight) = g (b - a)
+//   addcmul    da = g, db = g value c, dc = g value b
+//   addcdiv    da = g, db = g value / c, dc = -g value (b / c) / c
+// Ops without a gradient (comparisons, isclose, logical and bitwise ops,
+// shifts, nextafter) are Unsupported at select(). Floating operands only
+// (where's condition is bool); dy has the common dtype, which must be the
+// forward's output dtype (no out_dtype other than it). Compute in f32 for
+// 16-bit floats and f32, f64 for f64, each gradient stored in its operand's
+// dtype.
+//
+// need_a / need_b / need_c choose the gradients to compute; at least one must
+// be set, and a host scalar, an absent clamp bound or where's condition gets
+// none (its need_* set is InvalidProblem). Every tensor a needed gradient
+// reads must be given, and nothing else: an operand tensor (or scalar value)
+// the needed gradients do not read, and a da / db / dc whose need_* is false,
+// are InvalidProblem. da has a's shape and dtype (db, dc likewise); each may
+// be dy itself (in place) when it has dy's shape.
+//
+// Broadcasting's backward: an operand of fewer elements than the broadcast
+// shape gets its gradient summed down to its shape (PyTorch's sum_to_size):
+// the elementwise kernel writes the full-shape gradient into the workspace,
+// in the operand's dtype, and a ReduceToPlan (selected at select(), for the
+// same stream) sums it into da. workspace_size() counts those scratch
+// tensors (256-byte aligned) and the largest inner ReduceToPlan workspace;
+// a plan without a broadcast operand needs none. When the build leaves the
+// reduce family out, a broadcast operand is Unsupported for CUDA streams.
+// Deterministic (the reduction is).
+struct BinaryBackwardDescriptor {
+  BinaryDescriptor forward;
+  bool need_a = true, need_b = true;
+};
+struct BinaryBackwardArgs {
+  TensorRef dy;
+  TensorRef a, b;                          // the tensor operands the gradients read (else empty)
+  std::optional<Scalar> a_value, b_value;  // a scalar operand's value, when a gradient reads it
+  TensorMut da, db;                        // the needed gradients (else empty)
+};
+
+struct TernaryBackwardDescriptor {
+  TernaryDescriptor forward;
+  bool need_a = true, need_b = true, need_c = true;
+};
+struct TernaryBackwardArgs {
+  TensorRef dy;
+  TensorRef a, b, c;
+  std::optional<Scalar> a_value, b_value, c_value;
+  TensorMut da, db, dc;
+};
+
+namespace detail {
+// The operand gradients a backward plan sums down to an operand's shape.
+struct ElementwiseGradReduce {
+  bool active[3] = {false, false, false};
+  size_t scratch_offset[3] = {0, 0, 0};  // bytes into the workspace
+  ReduceToPlan plan[3];
+  size_t inner_offset = 0;                  // the inner plans' shared workspace
+  ElementwiseOperand::Kind fwd_kind[3] = {};  // the forward's operand kinds
+};
+}  // namespace detail
+
+class BARACUDA_API BinaryBackwardPlan : public ElementwisePlanBase {
+ public:
+  BinaryBackwardPlan() : ElementwisePlanBase("BinaryBackwardPlan") {}
+  static Result<BinaryBackwardPlan> select(const Stream& stream, const BinaryBackwardDescriptor& desc,
+                                           const PlanPreference& pref = {});
+  Status can_implement(const BinaryBackwardArgs& args) const;
+  Status run(const Stream& stream, Workspace ws, const BinaryBackwardArgs& args) const;
+  Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const BinaryBackwardArgs& args) const;
+  const BinaryBackwardDescriptor& descriptor() const { return desc_; }
+
+ private:
+  BinaryBackwardDescriptor desc_;
+  detail::ElementwiseGradReduce red_;
+  friend struct ElementwisePlanAccess;
+};
+
+class BARACUDA_API TernaryBackwardPlan : public ElementwisePlanBase {
+ public:
+  TernaryBackwardPlan() : ElementwisePlanBase("TernaryBackwardPlan") {}
+  static Result<TernaryBackwardPlan> select(const Stream& stream, const TernaryBackwardDescriptor& desc,
+                                            const PlanPreference& pref = {});
+  Status can_implement(const TernaryBackwardArgs& args) const;
+  Status run(const Stream& stream, Workspace ws, const TernaryBackwardArgs& args) const;
+  Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const TernaryBackwardArgs& args) const;
+  const TernaryBackwardDescriptor& descriptor() const { return desc_; }
+
+ private:
+  TernaryBackwardDescriptor desc_;
+  detail::ElementwiseGradReduce red_;
   friend struct ElementwisePlanAccess;
 };
 

@@ -41,6 +41,67 @@ constexpr bool has_gradient_from_output(UnaryOp op) {
   }
 }
 
+// The binary ops with a gradient (floating operands): all but the
+// comparisons, isclose, the logical and bitwise ops, the shifts and nextafter.
+constexpr bool has_gradient(BinaryOp op) {
+  switch (op) {
+    case BinaryOp::Eq:
+    case BinaryOp::Ne:
+    case BinaryOp::Lt:
+    case BinaryOp::Le:
+    case BinaryOp::Gt:
+    case BinaryOp::Ge:
+    case BinaryOp::IsClose:
+    case BinaryOp::LogicalAnd:
+    case BinaryOp::LogicalOr:
+    case BinaryOp::LogicalXor:
+    case BinaryOp::BitwiseAnd:
+    case BinaryOp::BitwiseOr:
+    case BinaryOp::BitwiseXor:
+    case BinaryOp::ShiftLeft:
+    case BinaryOp::ShiftRight:
+    case BinaryOp::NextAfter: return false;
+    default: return true;
+  }
+}
+constexpr bool has_gradient(TernaryOp) { return true; }
+
+// The forward operands (bit k = operand k: a 1, b 2, c 4) that the gradient
+// of operand m reads besides dy. A backward plan takes exactly the union over
+// the gradients it computes (a tensor it does not read is refused).
+constexpr int grad_reads(BinaryOp op, int m) {
+  using B = BinaryOp;
+  switch (op) {
+    case B::Add:
+    case B::Sub:
+    case B::DivFloor:
+    case B::DivTrunc: return 0;
+    case B::Mul: return m == 0 ? 2 : 1;
+    case B::Div:
+    case B::Ldexp:
+    case B::Glu: return m == 0 ? 2 : 3;
+    case B::Remainder:
+    case B::Fmod: return m == 0 ? 0 : 3;
+    case B::Copysign: return m == 0 ? 3 : 0;
+    case B::SwiGlu:
+    case B::GeGlu:
+    case B::GeGluTanh:
+    case B::ReGlu: return m == 0 ? 3 : 1;
+    default: return 3;
+  }
+}
+constexpr int grad_reads(TernaryOp op, int m) {
+  using T = TernaryOp;
+  switch (op) {
+    case T::Where: return m == 0 ? 0 : 1;
+    case T::Clamp: return 7;
+    case T::Lerp: return m == 2 ? 3 : 4;
+    case T::Addcmul: return m == 0 ? 0 : (m == 1 ? 4 : 2);
+    case T::Addcdiv: return m == 0 ? 0 : (m == 1 ? 4 : 6);
+  }
+  return 7;
+}
+
 namespace ewm {
 // Trigamma psi'(x) (digamma's derivative): reflection below 0.5
 // (psi'(1 - x) + psi'(x) = pi^2 / sin^2(pi x)), the recurrence
@@ -218,6 +279,88 @@ HD inline C unary_grad_from_y(C dy, C y, const Params&) {
   else if constexpr (Op == U::Reciprocal) return -dy * y * y;
   else if constexpr (Op == U::Relu) return y > C(0) ? dy : C(0);
   else return dy * C(0) * y;  // never selected (has_gradient_from_output)
+}
+
+// The gradients of a binary / ternary op's operands, one per operand (v[m]):
+// what the kernels store into da, db, dc (the ones not needed are computed
+// from placeholder zeros and never stored).
+template <class C, int M>
+struct Grads {
+  C v[M];
+};
+
+// PyTorch's formulas (elementwise.hpp lists them); g = dy.
+template <BinaryOp Op, class C>
+HD inline Grads<C, 2> binary_grad(C g, C a, C b, const Params& q) {
+  using B = BinaryOp;
+  using U = UnaryOp;
+  const C p0 = C(q.p[0]);
+  constexpr C kLn2 = C(0.69314718055994530942);
+  if constexpr (Op == B::Add) return {{g, g * p0}};
+  else if constexpr (Op == B::Sub) return {{g, -(g * p0)}};
+  else if constexpr (Op == B::Mul) return {{g * b, g * a}};
+  else if constexpr (Op == B::Div) return {{g / b, -(g / b) * (a / b)}};  // not a / (b * b): b * b overflows f32
+  else if constexpr (Op == B::DivFloor || Op == B::DivTrunc) return {{C(0), C(0)}};
+  else if constexpr (Op == B::Remainder) return {{g, -g * div_floor_f(a, b)}};
+  else if constexpr (Op == B::Fmod) return {{g, -g * ewm::trunc(a / b)}};
+  else if constexpr (Op == B::Pow) {
+    const C da = b == C(0) ? C(0) : g * b * ewm::pow(a, b - C(1));
+    const C db = (a == C(0) && b >= C(0)) ? C(0) : g * ewm::pow(a, b) * ewm::log(a);
+    return {{da, db}};
+  } else if constexpr (Op == B::Atan2) {
+    const C h = ewm::hypot(a, b);  // a^2 + b^2 as h * h without overflow
+    return {{g * (b / h) / h, -g * (a / h) / h}};
+  } else if constexpr (Op == B::Hypot) {
+    const C h = ewm::hypot(a, b);
+    return {{g * (a / h), g * (b / h)}};
+  } else if constexpr (Op == B::Maximum || Op == B::Minimum) {
+    // The chosen operand gets g; ties split it; unordered (NaN) pairs give it to both.
+    const bool a_loses = Op == B::Maximum ? a < b : a > b;
+    const bool b_loses = Op == B::Maximum ? a > b : a < b;
+    if (a == b) return {{g / C(2), g / C(2)}};
+    return {{a_loses ? C(0) : g, b_loses ? C(0) : g}};
+  } else if constexpr (Op == B::Fmax || Op == B::Fmin) {
+    const bool to_a = (Op == B::Fmax ? a >= b : a <= b) || b != b;
+    return {{to_a ? g : C(0), to_a ? C(0) : g}};
+  } else if constexpr (Op == B::Copysign) return {{a == C(0) ? C(0) : g * (ewm::copysign(a, b) / a), C(0)}};
+  else if constexpr (Op == B::LogAddExp) return {{g / (C(1) + ewm::exp(b - a)), g / (C(1) + ewm::exp(a - b))}};
+  else if constexpr (Op == B::LogAddExp2) return {{g / (C(1) + ewm::exp2(b - a)), g / (C(1) + ewm::exp2(a - b))}};
+  else if constexpr (Op == B::Xlogy || Op == B::Xlog1py) {
+    constexpr bool L1p = Op == B::Xlog1py;
+    // xlogy(g, b): NaN for NaN b, 0 for g == 0; masked to 0 where a == 0 and b is outside the domain.
+    C da = b != b ? b : (g == C(0) ? C(0) : g * (L1p ? ewm::log1p(b) : ewm::log(b)));
+    if (a == C(0) && b <= C(L1p ? -1 : 0)) da = C(0);
+    return {{da, g * a / (L1p ? C(1) + b : b)}};
+  } else if constexpr (Op == B::Ldexp) {
+    const C e = ewm::exp2(b);
+    return {{g * e, g * a * e * kLn2}};
+  } else if constexpr (Op == B::Glu) {
+    const C s = sigmoid(b);
+    return {{g * s, g * a * s * (C(1) - s)}};
+  } else if constexpr (Op == B::SwiGlu) return {{unary_grad<U::Silu, C>(g * b, a, q), g * silu(a)}};
+  else if constexpr (Op == B::GeGlu) return {{unary_grad<U::GeluErf, C>(g * b, a, q), g * gelu_erf(a, q.bits)}};
+  else if constexpr (Op == B::GeGluTanh) return {{unary_grad<U::GeluTanh, C>(g * b, a, q), g * gelu_tanh(a)}};
+  else if constexpr (Op == B::ReGlu) return {{a > C(0) ? g * b : C(0), g * (a < C(0) ? C(0) : a)}};
+  else return {{g * C(0) * a, g * C(0) * b}};  // not differentiable: never selected (has_gradient)
+}
+
+template <TernaryOp Op, class C>
+HD inline Grads<C, 3> ternary_grad(C g, C a, C b, C c, const Params& q) {
+  using T = TernaryOp;
+  const C p0 = C(q.p[0]);
+  if constexpr (Op == T::Where) {
+    const bool take_b = a != C(0);
+    return {{C(0), take_b ? g : C(0), take_b ? C(0) : g}};
+  } else if constexpr (Op == T::Clamp) {
+    const bool lo = q.has & 1, hi = q.has & 2;
+    const bool pass = (!lo || a >= b) && (!hi || a <= c);
+    const bool to_min = lo && a < b && (!hi || b < c);
+    const bool to_max = hi && (a > c || (lo && c < b));
+    return {{pass ? g : C(0), to_min ? g : C(0), to_max ? g : C(0)}};
+  } else if constexpr (Op == T::Lerp) return {{g * (C(1) - c), g * c, g * (b - a)}};
+  else if constexpr (Op == T::Addcmul) return {{g, g * p0 * c, g * p0 * b}};
+  else if constexpr (Op == T::Addcdiv) return {{g, g * (p0 / c), -g * p0 * (b / c) / c}};
+  else return {{g, g, g}};
 }
 
 #undef HD

@@ -62,3 +62,24 @@ baracuda_kernel_set(ew_generic_grad
 foreach(ct float double)
   baracuda_kernels(ew_generic_grad ew_generic_grad_${ct} ${ct})
 endforeach()
+
+# Operand gradients of binary / ternary ops (BinaryBackwardPlan,
+# TernaryBackwardPlan; 2 or 3 outputs): typed vec16 / strided32 per floating
+# dtype, and the generic path per compute type.
+baracuda_kernel_set(ew_nary_grad
+  INCLUDE ops/elementwise/cuda/op_kernels.cuh
+  NAMESPACE baracuda::elementwise::cuda
+  COLUMNS DTYPE
+  INSTANTIATE "template Status launch_nary_grad<@CTYPE@>(const Problem&, const Call&, Path, cudaStream_t);")
+foreach(dt F32 BF16 F16 F64)
+  string(TOLOWER ${dt} _dt)
+  baracuda_kernels(ew_nary_grad ew_nary_grad_${_dt} ${dt})
+endforeach()
+baracuda_kernel_set(ew_generic_nary_grad
+  INCLUDE ops/elementwise/cuda/op_kernels.cuh
+  NAMESPACE baracuda::elementwise::cuda
+  COLUMNS COMPUTE
+  INSTANTIATE "template Status launch_generic_nary_grad<@COMPUTE@>(const Problem&, const Call&, cudaStream_t);")
+foreach(ct float double)
+  baracuda_kernels(ew_generic_nary_grad ew_generic_nary_grad_${ct} ${ct})
+endforeach()

@@ -95,6 +95,16 @@ bool is_cast(const Problem& p) {
 }
 
 bool typed_kernels_apply(const Problem& p) {
+  if (p.grad >= 3) {  // operand gradients: every tensor and every output of the common dtype (where's condition bool)
+    if (!typed_dtype(p.common) || !is_floating_point(p.common)) return false;
+    const bool where = p.grad == 4 && static_cast<TernaryOp>(p.op) == TernaryOp::Where;
+    for (int k = 0; k < p.arity; ++k)
+      if (p.kind[k] == ElementwiseOperand::Kind::Tensor && p.in_dtype[k] != ((where && k == 1) ? DType::Bool : p.common))
+        return false;
+    for (int m = 0; m < p.outputs; ++m)
+      if ((p.need >> m & 1) && p.grad_dtype[m] != p.common) return false;
+    return true;
+  }
   if (is_cast(p)) return typed_dtype(p.common) && typed_dtype(p.out) && p.in_dtype[0] == p.common;
   if (!typed_dtype(p.common) || p.out != natural_out(p)) return false;
   if (p.common == DType::F16 || p.common == DType::F64) {  // functors.hpp: rare_special
@@ -137,16 +147,18 @@ Path choose_path(const Problem& p, const Call& c) {
       if (L.stride[k][d] % V != 0) return false;
     return true;
   };
-  if (vec) vec = L.stride[0][in] == 1 && aligned(c.out, p.out, 0);
+  const int M = L.outputs;
+  for (int m = 0; m < M && vec; ++m)
+    if (c.out[m] != nullptr) vec = L.stride[m][in] == 1 && aligned(c.out[m], out_dtype_of(p, m), m);
   for (int k = 0; k < p.arity && vec; ++k) {
     if (c.in[k] == nullptr) continue;  // scalar / absent
-    const int64_t s = L.stride[1 + k][in];
+    const int64_t s = L.stride[M + k][in];
     if (s == 0) continue;  // broadcast along the inner dim: one element per vector
-    vec = s == 1 && aligned(c.in[k], p.in_dtype[k], 1 + k);
+    vec = s == 1 && aligned(c.in[k], p.in_dtype[k], M + k);
   }
   if (vec) return Path::Vec16;
   // A transposed unary: output unit-stride along dim 1, input along dim 0.
-  if (p.arity == 1 && c.in[0] != nullptr && L.rank == 2 && L.stride[0][1] == 1 && L.stride[1][0] == 1 &&
+  if (p.arity == 1 && p.grad == 0 && c.in[0] != nullptr && L.rank == 2 && L.stride[0][1] == 1 && L.stride[1][0] == 1 &&
       L.stride[1][1] > 1 && (L.shape[0] + 31) / 32 <= 65535 && (L.shape[1] + 31) / 32 < (int64_t{1} << 31))
     return Path::Transpose;
   return fits32 ? Path::Strided32 : Path::Generic64;
@@ -373,11 +385,12 @@ Status resolve(const Spec& s, Problem* p) {
 
 // ---- one call --------------------------------------------------------------------------
 struct Views {
-  TensorRef in[3];
-  const std::optional<Scalar>* value[3] = {nullptr, nullptr, nullptr};
+  TensorRef in[4];
+  const std::optional<Scalar>* value[4] = {nullptr, nullptr, nullptr, nullptr};
   TensorMut out;
+  TensorMut gout[3];  // grad 3 / 4: da, db, dc (out unused)
   // The operands' names in messages (default: x / a, b, c and y / out).
-  const char* names[3] = {nullptr, nullptr, nullptr};
+  const char* names[4] = {nullptr, nullptr, nullptr, nullptr};
   const char* out_name = nullptr;
   // A tensor of the args this descriptor does not read (must be left empty).
   const TensorRef* unused = nullptr;
@@ -432,8 +445,8 @@ baracuda::detail::ArgCheck check_all(const PlanBase& plan, const Problem& p, con
 
 Call make_call(const Problem& p, const Views& v) {
   Call call;
-  Dims shapes[3];
-  const Dims* strides[3] = {nullptr, nullptr, nullptr};
+  Dims shapes[4];
+  const Dims* strides[4] = {nullptr, nullptr, nullptr, nullptr};
   for (int k = 0; k < p.arity; ++k) {
     if (p.kind[k] == Kind::Tensor) {
       shapes[k] = v.in[k].shape;
@@ -445,8 +458,25 @@ Call make_call(const Problem& p, const Views& v) {
       call.value_i[k] = s.dtype == DType::F64 ? 0 : s.i;
     }
   }
+  if (p.grad >= 3) {
+    // Each written gradient has the broadcast shape, or (a direct write) its
+    // operand's shape of as many elements: its strides in the broadcast rank.
+    Dims ostrides[3];
+    const Dims* op[3] = {nullptr, nullptr, nullptr};
+    for (int m = 0; m < p.outputs; ++m) {
+      if (!(p.need >> m & 1)) continue;
+      const TensorMut& g = v.gout[m];
+      const int lead = p.out_shape.rank - g.shape.rank;
+      ostrides[m] = Dims::of_rank(p.out_shape.rank, 0);
+      for (int d = std::max(lead, 0); d < p.out_shape.rank; ++d) ostrides[m][d] = g.strides[d - lead];
+      op[m] = &ostrides[m];
+      call.out[m] = g.data;
+    }
+    call.layout = baracuda::detail::make_ew_layout(p.out_shape, p.outputs, op, p.arity, shapes, strides);
+    return call;
+  }
   call.layout = baracuda::detail::make_ew_layout(v.out.shape, v.out.strides, p.arity, shapes, strides);
-  call.out = v.out.data;
+  call.out[0] = v.out.data;
   return call;
 }
 
@@ -461,6 +491,9 @@ Path default_path(const Problem& p) {
   for (int k = 0; k < p.arity; ++k)
     if (p.kind[k] == Kind::Scalar) v.value[k] = &one;
   v.out = TensorMut(const_cast<char*>(dummy), p.out, Device::cpu(), p.out_shape, contiguous_strides(p.out_shape), 0);
+  for (int m = 0; m < 3; ++m)
+    v.gout[m] = TensorMut(const_cast<char*>(dummy), p.grad_dtype[m], Device::cpu(), p.out_shape,
+                          contiguous_strides(p.out_shape), 0);
   return choose_path(p, make_call(p, v));
 }
 
@@ -476,11 +509,102 @@ Status run_call(const PlanBase& plan, const Problem& p, const Stream& stream, co
 }
 
 std::string sku_op(const Problem& p) {
+  if (p.grad == 3) return std::string("elementwise_backward.") + op_name(static_cast<BinaryOp>(p.op));
+  if (p.grad == 4) return std::string("elementwise_backward.") + op_name(static_cast<TernaryOp>(p.op));
   if (p.grad != 0) return std::string("elementwise_backward.") + op_name(static_cast<UnaryOp>(p.op));
   const char* n = p.arity == 1 ? op_name(static_cast<UnaryOp>(p.op))
                   : p.arity == 2 ? op_name(static_cast<BinaryOp>(p.op))
                                  : op_name(static_cast<TernaryOp>(p.op));
   return std::string("elementwise.") + n;
+}
+
+// ---- operand gradients (BinaryBackwardPlan, TernaryBackwardPlan) ----------------------
+using baracuda::detail::ElementwiseGradReduce;
+constexpr const char* kGradName[3] = {"da", "db", "dc"};
+constexpr const char* kNeedName[3] = {"need_a", "need_b", "need_c"};
+
+// "da, db": the gradients the problem computes.
+std::string needed_list(const Problem& p) {
+  std::string s;
+  for (int m = 0; m < p.outputs; ++m)
+    if (p.need >> m & 1) s += (s.empty() ? "" : ", ") + std::string(kGradName[m]);
+  return s;
+}
+
+// dy, the operands the needed gradients read (tensors or scalar values) and
+// nothing else, the needed gradients (each its operand's shape and dtype,
+// possibly dy itself) and nothing else.
+baracuda::detail::ArgCheck check_grad(const PlanBase& plan, const Problem& p, const ElementwiseGradReduce& g,
+                                      const Views& v) {
+  baracuda::detail::ArgCheck c(plan);
+  const int fa = p.outputs;
+  c.input("dy", v.in[0], p.in_dtype[0], p.out_shape);
+  for (int j = 0; j < fa; ++j) {
+    const int k = 1 + j;
+    const char* nm = kNames[fa][j];
+    const std::string sname = std::string(nm) + "_value";
+    const bool has_value = v.value[k] && v.value[k]->has_value();
+    if (p.kind[k] == Kind::Tensor) {
+      c.input(nm, v.in[k], p.in_dtype[k], p.in_shape[k]);
+      c.rule([&] {
+        return has_value ? invalid(plan.name(), sname, " is given but descriptor.", nm, " is a tensor") : Status::ok();
+      });
+      continue;
+    }
+    if (p.kind[k] == Kind::Scalar) {
+      c.optional_input(nm, v.in[k], false, p.in_dtype[k], {}, "",
+                       std::string(nm) + " is given but descriptor." + nm + " is a scalar (pass its value in " + sname + ")");
+      c.rule([&]() -> Status {
+        if (!has_value) return invalid(plan.name(), sname, " is missing (descriptor.", nm, " is a scalar)");
+        const DType vt = (*v.value[k])->dtype;
+        if (vt != DType::F64 && vt != DType::I64 && vt != DType::Bool)
+          return invalid(plan.name(), sname, " has dtype ", vt, ": a Scalar is f64, i64 or bool");
+        if (dtype_category(vt) > dtype_category(p.in_dtype[k]))
+          return invalid(plan.name(), sname, " is ", vt, " but descriptor.", nm, " is a ", p.in_dtype[k],
+                         " scalar (it would change the result dtype)");
+        return Status::ok();
+      });
+      continue;
+    }
+    // Absent: clamp's missing bound, or an operand the needed gradients do not read.
+    const std::string why = g.fwd_kind[j] == Kind::Absent
+                                ? std::string("descriptor.") + nm + " is absent"
+                                : "the gradients computed (" + needed_list(p) + ") do not read " + nm;
+    c.optional_input(nm, v.in[k], false, p.in_dtype[k], {}, "", std::string(nm) + " is given but " + why);
+    c.rule([&] { return has_value ? invalid(plan.name(), sname, " is given but ", why) : Status::ok(); });
+  }
+  for (int m = 0; m < fa; ++m) {
+    c.optional_output(kGradName[m], v.gout[m], (p.need >> m & 1) != 0, p.grad_dtype[m], p.in_shape[1 + m],
+                      std::string(kGradName[m]) + " is given but descriptor." + kNeedName[m] + " is false");
+    c.allow_in_place(kGradName[m], "dy");
+  }
+  c.disjoint();
+  return c;
+}
+
+// The kernel (gradients of broadcast operands into their workspace scratch),
+// then each scratch summed into its operand's gradient.
+Status grad_call(const PlanBase& plan, const Problem& p, const ElementwiseGradReduce& g, const Stream& stream,
+                 Workspace ws, const Views& v) {
+  Views kv = v;
+  const Dims dense = contiguous_strides(p.out_shape);
+  int64_t numel = 1;
+  for (int d = 0; d < p.out_shape.rank; ++d) numel *= p.out_shape[d];
+  for (int m = 0; m < p.outputs; ++m)
+    if (g.active[m])
+      kv.gout[m] = TensorMut(static_cast<char*>(ws.ptr) + g.scratch_offset[m], p.grad_dtype[m], plan.device(),
+                             p.out_shape, dense, numel);
+  BARACUDA_RETURN_IF_ERROR(run_call(plan, p, stream, kv));
+  for (int m = 0; m < p.outputs; ++m) {
+    if (!g.active[m]) continue;
+    ReduceToArgs r;
+    r.x = kv.gout[m];
+    r.y = v.gout[m];
+    const Workspace inner(static_cast<char*>(ws.ptr) + g.inner_offset, ws.bytes - g.inner_offset);
+    const Status st = g.plan[m].run(stream, g.plan[m].workspace_size() > 0 ? inner : Workspace{}, r);
+    if (!st) return Status(st.code(), std::string(plan.name()) + ": summing " + kGradName[m] + " -> " + st.message());
+  }
+  return Status::ok();
 }
 
 }  // namespace
@@ -524,6 +648,35 @@ struct ElementwisePlanAccess {
         plan, stream, ws, elementwise::check_all(plan, plan.r_, v), [&] { return elementwise::run_call(plan, plan.r_, stream, v); },
         [&] { return elementwise::run_call(plan, plan.r_, stream, v); });
   }
+  // Operand-gradient plans (the workspace and the inner reductions).
+  template <class PlanT>
+  static Status can_implement_grad(const PlanT& plan, const Views& v) {
+    return elementwise::check_grad(plan, plan.r_, plan.red_, v).status();
+  }
+  template <class PlanT>
+  static Status run_grad(const PlanT& plan, const Stream& stream, Workspace ws, const Views& v) {
+    auto call = [&] { return elementwise::grad_call(plan, plan.r_, plan.red_, stream, ws, v); };
+    return baracuda::detail::run_plan(plan, stream, ws, elementwise::check_grad(plan, plan.r_, plan.red_, v), call, call);
+  }
+  template <class PlanT>
+  static Result<KernelSku> sku_for_grad(const PlanT& plan, const Stream& stream, Workspace ws, const Views& v) {
+    return baracuda::detail::sku_for_run(plan, stream, ws, elementwise::check_grad(plan, plan.r_, plan.red_, v),
+                                         [&]() -> Result<KernelSku> {
+                                           KernelSku s = plan.sku();
+                                           Views kv = v;  // a reduced gradient is written dense into the workspace
+                                           for (int m = 0; m < plan.r_.outputs; ++m)
+                                             if (plan.red_.active[m])
+                                               kv.gout[m] = TensorMut(ws.ptr, plan.r_.grad_dtype[m], plan.device(),
+                                                                      plan.r_.out_shape, contiguous_strides(plan.r_.out_shape), 0);
+                                           s.variant = elementwise::path_name(
+                                               elementwise::choose_path(plan.r_, elementwise::make_call(plan.r_, kv)));
+                                           return s;
+                                         });
+  }
+  template <class PlanT>
+  static Status select_grad(PlanT& plan, const char* name, const Stream& stream, const PlanPreference& pref,
+                            const elementwise::Spec& s, const bool* need);
+
   static Result<KernelSku> sku_for(const ElementwisePlanBase& plan, const Stream& stream, Workspace ws, const Views& v) {
     return baracuda::detail::sku_for_run(plan, stream, ws, elementwise::check_all(plan, plan.r_, v), [&]() -> Result<KernelSku> {
       KernelSku s = plan.sku();
@@ -704,6 +857,171 @@ Status UnaryBackwardPlan::run(const Stream& stream, Workspace ws, const UnaryBac
 }
 Result<KernelSku> UnaryBackwardPlan::sku_for(const Stream& stream, Workspace ws, const UnaryBackwardArgs& a) const {
   return ElementwisePlanAccess::sku_for(*this, stream, ws, views_of(desc_, r_, a));
+}
+
+// ---- BinaryBackwardPlan / TernaryBackwardPlan -------------------------------------------
+template <class PlanT>
+Status ElementwisePlanAccess::select_grad(PlanT& plan, const char* name, const Stream& stream,
+                                          const PlanPreference& pref, const elementwise::Spec& s, const bool* need) {
+  using baracuda::detail::invalid;
+  using baracuda::detail::unsupported;
+  // The forward's rules and messages first.
+  Problem fwd;
+  BARACUDA_RETURN_IF_ERROR(elementwise::resolve(s, &fwd));
+  const int fa = s.arity;
+  const bool binary = fa == 2;
+  const bool differentiable = binary ? elementwise::has_gradient(static_cast<BinaryOp>(s.op))
+                                     : elementwise::has_gradient(static_cast<TernaryOp>(s.op));
+  if (!differentiable)
+    return unsupported(name, s.op_name, " has no gradient (its output is bool, integer or piecewise constant)");
+  const bool where = !binary && static_cast<TernaryOp>(s.op) == TernaryOp::Where;
+  for (int k = 0; k < fa; ++k) {
+    if (fwd.kind[k] != Kind::Tensor || (where && k == 0)) continue;
+    if (!is_floating_point(fwd.in_dtype[k]))
+      return unsupported(name, "the gradient of ", s.op_name, " needs floating operands, got ", elementwise::kNames[fa][k],
+                         " of dtype ", fwd.in_dtype[k]);
+  }
+  if (fwd.out != fwd.common)
+    return unsupported(name, "dy has the forward's out_dtype ", fwd.out, " but the operands' common dtype is ",
+                       fwd.common, ": the gradient needs one dtype (cast dy first)");
+  // need_*: at least one; never for a scalar, an absent bound or where's condition.
+  int need_mask = 0;
+  for (int k = 0; k < fa; ++k) {
+    if (!need[k]) continue;
+    const char* nm = elementwise::kNames[fa][k];
+    if (where && k == 0)
+      return invalid(name, "where's condition a is bool and has no gradient: ", elementwise::kNeedName[k], " must be false");
+    if (fwd.kind[k] == Kind::Scalar)
+      return invalid(name, elementwise::kNeedName[k], " is true but descriptor.", nm,
+                     " is a scalar: a host scalar gets no gradient (set ", elementwise::kNeedName[k], " = false)");
+    if (fwd.kind[k] == Kind::Absent)
+      return invalid(name, elementwise::kNeedName[k], " is true but descriptor.", nm, " is absent");
+    need_mask |= 1 << k;
+  }
+  if (need_mask == 0) return invalid(name, "every need_* is false: no gradient to compute");
+  int reads = 0;
+  for (int m = 0; m < fa; ++m)
+    if (need_mask >> m & 1)
+      reads |= binary ? elementwise::grad_reads(static_cast<BinaryOp>(s.op), m)
+                      : elementwise::grad_reads(static_cast<TernaryOp>(s.op), m);
+  Problem& b = plan.r_;
+  b = fwd;
+  b.arity = 1 + fa;
+  b.grad = binary ? 3 : 4;
+  b.outputs = fa;
+  b.need = static_cast<uint8_t>(need_mask);
+  b.out = fwd.common;
+  b.kind[0] = Kind::Tensor;
+  b.in_dtype[0] = fwd.out;
+  b.in_shape[0] = fwd.out_shape;
+  for (int k = 0; k < fa; ++k) {
+    plan.red_.fwd_kind[k] = fwd.kind[k];
+    b.kind[1 + k] = (reads >> k & 1) ? fwd.kind[k] : Kind::Absent;
+    b.in_dtype[1 + k] = fwd.in_dtype[k];
+    b.in_shape[1 + k] = fwd.in_shape[k];
+    b.grad_dtype[k] = fwd.kind[k] == Kind::Tensor ? fwd.in_dtype[k] : fwd.common;
+  }
+  for (int k = 1 + fa; k < 4; ++k) b.kind[k] = Kind::Absent;
+  BARACUDA_RETURN_IF_ERROR(finish(plan, name, stream, pref));
+  // Broadcast operands: the gradient into a scratch tensor, then ReduceToPlan.
+  const int64_t full = baracuda::shape_numel(fwd.out_shape);
+  size_t bytes = 0, inner = 0;
+  auto align = [](size_t x) { return (x + 255) / 256 * 256; };
+  for (int m = 0; m < fa; ++m) {
+    if (!(need_mask >> m & 1) || baracuda::shape_numel(fwd.in_shape[m]) == full) continue;
+    ReduceToDescriptor rd;
+    rd.dtype = b.grad_dtype[m];
+    rd.shape = fwd.out_shape;
+    rd.target = fwd.in_shape[m];
+    auto r = ReduceToPlan::select(stream, rd, pref);
+    if (!r)
+      return Status(r.status().code(), std::string(name) + ": summing " + elementwise::kGradName[m] + " from the broadcast shape " +
+                                           fwd.out_shape.to_string() + " to " + elementwise::kNames[fa][m] +
+                                           "'s shape needs ReduceToPlan, which refused: " + r.status().message());
+    plan.red_.active[m] = true;
+    plan.red_.scratch_offset[m] = bytes;
+    bytes += align(static_cast<size_t>(full) * dtype_size(rd.dtype));
+    inner = std::max(inner, r->workspace_size());
+    plan.red_.plan[m] = std::move(*r);
+  }
+  plan.red_.inner_offset = bytes;
+  const size_t total = bytes + inner;
+  baracuda::detail::PlanAccess::set_workspace(plan, std::max(plan.workspace_size(), total));
+  return Status::ok();
+}
+
+namespace {
+Views grad_views(const BinaryBackwardArgs& a) {
+  Views v;
+  v.in[0] = a.dy;
+  v.in[1] = a.a;
+  v.in[2] = a.b;
+  v.value[1] = &a.a_value;
+  v.value[2] = &a.b_value;
+  v.gout[0] = a.da;
+  v.gout[1] = a.db;
+  return v;
+}
+Views grad_views(const TernaryBackwardArgs& a) {
+  Views v;
+  v.in[0] = a.dy;
+  v.in[1] = a.a;
+  v.in[2] = a.b;
+  v.in[3] = a.c;
+  v.value[1] = &a.a_value;
+  v.value[2] = &a.b_value;
+  v.value[3] = &a.c_value;
+  v.gout[0] = a.da;
+  v.gout[1] = a.db;
+  v.gout[2] = a.dc;
+  return v;
+}
+}  // namespace
+
+Result<BinaryBackwardPlan> BinaryBackwardPlan::select(const Stream& stream, const BinaryBackwardDescriptor& d,
+                                                      const PlanPreference& pref) {
+  constexpr const char* name = "BinaryBackwardPlan";
+  const BinaryDescriptor& f = d.forward;
+  if (!op_valid(f.op)) return baracuda::detail::invalid(name, "unknown BinaryOp ", f.op);
+  elementwise::Spec s{name, 2, static_cast<uint8_t>(f.op), op_name(f.op), elementwise::domain_of(f.op),
+                      {&f.a, &f.b, nullptr}, f.out_dtype, {f.alpha, f.beta, f.gamma}, binary_spec};
+  const bool need[3] = {d.need_a, d.need_b, false};
+  BinaryBackwardPlan plan;
+  BARACUDA_RETURN_IF_ERROR(ElementwisePlanAccess::select_grad(plan, name, stream, pref, s, need));
+  plan.desc_ = d;
+  return plan;
+}
+Status BinaryBackwardPlan::can_implement(const BinaryBackwardArgs& a) const {
+  return ElementwisePlanAccess::can_implement_grad(*this, grad_views(a));
+}
+Status BinaryBackwardPlan::run(const Stream& stream, Workspace ws, const BinaryBackwardArgs& a) const {
+  return ElementwisePlanAccess::run_grad(*this, stream, ws, grad_views(a));
+}
+Result<KernelSku> BinaryBackwardPlan::sku_for(const Stream& stream, Workspace ws, const BinaryBackwardArgs& a) const {
+  return ElementwisePlanAccess::sku_for_grad(*this, stream, ws, grad_views(a));
+}
+
+Result<TernaryBackwardPlan> TernaryBackwardPlan::select(const Stream& stream, const TernaryBackwardDescriptor& d,
+                                                        const PlanPreference& pref) {
+  constexpr const char* name = "TernaryBackwardPlan";
+  const TernaryDescriptor& f = d.forward;
+  if (!op_valid(f.op)) return baracuda::detail::invalid(name, "unknown TernaryOp ", f.op);
+  elementwise::Spec s{name, 3, static_cast<uint8_t>(f.op), op_name(f.op), elementwise::domain_of(f.op),
+                      {&f.a, &f.b, &f.c}, f.out_dtype, {f.alpha, f.beta, f.gamma}, ternary_spec};
+  const bool need[3] = {d.need_a, d.need_b, d.need_c};
+  TernaryBackwardPlan plan;
+  BARACUDA_RETURN_IF_ERROR(ElementwisePlanAccess::select_grad(plan, name, stream, pref, s, need));
+  plan.desc_ = d;
+  return plan;
+}
+Status TernaryBackwardPlan::can_implement(const TernaryBackwardArgs& a) const {
+  return ElementwisePlanAccess::can_implement_grad(*this, grad_views(a));
+}
+Status TernaryBackwardPlan::run(const Stream& stream, Workspace ws, const TernaryBackwardArgs& a) const {
+  return ElementwisePlanAccess::run_grad(*this, stream, ws, grad_views(a));
+}
+Result<KernelSku> TernaryBackwardPlan::sku_for(const Stream& stream, Workspace ws, const TernaryBackwardArgs& a) const {
+  return ElementwisePlanAccess::sku_for_grad(*this, stream, ws, grad_views(a));
 }
 
 }  // namespace baracuda

@@ -21,14 +21,18 @@ inline Params params_of(const Problem& p) {
 }
 
 // Per call. in[k] is null for a scalar or absent operand; a scalar's value is
-// in value_f[k] (compute F32 / F64) or value_i[k] (compute I64).
+// in value_f[k] (compute F32 / F64) or value_i[k] (compute I64). out[m] is
+// output m (layout operand m); null for an output not written (grad 3 / 4).
 struct Call {
   detail::EwLayout layout;
-  const void* in[3] = {nullptr, nullptr, nullptr};
-  double value_f[3] = {0, 0, 0};
-  int64_t value_i[3] = {0, 0, 0};
-  void* out = nullptr;
+  const void* in[4] = {nullptr, nullptr, nullptr, nullptr};
+  double value_f[4] = {0, 0, 0, 0};
+  int64_t value_i[4] = {0, 0, 0, 0};
+  void* out[3] = {nullptr, nullptr, nullptr};
 };
+
+// Output m's dtype.
+inline DType out_dtype_of(const Problem& p, int m) { return p.grad >= 3 ? p.grad_dtype[m] : p.out; }
 
 // The paths of the CUDA engine (variant names in the SKU).
 enum class Path : uint8_t { Vec16, Strided32, Generic64, Transpose };

@@ -1,6 +1,8 @@
 // CPU reference: one strided loop (an odometer over the coalesced layout) per
 // op, instantiated per op and compute type (double / int64) from the op
 // tables, so the per-element work is the functor and the conversions only.
+// The operand gradients of binary / ternary ops (grad 3 / 4) write up to
+// three outputs from one pass.
 #include "ops/elementwise/reference.hpp"
 
 #include <algorithm>
@@ -58,10 +60,17 @@ Status strided_loop(const Problem& p, const Call& c, Fn fn) {
       rem /= L.shape[d];
       for (int k = 0; k < n_ops; ++k) off[k] += idx[d] * L.stride[k][d];
     }
+    const int M = L.outputs;
     for (int64_t i = begin; i < end; ++i) {
-      C v[3] = {};
-      for (int k = 0; k < p.arity; ++k) v[k] = load<C>(p, c, k, off[1 + k]);
-      store(c.out, p.out, off[0], fn(v));
+      C v[4] = {};
+      for (int k = 0; k < p.arity; ++k) v[k] = load<C>(p, c, k, off[M + k]);
+      const auto r = fn(v);
+      if constexpr (std::is_arithmetic_v<decltype(r)>) {
+        store(c.out[0], p.out, off[0], r);
+      } else {  // several outputs (the operand gradients): the ones written
+        for (int m = 0; m < M; ++m)
+          if (c.out[m] != nullptr) store(c.out[m], p.grad_dtype[m], off[m], r.v[m]);
+      }
       for (int d = L.rank - 1; d >= 0; --d) {
         ++idx[d];
         for (int k = 0; k < n_ops; ++k) off[k] += L.stride[k][d];
@@ -113,8 +122,43 @@ Status run_unary_grad(const Problem& p, const Call& c) {
   }
 }
 
+template <BinaryOp Op, class C>
+Status run_binary_grad(const Problem& p, const Call& c) {
+  if constexpr (std::is_integral_v<C> || !has_gradient(Op)) return not_computed(op_name(Op));
+  else {
+    const Params q = params_of(p);
+    return strided_loop<C>(p, c, [&](const C* v) { return fn::binary_grad<Op, C>(v[0], v[1], v[2], q); });
+  }
+}
+template <TernaryOp Op, class C>
+Status run_ternary_grad(const Problem& p, const Call& c) {
+  if constexpr (std::is_integral_v<C>) return not_computed(op_name(Op));
+  else {
+    const Params q = params_of(p);
+    return strided_loop<C>(p, c, [&](const C* v) { return fn::ternary_grad<Op, C>(v[0], v[1], v[2], v[3], q); });
+  }
+}
+
 template <class C>
 Status dispatch(const Problem& p, const Call& c) {
+  if (p.grad == 3) {
+    switch (static_cast<BinaryOp>(p.op)) {
+#define BARACUDA_EW_CASE(E, name, dom, params) \
+  case BinaryOp::E: return run_binary_grad<BinaryOp::E, C>(p, c);
+      BARACUDA_BINARY_OPS(BARACUDA_EW_CASE)
+#undef BARACUDA_EW_CASE
+    }
+    return not_computed("?");
+  }
+  if (p.grad == 4) {
+    switch (static_cast<TernaryOp>(p.op)) {
+#define BARACUDA_EW_CASE(E, name, dom, params) \
+  case TernaryOp::E: return run_ternary_grad<TernaryOp::E, C>(p, c);
+      BARACUDA_TERNARY_OPS(BARACUDA_EW_CASE)
+#undef BARACUDA_EW_CASE
+    }
+    return not_computed("?");
+  }
   if (p.grad != 0) {
     switch (static_cast<UnaryOp>(p.op)) {
 #define BARACUDA_EW_CASE(E, name, dom, params) \

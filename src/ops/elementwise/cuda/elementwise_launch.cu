@@ -20,6 +20,10 @@ template <class T>
 Status launch_unary_grad(const Problem& p, const Call& c, Path path, cudaStream_t st);
 template <class C>
 Status launch_generic_grad(const Problem& p, const Call& c, cudaStream_t st);
+template <class T>
+Status launch_nary_grad(const Problem& p, const Call& c, Path path, cudaStream_t st);
+template <class C>
+Status launch_generic_nary_grad(const Problem& p, const Call& c, cudaStream_t st);
 
 namespace {
 Status generic(const Problem& p, const Call& c, cudaStream_t st) {
@@ -38,6 +42,16 @@ Status generic(const Problem& p, const Call& c, cudaStream_t st) {
 Status launch(const Problem& p, const Call& c, Path path, void* stream) {
   auto st = static_cast<cudaStream_t>(stream);
   if (c.layout.numel == 0) return Status::ok();
+  if (p.grad >= 3) {  // operand gradients of binary / ternary ops
+    if (path != Path::Generic64) {
+#define BARACUDA_EW_NARY_GRAD_CASE(DT, CTYPE) \
+  if (p.common == DType::DT) return launch_nary_grad<CTYPE>(p, c, path, st);
+      BARACUDA_EW_NARY_GRAD_KERNELS(BARACUDA_EW_NARY_GRAD_CASE)
+#undef BARACUDA_EW_NARY_GRAD_CASE
+    }
+    if (p.compute == DType::F64) return launch_generic_nary_grad<double>(p, c, st);
+    return launch_generic_nary_grad<float>(p, c, st);
+  }
   if (p.grad != 0) {
     if (path != Path::Generic64) {
 #define BARACUDA_EW_GRAD_CASE(DT, CTYPE) \

@@ -53,9 +53,28 @@ struct UnaryGradFn {
   }
 };
 
-template <int N>
-dev::ew::Args<N> make_args(const Problem& p, const Call& c, bool use32) {
-  dev::ew::Args<N> a;
+// An op's operand gradients (Binary/TernaryBackwardPlan): da, db[, dc] from
+// (dy, a, b[, c]), as the engine's M-output struct.
+template <BinaryOp Op, class C>
+struct BinaryGradFn {
+  Params q;
+  __device__ __forceinline__ dev::ew::Outputs<C, 2> operator()(C dy, C a, C b) const {
+    const auto g = fn::binary_grad<Op, C>(dy, a, b, q);
+    return {{g.v[0], g.v[1]}};
+  }
+};
+template <TernaryOp Op, class C>
+struct TernaryGradFn {
+  Params q;
+  __device__ __forceinline__ dev::ew::Outputs<C, 3> operator()(C dy, C a, C b, C c) const {
+    const auto g = fn::ternary_grad<Op, C>(dy, a, b, c, q);
+    return {{g.v[0], g.v[1], g.v[2]}};
+  }
+};
+
+template <int N, int M = 1>
+dev::ew::Args<N, M> make_args(const Problem& p, const Call& c, bool use32) {
+  dev::ew::Args<N, M> a;
   const auto& L = c.layout;
   a.rank = L.rank;
   a.use32 = use32;
@@ -63,14 +82,16 @@ dev::ew::Args<N> make_args(const Problem& p, const Call& c, bool use32) {
   for (int d = 0; d < L.rank; ++d) {
     a.shape[d] = L.shape[d];
     a.div[d] = baracuda::detail::FastDiv(static_cast<uint32_t>(use32 ? L.shape[d] : 1));
-    for (int k = 0; k <= N; ++k) a.stride[k][d] = L.stride[k][d];
+    for (int k = 0; k < N + M; ++k) a.stride[k][d] = L.stride[k][d];
   }
-  a.out = c.out;
-  a.out_dtype = p.out;
+  for (int m = 0; m < M; ++m) {
+    a.out[m] = c.out[m];
+    a.out_dtype[m] = out_dtype_of(p, m);
+  }
   for (int k = 0; k < N; ++k) {
     a.in[k] = c.in[k];
     a.in_dtype[k] = p.in_dtype[k];
-    a.bcast_inner[k] = L.rank >= 1 && L.stride[1 + k][L.rank - 1] == 0;
+    a.bcast_inner[k] = L.rank >= 1 && L.stride[M + k][L.rank - 1] == 0;
   }
   return a;
 }
@@ -275,14 +296,83 @@ Status launch_generic_grad(const Problem& p, const Call& c, cudaStream_t st) {
     if constexpr (has_gradient(UnaryOp::E) && UnaryOp::E != UnaryOp::Copy) {                                    \
       if constexpr (has_gradient_from_output(UnaryOp::E))                                                       \
         if (p.grad == 2)                                                                                        \
-          return launched(dev::ew::launch_generic<2, C, UnaryGradFn<UnaryOp::E, C, true>, true>(a, s, {q}, st)); \
-      return launched(dev::ew::launch_generic<2, C, UnaryGradFn<UnaryOp::E, C, false>, true>(a, s, {q}, st));   \
+          return launched(dev::ew::launch_generic<2, C, true>(a, s, UnaryGradFn<UnaryOp::E, C, true>{q}, st)); \
+      return launched(dev::ew::launch_generic<2, C, true>(a, s, UnaryGradFn<UnaryOp::E, C, false>{q}, st));   \
     }                                                                                                           \
     break;
     BARACUDA_UNARY_OPS(BARACUDA_EW_CASE)
 #undef BARACUDA_EW_CASE
   }
   return Status(StatusCode::Unsupported, "elementwise: no generic gradient kernel for this op");
+}
+
+// Operand gradients of binary / ternary ops (grad 3 / 4): typed vec16 /
+// strided32 for floating T (where's condition bool), every output T.
+template <int N, int M, class Fn, class T, class T1>
+Status run_grad_typed(const Problem& p, const Call& c, Path path, cudaStream_t st, const Fn& fn) {
+  using C = compute_of<T>;
+  const auto a = make_args<N, M>(p, c, true);
+  const auto s = make_scalars<C, N>(p, c);
+  constexpr int V = static_cast<int>(16 / sizeof(T));
+  if (path == Path::Vec16) return launched(dev::ew::launch_vec<N, V, C, T, T, T1, T, T>(a, s, fn, st));
+  return launched(dev::ew::launch_strided<N, C, T, T, T1, T, T>(a, s, fn, st));
+}
+
+template <class T>
+Status launch_nary_grad(const Problem& p, const Call& c, Path path, cudaStream_t st) {
+  using C = compute_of<T>;
+  const Params q = params_of(p);
+  if (p.grad == 3) {
+    switch (static_cast<BinaryOp>(p.op)) {
+#define BARACUDA_EW_CASE(E, name, dom, params)                                                    \
+  case BinaryOp::E:                                                                               \
+    if constexpr (has_gradient(BinaryOp::E))                                                      \
+      return run_grad_typed<3, 2, BinaryGradFn<BinaryOp::E, C>, T, T>(p, c, path, st, {q});       \
+    break;
+      BARACUDA_BINARY_OPS(BARACUDA_EW_CASE)
+#undef BARACUDA_EW_CASE
+    }
+  } else {
+    switch (static_cast<TernaryOp>(p.op)) {
+#define BARACUDA_EW_CASE(E, name, dom, params)                                                    \
+  case TernaryOp::E:                                                                              \
+    if constexpr (TernaryOp::E == TernaryOp::Where)                                               \
+      return run_grad_typed<4, 3, TernaryGradFn<TernaryOp::E, C>, T, bool>(p, c, path, st, {q});  \
+    else return run_grad_typed<4, 3, TernaryGradFn<TernaryOp::E, C>, T, T>(p, c, path, st, {q});
+      BARACUDA_TERNARY_OPS(BARACUDA_EW_CASE)
+#undef BARACUDA_EW_CASE
+    }
+  }
+  return Status(StatusCode::Unsupported, "elementwise: no operand-gradient kernel for this op");
+}
+
+// The same on the generic path (64-bit indices, any operand and output dtypes) in C.
+template <class C>
+Status launch_generic_nary_grad(const Problem& p, const Call& c, cudaStream_t st) {
+  const Params q = params_of(p);
+  const auto s = make_scalars<C, 4>(p, c);
+  if (p.grad == 3) {
+    const auto a = make_args<3, 2>(p, c, false);
+    const auto s3 = make_scalars<C, 3>(p, c);
+    switch (static_cast<BinaryOp>(p.op)) {
+#define BARACUDA_EW_CASE(E, name, dom, params)                                                      \
+  case BinaryOp::E:                                                                                 \
+    if constexpr (has_gradient(BinaryOp::E))                                                        \
+      return launched(dev::ew::launch_generic<3, C, true>(a, s3, BinaryGradFn<BinaryOp::E, C>{q}, st));   \
+    break;
+      BARACUDA_BINARY_OPS(BARACUDA_EW_CASE)
+#undef BARACUDA_EW_CASE
+    }
+  } else {
+    const auto a = make_args<4, 3>(p, c, false);
+    switch (static_cast<TernaryOp>(p.op)) {
+#define BARACUDA_EW_CASE(E, name, dom, params) \
+  case TernaryOp::E: return launched(dev::ew::launch_generic<4, C, true>(a, s, TernaryGradFn<TernaryOp::E, C>{q}, st));
+      BARACUDA_TERNARY_OPS(BARACUDA_EW_CASE)
+#undef BARACUDA_EW_CASE
+    }
+  }
+  return Status(StatusCode::Unsupported, "elementwise: no generic operand-gradient kernel for this op");
 }
 
 }  // namespace baracuda::elementwise::cuda
