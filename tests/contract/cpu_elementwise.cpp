@@ -7,4 +7,5 @@ INSTANTIATE_TYPED_TEST_SUITE_P(UnaryPlan, PlanContract, ::testing::Types<UnaryTr
 INSTANTIATE_TYPED_TEST_SUITE_P(BinaryPlan, PlanContract, ::testing::Types<BinaryTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(TernaryPlan, PlanContract, ::testing::Types<TernaryTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(UnaryBackwardPlan, PlanContract, ::testing::Types<UnaryBackwardTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(FactoryPlan, PlanContract, ::testing::Types<FactoryTraits>);
 }  // namespace contract

@@ -7,4 +7,5 @@ INSTANTIATE_TYPED_TEST_SUITE_P(UnaryPlan, PlanContractCuda, ::testing::Types<Una
 INSTANTIATE_TYPED_TEST_SUITE_P(BinaryPlan, PlanContractCuda, ::testing::Types<BinaryTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(TernaryPlan, PlanContractCuda, ::testing::Types<TernaryTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(UnaryBackwardPlan, PlanContractCuda, ::testing::Types<UnaryBackwardTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(FactoryPlan, PlanContractCuda, ::testing::Types<FactoryTraits>);
 }  // namespace contract
