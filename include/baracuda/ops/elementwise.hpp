@@ -408,10 +408,11 @@ BARACUDA_API Result<Dims> broadcast_shapes(const Dims& a, const Dims& b, const c
 //            its dtype cannot hold ("value cannot be converted to type ...
 //            without overflow"). torch.full is Fill into a contiguous output:
 //            the same plan (there is no second one).
-//  Arange    out = [start + i * step for i < n], 1-D, any stride (negative
-//            too). n = ceil((end - start) / step) computed in double, except
-//            for an i64 output with start, end and step all i64 scalars
-//            (exact integer arithmetic), as PyTorch does. Element i is
+//  Arange    out = [start + i * step for i < n], 1-D, any stride (views'
+//            strides are >= 0, core/tensor.hpp). n = ceil((end - start) /
+//            step) computed in double, except for an i64 output with
+//            start, end and step all i64 scalars (exact integer
+//            arithmetic), as PyTorch does. Element i is
 //            computed in PyTorch's CUDA accumulate type: f32 for f16 / bf16 /
 //            f32 outputs (fmaf(step, float(i), start): nvcc contracts
 //            PyTorch's start + step * i into one fma), f64 for f64, int64 for
@@ -442,7 +443,7 @@ BARACUDA_API Result<Dims> broadcast_shapes(const Dims& a, const Dims& b, const c
 // Backends: CpuReference (bit-identical to the CUDA kernels: the same
 // arithmetic in the same types) and Bespoke CUDA (one index -> value kernel,
 // 32-bit indices where the view allows, else 64-bit; sku().variant
-// "strided32" / "generic64"). No workspace.
+// "index32" / "index64", sku_for() from the actual view). No workspace.
 enum class FactoryOp : uint8_t { Fill, Arange, Linspace };
 BARACUDA_API const char* op_name(FactoryOp op);  // "fill", "arange", "linspace" ("?" otherwise)
 
