@@ -6,6 +6,7 @@
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 
@@ -62,12 +63,14 @@ __device__ __forceinline__ T value(const Gen& g, int64_t i) {
 }
 
 // K: kConstant (T a same-size unsigned type holding the element's bytes), kArange, kLinspace.
+// The grid-stride counter is 64-bit even with 32-bit offsets: i + stride may
+// pass 2^31 on the last round.
 template <class T, int K, class Index>
-__global__ void factory_kernel(T* out, View<Index> v, Index n, Gen g, T constant) {
-  const Index step = static_cast<Index>(gridDim.x) * blockDim.x;
-  for (Index i = static_cast<Index>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
-    if constexpr (K == kConstant) out[offset_of(v, i)] = constant;
-    else out[offset_of(v, i)] = value<T, K>(g, static_cast<int64_t>(i));
+__global__ void factory_kernel(T* out, View<Index> v, int64_t n, Gen g, T constant) {
+  const int64_t step = static_cast<int64_t>(gridDim.x) * blockDim.x;
+  for (int64_t i = static_cast<int64_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += step) {
+    if constexpr (K == kConstant) out[offset_of(v, static_cast<Index>(i))] = constant;
+    else out[offset_of(v, static_cast<Index>(i))] = value<T, K>(g, i);
   }
 }
 
@@ -84,7 +87,7 @@ Status launch_as(const Resolved& r, const EwLayout& L, void* out, cudaStream_t s
   constexpr int kThreads = 256;
   const int64_t blocks = std::min<int64_t>((L.numel + kThreads - 1) / kThreads, int64_t{1} << 20);
   factory_kernel<T, K, Index><<<static_cast<unsigned>(blocks), kThreads, 0, st>>>(
-      static_cast<T*>(out), v, static_cast<Index>(L.numel), gen_of(r), constant);
+      static_cast<T*>(out), v, L.numel, gen_of(r), constant);
   return baracuda::detail::cuda_status(static_cast<int>(cudaGetLastError()), "FactoryPlan kernel launch");
 }
 
