@@ -9,4 +9,5 @@ INSTANTIATE_TYPED_TEST_SUITE_P(TernaryPlan, PlanContract, ::testing::Types<Terna
 INSTANTIATE_TYPED_TEST_SUITE_P(UnaryBackwardPlan, PlanContract, ::testing::Types<UnaryBackwardTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(BinaryBackwardPlan, PlanContract, ::testing::Types<BinaryBackwardTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(TernaryBackwardPlan, PlanContract, ::testing::Types<TernaryBackwardTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(FactoryPlan, PlanContract, ::testing::Types<FactoryTraits>);
 }  // namespace contract

@@ -52,10 +52,12 @@ TYPED_TEST_P(PlanContract, OutputsMustNotAliasInputs) {
   using T = TypeParam;
   Rng rng(bt::fresh_seed());
   int pairs = 0, in_place = 0;
+  bool has_input = false;
   for (int rep = 0; rep < 4; ++rep) {
     const auto desc = T::valid_desc(rng);
     const auto plan = select_or_die<T>(Stream::cpu(), desc);
     auto c = make_call<T>(plan, Device::cpu(), rng);
+    for (size_t i = 0; i < c.slots.size(); ++i) has_input = has_input || c.slots[i].role == Role::Input;
     ASSERT_TRUE(run_sync<T>(plan, Stream::cpu(), c).is_ok()) << T::describe(desc);
     std::vector<std::vector<uint8_t>> out_of_place(c.slots.size());
     for (size_t i = 0; i < c.slots.size(); ++i)
@@ -102,6 +104,7 @@ TYPED_TEST_P(PlanContract, OutputsMustNotAliasInputs) {
       }
     }
   }
+  if (pairs == 0 && in_place == 0 && !has_input) GTEST_SKIP() << T::kName << " has no input tensor (a factory)";
   EXPECT_GT(pairs, 0);
   (void)in_place;
 }

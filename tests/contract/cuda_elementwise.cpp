@@ -9,4 +9,5 @@ INSTANTIATE_TYPED_TEST_SUITE_P(TernaryPlan, PlanContractCuda, ::testing::Types<T
 INSTANTIATE_TYPED_TEST_SUITE_P(UnaryBackwardPlan, PlanContractCuda, ::testing::Types<UnaryBackwardTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(BinaryBackwardPlan, PlanContractCuda, ::testing::Types<BinaryBackwardTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(TernaryBackwardPlan, PlanContractCuda, ::testing::Types<TernaryBackwardTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(FactoryPlan, PlanContractCuda, ::testing::Types<FactoryTraits>);
 }  // namespace contract

@@ -1,5 +1,6 @@
 // Contract traits of the elementwise family: UnaryPlan, BinaryPlan,
-// TernaryPlan, UnaryBackwardPlan, BinaryBackwardPlan, TernaryBackwardPlan. A new elementwise plan joins with a traits struct here and one
+// TernaryPlan, UnaryBackwardPlan, BinaryBackwardPlan, TernaryBackwardPlan,
+// FactoryPlan. A new elementwise plan joins with a traits struct here and one
 // INSTANTIATE line per suite in tests/contract/cpu_elementwise.cpp and
 // cuda_elementwise.cpp.
 //
@@ -956,6 +957,209 @@ struct TernaryBackwardTraits : ElementwiseGradTraitsOf<baracuda::TernaryDescript
                                   false, false)},
             {"clamp_without_bounds", make(TernaryOp::Clamp, T(DType::F32, {3}), absent, absent, true, false, false)},
             {"unknown_op", make(static_cast<TernaryOp>(99), T(DType::F32, {3}), T(DType::F32, {3}), T(DType::F32, {3}))}};
+  }
+};
+
+// ---------------------------------------------------------------------------
+// FactoryPlan (fill / arange / linspace): no input, one output "out" of the
+// plan's dtype and shape (Fill: the descriptor's; Arange / Linspace: [n]).
+// Valid descriptors draw the op, any engine dtype (arange / linspace refuse
+// bool: drawn again), a small shape, and scalars from a menu of ordinary,
+// fractional, negative, special and extreme values.
+namespace ew_contract {
+using baracuda::FactoryDescriptor;
+using baracuda::FactoryOp;
+
+inline Scalar any_scalar(Fuzz& f) {
+  constexpr double inf = std::numeric_limits<double>::infinity();
+  switch (f.range(0, 3)) {
+    case 0: return Scalar(static_cast<long long>(f.pick<int64_t>({0, 1, -1, 3, -7, 100, 127, 255, -128, 40000, INT64_MAX})));
+    case 1: return Scalar(f.chance(0.5));
+    default:
+      return Scalar(f.pick<double>({0.0, -0.0, 2.5, -0.75, 1e-3, 7.0, 300.7, 65519.0, 1e10, 1e30, -1e30, inf, -inf,
+                                    std::numeric_limits<double>::quiet_NaN()}));
+  }
+}
+
+inline FactoryDescriptor draw_factory(Fuzz& f) {
+  FactoryDescriptor d;
+  d.op = static_cast<FactoryOp>(f.range(0, 2));
+  d.dtype = any_engine_dtype(f);
+  if (d.op == FactoryOp::Fill) {
+    d.shape = out_shape(f);
+    d.value = any_scalar(f);
+  } else if (d.op == FactoryOp::Arange) {
+    const double start = f.pick<double>({0.0, -3.0, 2.5, 1e-3, -100.0, 7.0, 0.1});
+    const double step = f.pick<double>({1.0, 0.5, -1.0, -0.25, 3.0, 0.1, -7.0, 0.7});
+    const double end = start + step * static_cast<double>(f.range(0, 40)) + f.pick<double>({0.0, 0.3, -0.2});
+    const bool ints = f.chance(0.4);
+    d.start = ints ? Scalar(static_cast<long long>(start)) : Scalar(start);
+    d.end = ints ? Scalar(static_cast<long long>(end)) : Scalar(end);
+    d.step = ints ? Scalar(static_cast<long long>(step == 0.5 || step == 0.1 || step == 0.7 ? 2 : step < 0 && step > -1 ? -1 : step))
+                  : Scalar(step);
+    if (f.chance(0.2)) d.start.reset();
+    if (f.chance(0.2)) d.step.reset();
+  } else {
+    d.start = any_scalar(f);
+    d.end = any_scalar(f);
+    d.steps = f.chance(0.05) ? f.range(2049, 6000) : f.range(0, 40);
+  }
+  return d;
+}
+
+template <class Plan>
+FactoryDescriptor valid_factory(Rng& rng) {
+  Fuzz f(rng);
+  for (int tries = 0; tries < 1000; ++tries) {
+    FactoryDescriptor d = draw_factory(f);
+    if (Plan::select(Stream::cpu(), d)) return d;
+  }
+  throw std::runtime_error("elementwise traits: no valid FactoryDescriptor in 1000 draws");
+}
+
+inline std::string scalar_str(const std::optional<Scalar>& s) {
+  if (!s) return "unset";
+  std::ostringstream os;
+  if (s->dtype == DType::F64) os << s->f;
+  else if (s->dtype == DType::I64) os << s->i << "i";
+  else if (s->dtype == DType::Bool) os << (s->i ? "true" : "false");
+  else os << "scalar dtype#" << static_cast<int>(s->dtype);
+  return os.str();
+}
+}  // namespace ew_contract
+
+struct FactoryTraits {
+  using Plan = baracuda::FactoryPlan;
+  using Desc = baracuda::FactoryDescriptor;
+  using Args = baracuda::FactoryArgs;
+  using FactoryOp = baracuda::FactoryOp;
+  using Scalar = baracuda::Scalar;
+  static constexpr const char* kName = "FactoryPlan";
+
+  static Desc valid_desc(Rng& rng) { return ew_contract::valid_factory<Plan>(rng); }
+  static std::string describe(const Desc& d) {
+    std::ostringstream os;
+    os << "FactoryDescriptor{op " << baracuda::op_name(d.op) << " (" << static_cast<int>(d.op) << "), dtype "
+       << (dtype_known(d.dtype) ? std::string(baracuda::dtype_name(d.dtype)) : "dtype#" + std::to_string(int(d.dtype)))
+       << ", shape " << dims_str(d.shape) << ", value " << ew_contract::scalar_str(d.value) << ", start "
+       << ew_contract::scalar_str(d.start) << ", end " << ew_contract::scalar_str(d.end) << ", step "
+       << ew_contract::scalar_str(d.step) << ", steps " << (d.steps ? std::to_string(*d.steps) : "unset") << "}";
+    return os.str();
+  }
+  static std::vector<Desc> workspace_descs() { return {}; }  // no workspace
+
+  static std::vector<Slot<Args>> slots(const Plan& p) {
+    return {output<Args>("out", p.out_dtype(), p.output_shape(), [](Args& a, const TensorMut& t) { a.out = t; })};
+  }
+
+  static Desc fill(DType t, Dims s, Scalar v) {
+    Desc d;
+    d.dtype = t;
+    d.shape = s;
+    d.value = v;
+    return d;
+  }
+  static Desc arange(DType t, Scalar start, Scalar end, Scalar step) {
+    Desc d;
+    d.op = FactoryOp::Arange;
+    d.dtype = t;
+    d.start = start;
+    d.end = end;
+    d.step = step;
+    return d;
+  }
+  static Desc linspace(DType t, Scalar start, Scalar end, int64_t steps) {
+    Desc d;
+    d.op = FactoryOp::Linspace;
+    d.dtype = t;
+    d.start = start;
+    d.end = end;
+    d.steps = steps;
+    return d;
+  }
+
+  static std::vector<Desc> zero_size_descs() {
+    return {fill(DType::F32, {0, 3}, Scalar(1.0)), fill(DType::Bool, {2, 0}, Scalar(true)),
+            arange(DType::I32, 3, 3, 1), arange(DType::F16, 1.0, 1.0, -0.5), linspace(DType::F64, 0.0, 1.0, 0),
+            linspace(DType::I8, 0, 5, 0)};
+  }
+  static std::vector<std::pair<const char*, Desc>> invalid_descs() {
+    constexpr double nan = std::numeric_limits<double>::quiet_NaN();
+    constexpr double inf = std::numeric_limits<double>::infinity();
+    auto with = [](Desc d, auto fn) {
+      fn(d);
+      return d;
+    };
+    const Desc f = fill(DType::F32, {2, 3}, Scalar(1.0));
+    Desc rank9 = fill(DType::F32, {1, 1}, Scalar(1.0));
+    rank9.shape.rank = 9;
+    return {{"unknown_op", with(f, [](Desc& d) { d.op = static_cast<FactoryOp>(200); })},
+            {"unknown_dtype", with(f, [](Desc& d) { d.dtype = static_cast<DType>(99); })},
+            {"complex_dtype", with(f, [](Desc& d) { d.dtype = DType::C64; })},
+            {"fill_without_value", with(f, [](Desc& d) { d.value.reset(); })},
+            {"fill_with_start", with(f, [](Desc& d) { d.start = Scalar(0); })},
+            {"fill_negative_extent", fill(DType::F32, {2, -1}, Scalar(1.0))},
+            {"fill_rank_9", rank9},
+            {"fill_too_many_elements", fill(DType::F32, {int64_t{1} << 40, int64_t{1} << 30}, Scalar(1.0))},
+            {"scalar_of_dtype_f32", with(f, [](Desc& d) { d.value->dtype = DType::F32; })},
+            {"arange_step_zero", arange(DType::F32, 0, 4, 0)},
+            {"arange_step_nan", arange(DType::F32, 0, 4, nan)},
+            {"arange_end_inf", arange(DType::F64, 0, inf, 1)},
+            {"arange_wrong_sign", arange(DType::I32, 0, 4, -1)},
+            {"arange_too_long", arange(DType::F64, 0, 1e300, 1e-300)},
+            {"arange_bool", arange(DType::Bool, 0, 2, 1)},
+            {"arange_f32_overflow", arange(DType::F32, 0, 1e39, 1e38)},
+            {"arange_without_end", with(arange(DType::F32, 0, 4, 1), [](Desc& d) { d.end.reset(); })},
+            {"arange_with_shape", with(arange(DType::F32, 0, 4, 1), [](Desc& d) { d.shape = Dims{4}; })},
+            {"linspace_negative_steps", linspace(DType::F32, 0, 1, -1)},
+            {"linspace_bool", linspace(DType::Bool, 0, 1, 3)},
+            {"linspace_end_beyond_u8", linspace(DType::U8, 0, 300, 2)},
+            {"linspace_nan_into_i32", linspace(DType::I32, nan, 1, 2)},
+            {"linspace_without_steps", with(linspace(DType::F32, 0, 1, 3), [](Desc& d) { d.steps.reset(); })},
+            {"linspace_with_step", with(linspace(DType::F32, 0, 1, 3), [](Desc& d) { d.step = Scalar(1.0); })}};
+  }
+
+  static std::vector<DescMutator<Desc>> desc_mutators() {
+    std::vector<DescMutator<Desc>> v;
+    v.push_back({"desc.op_any", [](Desc& d, Fuzz& f) { d.op = static_cast<FactoryOp>(f.range(0, 255)); }});
+    v.push_back({"desc.dtype_any", [](Desc& d, Fuzz& f) { d.dtype = static_cast<DType>(f.range(0, 40)); }});
+    v.push_back({"desc.extent_negative", [](Desc& d, Fuzz& f) {
+                   if (d.shape.rank == 0) d.shape.push_back(1);
+                   d.shape[static_cast<int>(f.range(0, d.shape.rank - 1))] = f.negative();
+                 }});
+    v.push_back({"desc.extent_huge", [](Desc& d, Fuzz& f) {
+                   if (d.shape.rank == 0) d.shape.push_back(1);
+                   d.shape[static_cast<int>(f.range(0, d.shape.rank - 1))] = f.huge();
+                 }});
+    v.push_back({"desc.rank_any", [](Desc& d, Fuzz& f) { d.shape.rank = static_cast<int>(f.range(-3, 12)); }});
+    v.push_back({"desc.steps_any", [](Desc& d, Fuzz& f) {
+                   d.steps = f.chance(0.5) ? f.negative() : f.huge();
+                 }});
+    v.push_back({"desc.scalar_special", [](Desc& d, Fuzz& f) {
+                   constexpr double inf = std::numeric_limits<double>::infinity();
+                   const Scalar s = f.chance(0.3) ? Scalar(static_cast<long long>(f.pick<int64_t>({INT64_MIN, INT64_MAX, 0})))
+                                                  : Scalar(f.pick<double>({0.0, -0.0, inf, -inf, 1e300, -1e300, 1e-300,
+                                                                           std::numeric_limits<double>::quiet_NaN()}));
+                   std::optional<Scalar>* fields[4] = {&d.value, &d.start, &d.end, &d.step};
+                   *fields[f.range(0, 3)] = s;
+                 }});
+    v.push_back({"desc.scalar_dtype_any", [](Desc& d, Fuzz& f) {
+                   std::optional<Scalar>* fields[4] = {&d.value, &d.start, &d.end, &d.step};
+                   std::optional<Scalar>& s = *fields[f.range(0, 3)];
+                   if (!s) s = Scalar(1.0);
+                   s->dtype = static_cast<DType>(f.range(0, 40));
+                 }});
+    v.push_back({"desc.field_toggle", [](Desc& d, Fuzz& f) {  // a field the op needs unset, or one it does not read set
+                   switch (f.range(0, 5)) {
+                     case 0: d.value = d.value ? std::nullopt : std::optional<Scalar>(Scalar(1.0)); break;
+                     case 1: d.start = d.start ? std::nullopt : std::optional<Scalar>(Scalar(0)); break;
+                     case 2: d.end = d.end ? std::nullopt : std::optional<Scalar>(Scalar(3)); break;
+                     case 3: d.step = d.step ? std::nullopt : std::optional<Scalar>(Scalar(1)); break;
+                     case 4: d.steps = d.steps ? std::nullopt : std::optional<int64_t>(3); break;
+                     default: d.shape = d.shape.rank ? Dims{} : Dims{3}; break;
+                   }
+                 }});
+    return v;
   }
 };
 

@@ -524,4 +524,105 @@ class BARACUDA_API TernaryBackwardPlan : public ElementwisePlanBase {
 // them 1). InvalidProblem naming `who` when they do not broadcast.
 BARACUDA_API Result<Dims> broadcast_shapes(const Dims& a, const Dims& b, const char* who = "broadcast_shapes");
 
+
+// =====================================================================================
+// ---- factories: fill / full / arange / linspace (FactoryPlan) ------------------------
+// =====================================================================================
+// Writes generated values into an output view; no input tensor. PyTorch's
+// semantics (torch.Tensor.fill_, torch.full, torch.arange, torch.linspace as
+// its CUDA kernels compute them); docs/OPS.md "Factories" has the rules.
+//
+//  Fill      every element of `out` (any rank, any non-overlapping strides; a
+//            view that writes one element twice, e.g. stride 0 along an extent
+//            > 1, is refused like every elementwise output) gets `value`
+//            converted to `dtype` with the family's conversions (above:
+//            floating -> integer truncates, NaN gives 0, beyond int64
+//            saturates, then wraps to the width; -> bool is value != 0;
+//            -> f16 / bf16 through f32). PyTorch raises instead for a value
+//            its dtype cannot hold ("value cannot be converted to type ...
+//            without overflow"). torch.full is Fill into a contiguous output:
+//            the same plan (there is no second one).
+//  Arange    out = [start + i * step for i < n], 1-D, any stride (views'
+//            strides are >= 0, core/tensor.hpp). n = ceil((end - start) /
+//            step) computed in double, except for an i64 output with
+//            start, end and step all i64 scalars (exact integer
+//            arithmetic), as PyTorch does. Element i is
+//            computed in PyTorch's CUDA accumulate type: f32 for f16 / bf16 /
+//            f32 outputs (fmaf(step, float(i), start): nvcc contracts
+//            PyTorch's start + step * i into one fma), f64 for f64, int64 for
+//            integers (start and step truncated to integers first, so
+//            arange(0, 2, 0.5) into i32 is [0, 0, 0, 0], as in PyTorch), then
+//            converted to `dtype` (rounded to nearest even; integers wrap).
+//            Refused: step 0 or NaN, start or end NaN / inf, end on the wrong
+//            side of start for the step's sign, a length beyond 2^62, start /
+//            end / step beyond the accumulate type's range, bool (Unsupported).
+//  Linspace  steps values from start to end, 1-D, any stride. PyTorch's
+//            symmetric formula: step = (end - start) / (steps - 1); element
+//            i < steps / 2 is start + step * i, the others end - step *
+//            (steps - 1 - i); steps == 1 gives start, steps == 0 nothing.
+//            f32 / f64 compute in their own type (one fma per element);
+//            f16 / bf16 in their own type too, every operation rounded to it
+//            (PyTorch's Half arithmetic: the index i, or steps - 1 - i, is
+//            itself rounded to f16 / bf16, so long sequences are coarse, and
+//            an index of 65520 or more is infinite in f16);
+//            integers in f32 from start and end truncated to the dtype, the
+//            result truncated toward zero (saturating at the dtype's range).
+//            Refused: steps < 0, start / end that the dtype cannot hold
+//            (PyTorch's checked conversion: NaN / inf / out of range for
+//            integers, finite beyond the max for floating types), bool
+//            (Unsupported; PyTorch accepts bool only for steps <= 1).
+//
+// Scalars are f64, i64 or bool (Scalar above). A field the op does not read
+// must be left unset (InvalidProblem), like the other plans' parameters.
+// Backends: CpuReference (bit-identical to the CUDA kernels: the same
+// arithmetic in the same types) and Bespoke CUDA (one index -> value kernel,
+// 32-bit indices where the view allows, else 64-bit; sku().variant
+// "index32" / "index64", sku_for() from the actual view). No workspace.
+enum class FactoryOp : uint8_t { Fill, Arange, Linspace };
+BARACUDA_API const char* op_name(FactoryOp op);  // "fill", "arange", "linspace" ("?" otherwise)
+
+struct FactoryDescriptor {
+  FactoryOp op = FactoryOp::Fill;
+  DType dtype = DType::F32;  // the output's dtype
+  Dims shape;                // Fill: the output's shape; Arange / Linspace: leave it rank 0 (the plan computes [n])
+  std::optional<Scalar> value;             // Fill (required)
+  std::optional<Scalar> start, end, step;  // Arange: end required, start 0, step 1; Linspace: start, end required
+  std::optional<int64_t> steps;            // Linspace (required, >= 0)
+};
+struct FactoryArgs {
+  TensorMut out;  // output_shape(), out_dtype()
+};
+
+namespace detail {
+// What FactoryPlan::select() resolved (internal; read it through the plan's accessors).
+struct FactoryResolved {
+  uint8_t kind = 0;            // 0: one constant (fill, linspace of 1 step), 1: arange, 2: linspace
+  DType out = DType::F32;
+  DType compute = DType::F32;  // arange: F32 / F64 / I64; linspace: the dtype's arithmetic (F32 for integers)
+  uint64_t bits = 0;           // kind 0: the element's bytes (little-endian)
+  double start = 0, step = 0, end = 0;  // floating compute (f32 / f16 / bf16: values those types hold)
+  int64_t start_i = 0, step_i = 0;      // arange into integers
+  int64_t steps = 0, halfway = 0;       // linspace
+  Dims out_shape;
+};
+}  // namespace detail
+
+class BARACUDA_API FactoryPlan : public PlanBase {
+ public:
+  FactoryPlan() : PlanBase("FactoryPlan") {}  // empty until assigned from select() (PlanBase)
+  static Result<FactoryPlan> select(const Stream& stream, const FactoryDescriptor& desc,
+                                    const PlanPreference& pref = {});
+  Status can_implement(const FactoryArgs& args) const;
+  Status run(const Stream& stream, Workspace ws, const FactoryArgs& args) const;  // no workspace
+  Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const FactoryArgs& args) const;
+  const FactoryDescriptor& descriptor() const { return desc_; }
+  Dims output_shape() const { return r_.out_shape; }  // Fill: desc.shape; Arange / Linspace: [n]
+  DType out_dtype() const { return r_.out; }
+
+ private:
+  FactoryDescriptor desc_;
+  detail::FactoryResolved r_;
+  friend struct FactoryPlanAccess;
+};
+
 }  // namespace baracuda
