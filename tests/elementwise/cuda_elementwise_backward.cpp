@@ -10,7 +10,7 @@
 // terms = the elements summed into one (1 without broadcasting): the GPU
 // sums in f32 what the CPU sums in double, and each term carries the
 // compute's rounding. Direct (unreduced) gradients also see NaN, +-inf, -0
-// and huge inputs.
+// and huge (1e10) inputs.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -54,7 +54,10 @@ HostBuffer make_input(DType t, int64_t n, bt::Rng& rng, double lo, double hi, bo
   }
   bt::fill_random(b, rng, lo, hi);
   if (specials) {
-    const double sp[] = {bt::kNaN, bt::kInf, -bt::kInf, -0.0, 0.0, 1e30, -1e30, 1.0, -1.0, 0.5};
+    // "Huge" is 1e10, not 1e30: a gradient multiplies up to three operands
+    // (xlogy's db = dy * a / b), and a product that overflows f32 in the
+    // kernel (as in PyTorch) stays finite in the reference's double.
+    const double sp[] = {bt::kNaN, bt::kInf, -bt::kInf, -0.0, 0.0, 1e10, -1e10, 1.0, -1.0, 0.5};
     for (int64_t i = 0; i < n; i += 7) b.set(i, sp[(i / 7) % 10]);
   }
   return b;

@@ -304,8 +304,10 @@ HD inline Grads<C, 2> binary_grad(C g, C a, C b, const Params& q) {
   else if constexpr (Op == B::Remainder) return {{g, -g * div_floor_f(a, b)}};
   else if constexpr (Op == B::Fmod) return {{g, -g * ewm::trunc(a / b)}};
   else if constexpr (Op == B::Pow) {
-    const C da = b == C(0) ? C(0) : g * b * ewm::pow(a, b - C(1));
-    const C db = (a == C(0) && b >= C(0)) ? C(0) : g * ewm::pow(a, b) * ewm::log(a);
+    // PyTorch's grouping: g times the whole derivative (g * b first would
+    // overflow f32 where b * a^(b-1) underflows to 0).
+    const C da = b == C(0) ? C(0) : g * (b * ewm::pow(a, b - C(1)));
+    const C db = (a == C(0) && b >= C(0)) ? C(0) : g * (ewm::pow(a, b) * ewm::log(a));
     return {{da, db}};
   } else if constexpr (Op == B::Atan2) {
     const C h = ewm::hypot(a, b);  // a^2 + b^2 as h * h without overflow
