@@ -28,6 +28,7 @@
 #include "baracuda/core/tensor.hpp"
 #include "baracuda/core/fast_div.hpp"
 #include "baracuda/core/value_convert.hpp"
+#include "baracuda/cuda/detail/elementwise_host.hpp"
 
 namespace baracuda::dev::ew {
 
@@ -354,6 +355,31 @@ template <int N, class C, class Fn>
 cudaError_t launch_generic(const Args<N>& a, const Scalars<C, N>& s, const Fn& fn, cudaStream_t stream) {
   generic_kernel<N, C, Fn><<<grid_for(a.numel), kThreads, 0, stream>>>(a, s, fn);
   return cudaGetLastError();
+}
+
+// The kernels' Args of a host layout (detail::make_ew_layout): the output and
+// N inputs (in[k] null for a scalar), FastDiv decoders when use32 (the vec
+// and strided paths), the dtypes for the generic path.
+template <int N>
+Args<N> args_of_layout(const baracuda::detail::EwLayout& L, bool use32, void* out, DType out_dtype,
+                       const void* const* in, const DType* in_dtype) {
+  Args<N> a;
+  a.rank = L.rank;
+  a.use32 = use32;
+  a.numel = L.numel;
+  for (int d = 0; d < L.rank; ++d) {
+    a.shape[d] = L.shape[d];
+    a.div[d] = detail::FastDiv(static_cast<uint32_t>(use32 ? L.shape[d] : 1));
+    for (int k = 0; k <= N; ++k) a.stride[k][d] = L.stride[k][d];
+  }
+  a.out = out;
+  a.out_dtype = out_dtype;
+  for (int k = 0; k < N; ++k) {
+    a.in[k] = in[k];
+    a.in_dtype[k] = in_dtype[k];
+    a.bcast_inner[k] = L.rank >= 1 && L.stride[1 + k][L.rank - 1] == 0;
+  }
+  return a;
 }
 
 }  // namespace baracuda::dev::ew
