@@ -31,7 +31,7 @@ struct Call {
 };
 
 // The paths of the CUDA engine (variant names in the SKU).
-enum class Path : uint8_t { Vec16, Strided32, Generic64, Transpose };
+using Path = baracuda::detail::EwPath;
 const char* path_name(Path p);
 
 // UnaryOp::Copy into another dtype (a cast).
@@ -41,7 +41,8 @@ bool is_cast(const Problem& p);
 // are built for: the typed paths apply; otherwise the generic path (which
 // converts every operand at run time) runs.
 bool typed_kernels_apply(const Problem& p);
-// The path the CUDA launcher takes for this call's layout and pointers.
+// The path the CUDA launcher takes for this call's layout and pointers:
+// Generic64 unless the typed kernels apply, else baracuda::detail::choose_ew_path.
 Path choose_path(const Problem& p, const Call& c);
 // Elements per thread of the vector path: 16 bytes of the common dtype (of
 // the narrower of the two dtypes of a cast).

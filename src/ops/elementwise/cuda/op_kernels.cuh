@@ -55,24 +55,7 @@ struct UnaryGradFn {
 
 template <int N>
 dev::ew::Args<N> make_args(const Problem& p, const Call& c, bool use32) {
-  dev::ew::Args<N> a;
-  const auto& L = c.layout;
-  a.rank = L.rank;
-  a.use32 = use32;
-  a.numel = L.numel;
-  for (int d = 0; d < L.rank; ++d) {
-    a.shape[d] = L.shape[d];
-    a.div[d] = baracuda::detail::FastDiv(static_cast<uint32_t>(use32 ? L.shape[d] : 1));
-    for (int k = 0; k <= N; ++k) a.stride[k][d] = L.stride[k][d];
-  }
-  a.out = c.out;
-  a.out_dtype = p.out;
-  for (int k = 0; k < N; ++k) {
-    a.in[k] = c.in[k];
-    a.in_dtype[k] = p.in_dtype[k];
-    a.bcast_inner[k] = L.rank >= 1 && L.stride[1 + k][L.rank - 1] == 0;
-  }
-  return a;
+  return dev::ew::args_of_layout<N>(c.layout, use32, c.out, p.out, c.in, p.in_dtype);
 }
 
 template <class C, int N>
