@@ -31,6 +31,9 @@ EwPath choose_ew_path(const EwLayout& L, int vec_width, const void* out, size_t 
     return true;
   };
   bool vec = V >= 1 && L.rank >= 1 && L.shape[inner] % V == 0;
+  // With outer dims the kernel decodes chunk indices (numel / V of them) with
+  // 32-bit FastDiv: beyond 2^31 chunks the 64-bit path (offsets are 64-bit).
+  if (vec && L.rank > 1) vec = L.numel / V < (int64_t{1} << 31);
   if (vec) vec = L.stride[0][inner] == 1 && aligned(out, out_size, 0);
   for (int k = 0; k < n_in && vec; ++k) {
     if (in[k] == nullptr) continue;  // a scalar

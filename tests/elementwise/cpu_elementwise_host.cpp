@@ -127,6 +127,13 @@ TEST(ElementwiseHost, PathChoice) {
   // > 2^31 elements: 64-bit indices.
   const int64_t big = int64_t{1} << 16;
   EXPECT_EQ(path_of(layout2({big, big + 1}, {big + 1, 1}, {big + 1}, {1}), 4, 0x1000, 4, a, 4), EwPath::Generic64);
+  // The vector path past 2^31 elements: fine while its chunk indices (numel /
+  // V) stay below 2^31 or the layout is one dim (nothing to decode) ...
+  EXPECT_EQ(path_of(layout2({big, big + 16}, {big + 16, 1}, {big + 16}, {1}), 4, 0x1000, 4, a, 4), EwPath::Vec16);
+  const Dims flat{int64_t{1} << 34};
+  EXPECT_EQ(path_of(layout2(flat, {1}, flat, {1}), 4, 0x1000, 4, a, 4), EwPath::Vec16);
+  // ... but 2^31 chunks of a row broadcast take the 64-bit path.
+  EXPECT_EQ(path_of(layout2({2 * big, big}, {big, 1}, {big}, {1}), 4, 0x1000, 4, a, 4), EwPath::Generic64);
 }
 
 TEST(ElementwiseHost, CallRules) {

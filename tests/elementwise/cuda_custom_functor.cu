@@ -327,12 +327,15 @@ TEST(CustomElementwise, PathOfMisalignedAndHugeLayouts) {
   // 4 bytes off a 16-byte vector: strided.
   EXPECT_EQ((bc::elementwise_path<float, Sig>(bt::kGpu, y, TensorRef(fake(0x200004, DType::F32, m)), b).value()),
             bc::ElementwisePath::Strided32);
-  // > 2^31 elements (a stride-0 input row): 64-bit indices, also where the
-  // layout would otherwise vectorize.
+  // > 2^31 elements with a stride-0 input row: still vectorized while the
+  // vectors number fewer than 2^31 (2^28 here), 64-bit indices beyond.
   const int64_t big = int64_t{1} << 16;
   const TensorMut huge = fake(0x10000000, DType::U8, {big, big + 16});
   const TensorRef row = fake(0x100000, DType::U8, {big + 16});
-  EXPECT_EQ((bc::elementwise_path<int64_t, uint8_t(uint8_t)>(bt::kGpu, huge, row).value()),
+  EXPECT_EQ((bc::elementwise_path<int64_t, uint8_t(uint8_t)>(bt::kGpu, huge, row).value()), bc::ElementwisePath::Vec16);
+  const TensorMut huger = fake(0x10000000, DType::U8, {int64_t{1} << 20, (int64_t{1} << 15) + 16});
+  const TensorRef row2 = fake(0x100000, DType::U8, {(int64_t{1} << 15) + 16});
+  EXPECT_EQ((bc::elementwise_path<int64_t, uint8_t(uint8_t)>(bt::kGpu, huger, row2).value()),
             bc::ElementwisePath::Generic64);
   // A scalar's slot type does not narrow the vector: f32 tensors and a bf16
   // slot holding a scalar keep V = 4, so 12 elements still vectorize (V = 8
@@ -342,4 +345,30 @@ TEST(CustomElementwise, PathOfMisalignedAndHugeLayouts) {
                                                              bc::scalar(1.0f))
                  .value()),
             bc::ElementwisePath::Vec16);
+}
+
+// The kernels' arguments of a layout with an extent of 2^31 or more: no
+// FastDiv decoder for it (2^32 would truncate to a zero divisor on the host).
+TEST(CustomElementwise, ArgsOfLayoutGiveHugeExtentsNoDecoder) {
+  const Dims flat{int64_t{1} << 32};
+  const Dims strides{1};
+  const Dims shapes[1] = {flat};
+  const Dims* in_strides[1] = {&strides};
+  const auto L = baracuda::detail::make_ew_layout(flat, strides, 1, shapes, in_strides);
+  ASSERT_EQ(L.rank, 1);
+  const void* in[1] = {reinterpret_cast<const void*>(0x2000)};
+  const DType dt[1] = {DType::BF16};
+  const auto a = baracuda::dev::ew::args_of_layout<1>(L, true, reinterpret_cast<void*>(0x1000), DType::BF16, in, dt);
+  EXPECT_EQ(a.div[0].d, 1u);
+  EXPECT_EQ(a.shape[0], int64_t{1} << 32);
+  EXPECT_TRUE(a.use32);
+  const Dims small{7, 9};
+  const Dims small_strides{9, 1}, col_strides{1, 0};
+  const Dims col_shape[1] = {Dims{7, 1}};
+  const Dims* col[1] = {&col_strides};
+  const auto S = baracuda::detail::make_ew_layout(small, small_strides, 1, col_shape, col);
+  const auto b = baracuda::dev::ew::args_of_layout<1>(S, true, reinterpret_cast<void*>(0x1000), DType::BF16, in, dt);
+  EXPECT_EQ(b.div[0].d, 7u);
+  EXPECT_EQ(b.div[1].d, 9u);
+  EXPECT_TRUE(b.bcast_inner[0]);
 }

@@ -47,12 +47,12 @@
 //
 // Paths (elementwise_path() reports the one a call takes), chosen as the
 // plans choose (detail::choose_ew_path): Vec16 when every operand is
-// unit-stride or broadcast along the innermost dim and aligned, below 2^31
-// elements and offsets — a thread owns V = 16 / (the narrowest tensor storage
-// size) consecutive elements (a scalar's slot does not count); Transpose for
-// one input read along a dim the output is not contiguous in
-// (x.t().contiguous()); Strided32 below 2^31 elements and offsets; Generic64
-// otherwise (64-bit indices). Each call site instantiates the kernels of
+// unit-stride or broadcast along the innermost dim and aligned — a thread
+// owns V = 16 / (the narrowest tensor storage size) consecutive elements (a
+// scalar's slot does not count), fewer than 2^31 such vectors unless the
+// layout coalesces to one dim; Transpose for one input read along a dim the
+// output is not contiguous in (x.t().contiguous()); Strided32 below 2^31
+// elements and offsets; Generic64 otherwise (64-bit indices). Each call site instantiates the kernels of
 // every path for its types: compile time grows with the number of distinct
 // (functor, Sig) pairs, not with the calls.
 //
@@ -146,7 +146,6 @@ struct Call<C, R(A...), Ops...> {
   struct Prepared {
     baracuda::detail::EwLayout layout;
     ElementwisePath path = ElementwisePath::Generic64;
-    bool use32 = false;  // every index and offset below 2^31
     const void* in[N] = {};
     DType in_dtype[N] = {};
     dev::ew::Scalars<C, N> scalars;
@@ -180,15 +179,13 @@ struct Call<C, R(A...), Ops...> {
         baracuda::detail::check_ew_call(kName, stream, out, dtype_v<R>, N, view_of, p->in_dtype));
     p->layout = baracuda::detail::make_ew_layout(out.shape, out.strides, N, shapes, strides);
     p->path = baracuda::detail::choose_ew_path(p->layout, V, out.data, sizeof(R), p->in, sizes);
-    // The vector kernel decodes chunk and outer indices with 32-bit FastDiv:
-    // beyond 2^31 elements or offsets, the 64-bit path.
-    p->use32 = baracuda::detail::ew_fits32(p->layout);
-    if (p->path == ElementwisePath::Vec16 && !p->use32) p->path = ElementwisePath::Generic64;
     return Status::ok();
   }
 
   template <class Fn>
   static cudaError_t launch(const Prepared& p, void* out, const Fn& fn, cudaStream_t st) {
+    // FastDiv index decoding on every path but Generic64 (choose_ew_path
+    // keeps those paths within 32-bit indices).
     const bool use32 = p.path != ElementwisePath::Generic64;
     const auto a = dev::ew::args_of_layout<N>(p.layout, use32, out, dtype_v<R>, p.in, p.in_dtype);
     using T0 = In<0>;

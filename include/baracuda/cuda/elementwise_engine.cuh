@@ -359,7 +359,10 @@ cudaError_t launch_generic(const Args<N>& a, const Scalars<C, N>& s, const Fn& f
 
 // The kernels' Args of a host layout (detail::make_ew_layout): the output and
 // N inputs (in[k] null for a scalar), FastDiv decoders when use32 (the vec
-// and strided paths), the dtypes for the generic path.
+// and strided paths), the dtypes for the generic path. An extent of 2^31 or
+// more gets no decoder (FastDiv takes divisors up to 2^31; 2^32 would
+// truncate to 0): the paths that decode in 32 bits never divide by it (a
+// rank-1 vector layout decodes nothing).
 template <int N>
 Args<N> args_of_layout(const baracuda::detail::EwLayout& L, bool use32, void* out, DType out_dtype,
                        const void* const* in, const DType* in_dtype) {
@@ -369,7 +372,7 @@ Args<N> args_of_layout(const baracuda::detail::EwLayout& L, bool use32, void* ou
   a.numel = L.numel;
   for (int d = 0; d < L.rank; ++d) {
     a.shape[d] = L.shape[d];
-    a.div[d] = detail::FastDiv(static_cast<uint32_t>(use32 ? L.shape[d] : 1));
+    a.div[d] = detail::FastDiv(static_cast<uint32_t>(use32 && L.shape[d] < (int64_t{1} << 31) ? L.shape[d] : 1));
     for (int k = 0; k <= N; ++k) a.stride[k][d] = L.stride[k][d];
   }
   a.out = out;

@@ -76,7 +76,8 @@ enum class EwPath : uint8_t {
 //              along the innermost dim, its extent a multiple of vec_width,
 //              every unit-stride operand's base aligned to
 //              min(16, vec_width * element size) bytes and every outer stride
-//              a multiple of vec_width;
+//              a multiple of vec_width; with outer dims (coalesced rank > 1),
+//              fewer than 2^31 vectors (32-bit chunk index decoding);
 //   Transpose  one tensor input, rank 2, the output unit-stride along dim 1
 //              and the input along dim 0 (a transposed copy);
 //   Strided32  ew_fits32;
