@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The one script run on the GPU machine, from the repository root:
-#   configure (from scratch) + build, ctest, examples (quickstart, attention_block), and with
+#   configure (from scratch) + build, ctest, examples (quickstart, attention_block, custom_elementwise), and with
 #   BENCH=1 the benchmarks (reduction, attention, RoPE, elementwise) against PyTorch.
 #
 #   RESULTS=$OUT BENCH=1 tools/device-test.sh
@@ -117,7 +117,7 @@ fi
 
 # ---- examples ------------------------------------------------------------------------
 : > "$RESULTS/run.log"
-for ex in quickstart attention_block; do
+for ex in quickstart attention_block custom_elementwise/custom_elementwise; do
   EX="$BUILD_DIR/examples/$ex"
   if [[ -x "$EX" ]]; then
     echo "### $EX" >> "$RESULTS/run.log"

@@ -34,6 +34,7 @@
 #include "baracuda/core/tensor.hpp"
 #include "baracuda/core/fast_div.hpp"
 #include "baracuda/core/value_convert.hpp"
+#include "baracuda/cuda/detail/elementwise_host.hpp"
 
 namespace baracuda::dev::ew {
 
@@ -415,6 +416,44 @@ template <int N, class C, bool kFloatingOnly = false, int M, class Fn>
 cudaError_t launch_generic(const Args<N, M>& a, const Scalars<C, N>& s, const Fn& fn, cudaStream_t stream) {
   generic_kernel<N, M, C, Fn, kFloatingOnly><<<grid_for(a.numel), kThreads, 0, stream>>>(a, s, fn);
   return cudaGetLastError();
+}
+
+// The kernels' Args of a host layout (detail::make_ew_layout): the output and
+// N inputs (in[k] null for a scalar), FastDiv decoders when use32 (the vec
+// and strided paths), the dtypes for the generic path. An extent of 2^31 or
+// more gets no decoder (FastDiv takes divisors up to 2^31; 2^32 would
+// truncate to 0): the paths that decode in 32 bits never divide by it (a
+// rank-1 vector layout decodes nothing).
+template <int N, int M = 1>
+Args<N, M> args_of_layout(const baracuda::detail::EwLayout& L, bool use32, void* const* out, const DType* out_dtype,
+                          const void* const* in, const DType* in_dtype) {
+  Args<N, M> a;
+  a.rank = L.rank;
+  a.use32 = use32;
+  a.numel = L.numel;
+  for (int d = 0; d < L.rank; ++d) {
+    a.shape[d] = L.shape[d];
+    a.div[d] = detail::FastDiv(static_cast<uint32_t>(use32 && L.shape[d] < (int64_t{1} << 31) ? L.shape[d] : 1));
+    for (int k = 0; k < N + M; ++k) a.stride[k][d] = L.stride[k][d];
+  }
+  for (int m = 0; m < M; ++m) {
+    a.out[m] = out[m];
+    a.out_dtype[m] = out_dtype[m];
+  }
+  for (int k = 0; k < N; ++k) {
+    a.in[k] = in[k];
+    a.in_dtype[k] = in_dtype[k];
+    a.bcast_inner[k] = L.rank >= 1 && L.stride[M + k][L.rank - 1] == 0;
+  }
+  return a;
+}
+// One output.
+template <int N>
+Args<N> args_of_layout(const baracuda::detail::EwLayout& L, bool use32, void* out, DType out_dtype,
+                       const void* const* in, const DType* in_dtype) {
+  void* const outs[1] = {out};
+  const DType dts[1] = {out_dtype};
+  return args_of_layout<N, 1>(L, use32, outs, dts, in, in_dtype);
 }
 
 }  // namespace baracuda::dev::ew

@@ -128,40 +128,13 @@ int vec_width(const Problem& p) {
 }
 
 Path choose_path(const Problem& p, const Call& c) {
-  const auto& L = c.layout;
   if (!typed_kernels_apply(p)) return Path::Generic64;
-  // 32-bit indexing: element count and every operand's reach below 2^31.
-  bool fits32 = L.numel < (int64_t{1} << 31);
-  for (int k = 0; k < L.operands && fits32; ++k) fits32 = baracuda::detail::ew_operand_extent(L, k) < (int64_t{1} << 31);
-  // Vector path: innermost dim unit-stride (or broadcast) for every operand,
-  // its extent a multiple of V, every unit-stride operand aligned to V
-  // elements at its base and at every outer step.
-  const int V = vec_width(p);
-  bool vec = L.rank >= 1 && L.shape[L.rank - 1] % V == 0;
-  const int in = L.rank - 1;
-  auto aligned = [&](const void* ptr, DType t, int k) {
-    const uint64_t bytes = static_cast<uint64_t>(V) * dtype_size(t);
-    const uint64_t need = bytes >= 16 ? 16 : bytes;
-    if (reinterpret_cast<uintptr_t>(ptr) % need != 0) return false;
-    for (int d = 0; d < in; ++d)
-      if (L.stride[k][d] % V != 0) return false;
-    return true;
-  };
-  const int M = L.outputs;
-  for (int m = 0; m < M && vec; ++m)
-    if (c.out[m] != nullptr) vec = L.stride[m][in] == 1 && aligned(c.out[m], out_dtype_of(p, m), m);
-  for (int k = 0; k < p.arity && vec; ++k) {
-    if (c.in[k] == nullptr) continue;  // scalar / absent
-    const int64_t s = L.stride[M + k][in];
-    if (s == 0) continue;  // broadcast along the inner dim: one element per vector
-    vec = s == 1 && aligned(c.in[k], p.in_dtype[k], M + k);
-  }
-  if (vec) return Path::Vec16;
-  // A transposed unary: output unit-stride along dim 1, input along dim 0.
-  if (p.arity == 1 && p.grad == 0 && c.in[0] != nullptr && L.rank == 2 && L.stride[0][1] == 1 && L.stride[1][0] == 1 &&
-      L.stride[1][1] > 1 && (L.shape[0] + 31) / 32 <= 65535 && (L.shape[1] + 31) / 32 < (int64_t{1} << 31))
-    return Path::Transpose;
-  return fits32 ? Path::Strided32 : Path::Generic64;
+  const int M = c.layout.outputs;
+  size_t out_size[3] = {}, in_size[4] = {};
+  for (int m = 0; m < M; ++m) out_size[m] = dtype_size(out_dtype_of(p, m));
+  for (int k = 0; k < p.arity; ++k) in_size[k] = dtype_size(p.in_dtype[k]);
+  const void* outs[3] = {c.out[0], c.out[1], c.out[2]};
+  return baracuda::detail::choose_ew_path(c.layout, vec_width(p), outs, out_size, c.in, in_size);
 }
 
 namespace {

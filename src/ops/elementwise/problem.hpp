@@ -35,7 +35,7 @@ struct Call {
 inline DType out_dtype_of(const Problem& p, int m) { return p.grad >= 3 ? p.grad_dtype[m] : p.out; }
 
 // The paths of the CUDA engine (variant names in the SKU).
-enum class Path : uint8_t { Vec16, Strided32, Generic64, Transpose };
+using Path = baracuda::detail::EwPath;
 const char* path_name(Path p);
 
 // UnaryOp::Copy into another dtype (a cast).
@@ -45,7 +45,8 @@ bool is_cast(const Problem& p);
 // are built for: the typed paths apply; otherwise the generic path (which
 // converts every operand at run time) runs.
 bool typed_kernels_apply(const Problem& p);
-// The path the CUDA launcher takes for this call's layout and pointers.
+// The path the CUDA launcher takes for this call's layout and pointers:
+// Generic64 unless the typed kernels apply, else baracuda::detail::choose_ew_path.
 Path choose_path(const Problem& p, const Call& c);
 // Elements per thread of the vector path: 16 bytes of the common dtype (of
 // the narrower of the two dtypes of a cast).

@@ -74,26 +74,9 @@ struct TernaryGradFn {
 
 template <int N, int M = 1>
 dev::ew::Args<N, M> make_args(const Problem& p, const Call& c, bool use32) {
-  dev::ew::Args<N, M> a;
-  const auto& L = c.layout;
-  a.rank = L.rank;
-  a.use32 = use32;
-  a.numel = L.numel;
-  for (int d = 0; d < L.rank; ++d) {
-    a.shape[d] = L.shape[d];
-    a.div[d] = baracuda::detail::FastDiv(static_cast<uint32_t>(use32 ? L.shape[d] : 1));
-    for (int k = 0; k < N + M; ++k) a.stride[k][d] = L.stride[k][d];
-  }
-  for (int m = 0; m < M; ++m) {
-    a.out[m] = c.out[m];
-    a.out_dtype[m] = out_dtype_of(p, m);
-  }
-  for (int k = 0; k < N; ++k) {
-    a.in[k] = c.in[k];
-    a.in_dtype[k] = p.in_dtype[k];
-    a.bcast_inner[k] = L.rank >= 1 && L.stride[M + k][L.rank - 1] == 0;
-  }
-  return a;
+  DType out_dt[M];
+  for (int m = 0; m < M; ++m) out_dt[m] = out_dtype_of(p, m);
+  return dev::ew::args_of_layout<N, M>(c.layout, use32, c.out, out_dt, c.in, p.in_dtype);
 }
 
 template <class C, int N>
