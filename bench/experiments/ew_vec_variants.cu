@@ -154,7 +154,7 @@ __global__ void __launch_bounds__(ew::kThreads) vec2_kernel(ew::Args<N> a, ew::S
         for (int k = 0; k < N; ++k) xv[k] = x[u][k][v];
         r.v[v] = ew::to_storage<Tout>(ew::apply<N>(fn, xv));
       }
-      *reinterpret_cast<ew::Vec<Tout, V>*>(static_cast<Tout*>(a.out) + off[u][0] + e[u]) = r;
+      *reinterpret_cast<ew::Vec<Tout, V>*>(static_cast<Tout*>(a.out[0]) + off[u][0] + e[u]) = r;
     }
     if constexpr (Once) break;
   }
@@ -221,7 +221,7 @@ void launch_dense(const ew::Args<N>& a, const ew::Scalars<float, N>& s, const Fn
   const bf16* p[3] = {};
   for (int k = 0; k < N; ++k) p[k] = static_cast<const bf16*>(a.in[k]);
   dense_kernel<N, V, U, float, bf16, bf16, Fn><<<static_cast<unsigned>(blocks), 256>>>(
-      p[0], p[1], p[2], static_cast<bf16*>(a.out), s, fn, chunks);
+      p[0], p[1], p[2], static_cast<bf16*>(a.out[0]), s, fn, chunks);
 }
 
 // The engine's vec_kernel with the scalar check compiled out for N == 1 (a
@@ -275,7 +275,7 @@ __global__ void __launch_bounds__(ew::kThreads) vec3_kernel(ew::Args<N> a, ew::S
         for (int k = 0; k < N; ++k) xv[k] = x[u][k][v];
         r.v[v] = ew::to_storage<Tout>(ew::apply<N>(fn, xv));
       }
-      *reinterpret_cast<ew::Vec<Tout, V>*>(static_cast<Tout*>(a.out) + off[u][0] + e[u]) = r;
+      *reinterpret_cast<ew::Vec<Tout, V>*>(static_cast<Tout*>(a.out[0]) + off[u][0] + e[u]) = r;
     }
   }
 }
@@ -291,6 +291,17 @@ struct ClampBound {  // ternary clamp with its scalar bounds bound into a unary 
   float lo, hi;
   __device__ float operator()(float x) const { return elementwise::fn::ternary<TernaryOp::Clamp, float>(x, lo, hi, q); }
 };
+
+// The engine's vec_kernel with a grid of 1 / div of the chunks' blocks: each
+// thread loops div times, amortising the kernel's prologue (uniform loads
+// of the layout) over several chunks.
+template <int N, int V, class Fn>
+void launch_engine_div(const ew::Args<N>& a, const ew::Scalars<float, N>& s, const Fn& fn, int div) {
+  const int64_t chunks = a.numel / V;
+  const int64_t blocks = (chunks + ew::kThreads * ew::kUnroll<V> * div - 1) / (ew::kThreads * ew::kUnroll<V> * div);
+  ew::vec_kernel<N, V, float, bf16, bf16, bf16, bf16, bf16, 1, Fn><<<static_cast<unsigned>(blocks), ew::kThreads>>>(
+      a, s, fn, chunks, detail::FastDiv(1), chunks);
+}
 
 template <class F>
 float time_us(F&& launch, int reps = 40) {
@@ -338,10 +349,15 @@ int main() {
     a.numel = n;
     a.shape[0] = n;
     a.stride[0][0] = a.stride[1][0] = 1;
-    a.out = y;
+    a.out[0] = y;
     a.in[0] = x;
     ew::Scalars<float, 1> s;
     report(op, "engine vec V8 U1", time_us([&] { CK((ew::launch_vec<1, 8, float, bf16, bf16, bf16, bf16>(a, s, fn, 0))); }));
+    for (int dv : {1, 2, 4, 8}) {
+      char nm[64];
+      std::snprintf(nm, sizeof nm, "engine grid/%d", dv);
+      report(op, nm, time_us([&] { launch_engine_div<1, 8>(a, s, fn, dv); }));
+    }
     report(op, "dense V8 U1", time_us([&] { launch_dense<1, 8, 1>(a, s, fn); }));
     report(op, "dense V8 U2", time_us([&] { launch_dense<1, 8, 2>(a, s, fn); }));
     report(op, "dense V4 U2", time_us([&] { launch_dense<1, 4, 2>(a, s, fn); }));
@@ -362,7 +378,7 @@ int main() {
     a.numel = n;
     a.shape[0] = n;
     a.stride[0][0] = a.stride[1][0] = 1;
-    a.out = y;
+    a.out[0] = y;
     a.in[0] = x;
     ew::Scalars<float, 3> s;
     s.is[1] = s.is[2] = true;
@@ -375,7 +391,7 @@ int main() {
     {
       ew::Args<1> a1;
       a1.rank = 1; a1.use32 = true; a1.numel = n; a1.shape[0] = n;
-      a1.stride[0][0] = a1.stride[1][0] = 1; a1.out = y; a1.in[0] = x;
+      a1.stride[0][0] = a1.stride[1][0] = 1; a1.out[0] = y; a1.in[0] = x;
       ew::Scalars<float, 1> s1;
       report("clamp", "bound vec3 V8 U1", time_us([&] { launch3<1, 8, 1>(a1, s1, ClampBound{q, -0.5f, 0.5f}); }));
       report("clamp", "bound vec3 V8 U2", time_us([&] { launch3<1, 8, 2>(a1, s1, ClampBound{q, -0.5f, 0.5f}); }));

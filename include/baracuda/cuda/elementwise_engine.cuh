@@ -390,12 +390,19 @@ inline unsigned grid_for(int64_t items) {
 }
 
 // T3: the fourth input's storage type (N == 4 only); M is deduced from the Args.
+// loops: grid-stride iterations per thread (the grid shrinks by that factor).
+// Each thread's prologue loads the layout (uniform loads, ~50 instructions)
+// before its first chunk; a compute-heavy functor on 16-byte vectors of
+// 2-byte types pays it per 8 values. Measured on the H100 (bf16 [8192,
+// 16384], docs/BENCHMARKS.md lab notes): gelu 87% of copy bandwidth with one
+// iteration, 92% with 2, 94.5% with 4; silu and clamp lose 1-3% at 4.
 template <int N, int V, class C, class Tout, class T0, class T1, class T2, class T3 = T0, int M, class Fn>
-cudaError_t launch_vec(const Args<N, M>& a, const Scalars<C, N>& s, const Fn& fn, cudaStream_t stream) {
+cudaError_t launch_vec(const Args<N, M>& a, const Scalars<C, N>& s, const Fn& fn, cudaStream_t stream, int loops = 1) {
   const int64_t inner_chunks = a.shape[a.rank - 1] / V;
   const int64_t chunks = a.numel / V;
+  const int64_t per_block = static_cast<int64_t>(kUnroll<V>) * (loops < 1 ? 1 : loops);
   const detail::FastDiv inner_div(static_cast<uint32_t>(inner_chunks < (int64_t{1} << 31) ? inner_chunks : 1));
-  vec_kernel<N, V, C, Tout, T0, T1, T2, T3, M, Fn><<<grid_for((chunks + kUnroll<V> - 1) / kUnroll<V>), kThreads, 0, stream>>>(
+  vec_kernel<N, V, C, Tout, T0, T1, T2, T3, M, Fn><<<grid_for((chunks + per_block - 1) / per_block), kThreads, 0, stream>>>(
       a, s, fn, chunks, inner_div, inner_chunks);
   return cudaGetLastError();
 }

@@ -94,6 +94,31 @@ constexpr bool rare_special(BinaryOp op) {
 }
 constexpr bool rare_special(TernaryOp) { return false; }
 
+// Ops whose functor costs tens of instructions per value (erf, lgamma,
+// trigonometric and hyperbolic functions, the GELU family, ...): their vector
+// kernels on 16-bit dtypes loop 4 chunks per thread (launch_vec's `loops`).
+constexpr bool compute_heavy(UnaryOp op) {
+  using U = UnaryOp;
+  switch (op) {
+    case U::Sin: case U::Cos: case U::Tan: case U::Asin: case U::Acos: case U::Atan: case U::Sinh: case U::Cosh:
+    case U::Asinh: case U::Acosh: case U::Atanh: case U::Erf: case U::Erfc: case U::Erfinv: case U::Lgamma:
+    case U::Digamma: case U::I0: case U::GeluErf: case U::GeluTanh: case U::Mish: case U::Softplus:
+    case U::LogSigmoid:
+      return true;
+    default: return false;
+  }
+}
+constexpr bool compute_heavy(BinaryOp op) {
+  using B = BinaryOp;
+  switch (op) {
+    case B::Pow: case B::Atan2: case B::LogAddExp: case B::LogAddExp2: case B::Xlogy: case B::Xlog1py:
+    case B::GeGlu: case B::GeGluTanh:
+      return true;
+    default: return false;
+  }
+}
+constexpr bool compute_heavy(TernaryOp) { return false; }
+
 namespace fn {
 
 #define HD BARACUDA_HOST_DEVICE

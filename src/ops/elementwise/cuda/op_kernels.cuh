@@ -29,11 +29,13 @@ using compute_of = std::conditional_t<std::is_integral_v<T>, int64_t,
 
 template <UnaryOp Op, class C>
 struct UnaryFn {
+  static constexpr bool kHeavy = compute_heavy(Op);
   Params q;
   __device__ __forceinline__ auto operator()(C x) const { return fn::unary<Op, C>(x, q); }
 };
 template <BinaryOp Op, class C>
 struct BinaryFn {
+  static constexpr bool kHeavy = compute_heavy(Op);
   Params q;
   __device__ __forceinline__ auto operator()(C a, C b) const { return fn::binary<Op, C>(a, b, q); }
 };
@@ -46,6 +48,7 @@ struct TernaryFn {
 // A unary op's gradient: dx from (dy, x), or from (dy, y) when FromY.
 template <UnaryOp Op, class C, bool FromY>
 struct UnaryGradFn {
+  static constexpr bool kHeavy = compute_heavy(Op);
   Params q;
   __device__ __forceinline__ C operator()(C dy, C v) const {
     if constexpr (FromY) return fn::unary_grad_from_y<Op, C>(dy, v, q);
@@ -101,10 +104,20 @@ inline Status launched(cudaError_t e) { return baracuda::detail::cuda_status(sta
 // one 99.7%.
 template <class Fn, class C>
 struct BindScalarsBC {
+  static constexpr bool kHeavy = false;
   Fn fn;
   C b, c;
   __device__ __forceinline__ auto operator()(C a) const { return fn(a, b, c); }
 };
+
+// Grid-stride iterations per thread of the vector path (launch_vec's
+// `loops`): 4 for a compute-heavy functor on 8-value chunks (16-bit dtypes),
+// else 1.
+template <class Fn>
+constexpr int vec_loops(int V) {
+  if constexpr (requires { Fn::kHeavy; }) return (Fn::kHeavy && V >= 8) ? 4 : 1;
+  else return 1;
+}
 
 // One op, typed paths. T0..T2: the inputs' storage types; Tc: the common one.
 template <int N, class Fn, class Tout, class Tc, class T0, class T1, class T2>
@@ -118,11 +131,11 @@ Status run_typed(const Problem& p, const Call& c, Path path, cudaStream_t st, co
       const auto a1 = make_args<1>(p, c, true);
       const dev::ew::Scalars<C, 1> s1;  // a is a tensor
       const BindScalarsBC<Fn, C> bound{fn, s.v[1], s.v[2]};
-      if (path == Path::Vec16) return launched(dev::ew::launch_vec<1, V, C, Tout, T0, T0, T0>(a1, s1, bound, st));
+      if (path == Path::Vec16) return launched(dev::ew::launch_vec<1, V, C, Tout, T0, T0, T0>(a1, s1, bound, st, vec_loops<Fn>(V)));
       return launched(dev::ew::launch_strided<1, C, Tout, T0, T0, T0>(a1, s1, bound, st));
     }
   }
-  if (path == Path::Vec16) return launched(dev::ew::launch_vec<N, V, C, Tout, T0, T1, T2>(a, s, fn, st));
+  if (path == Path::Vec16) return launched(dev::ew::launch_vec<N, V, C, Tout, T0, T1, T2>(a, s, fn, st, vec_loops<Fn>(V)));
   if constexpr (N == 1)
     if (path == Path::Transpose) return launched(dev::ew::launch_transpose<C, Tout, T0>(a, fn, st));
   return launched(dev::ew::launch_strided<N, C, Tout, T0, T1, T2>(a, s, fn, st));
