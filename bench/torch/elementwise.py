@@ -11,21 +11,35 @@ no cudaMalloc inside the timing), forward under torch.no_grad():
     mul_scalar       a * 1.5                     gelu, silu       F.gelu(x), F.silu(x)
     swiglu           F.silu(a) * b               where            torch.where(cond, a, b)
     clamp            torch.clamp(x, -0.5, 0.5)   cast_<to>        x.to(<to>)
+Backward (<op>.bwd.<dtype>.8192x16384, f32 and bf16): only the backward is
+timed, as the aten ops autograd runs, called directly (no graph overhead):
+    gelu.bwd         dx = aten.gelu_backward(dy, x)   (approximate="none")
+    silu.bwd         dx = aten.silu_backward(dy, x)
+    swiglu.bwd       autograd of F.silu(a) * b: the forward saves s = F.silu(a)
+                     (built once per buffer set, outside the timing, as autograd's
+                     saved tensor), then mul's backward and silu's backward:
+                       g  = dy * b        (mul backward, the gradient of s)
+                       db = dy * s        (mul backward, the gradient of b)
+                       da = aten.silu_backward(g, a)
 The ops in COMPILED are timed a second time through torch.compile (compiled
 once before the timing; fields compiled_us / compiled_gbps, or compiled_error):
-swiglu, the fusion PyTorch eager cannot do.
+swiglu, the fusion PyTorch eager cannot do; its backward compiles one function
+of (dy, a, b) returning both gradients (s recomputed inside, not read).
   * each case: warm-up, then `iters` runs each between its own pair of CUDA
     events, median; the timed runs are queued behind torch.cuda._sleep;
   * rotation among independent buffer sets touching >= max(4 x L2, 256 MiB);
   * bytes counted as baracuda's: every tensor input read once (a broadcast
-    operand: its own size) + the output written.
+    operand: its own size) + the output written; backward: dy and the
+    forward's tensor operands read + every gradient written (gelu.bwd: dy, x,
+    dx; swiglu.bwd: dy, a, b, da, db), not swiglu's saved s nor g.
 """
 import math
 
 from . import common
 
 TOOL = "torch_elementwise"
-NOTES = "eager; COMPILED ops also through torch.compile (compiled_us); bytes counted as baracuda's"
+NOTES = ("eager; backward = the aten ops autograd runs (saved tensors built outside the timing); "
+         "COMPILED ops also through torch.compile (compiled_us); bytes counted as baracuda's")
 ITERS, WARMUP = 30, 5
 
 ROWS, COLS = 8192, 16384
@@ -47,46 +61,56 @@ def scalar(value):
 
 
 def specs():
-    """(op, dtype, operands, output dtype), in the order of cases/elementwise.cpp."""
+    """(op, direction, dtype, operands, output dtype), in the order of cases/elementwise.cpp.
+    A backward's operands are the forward's; dy has the output's dtype and shape."""
     out = []
     for dt in ("f32", "bf16"):
         out += [
-            ("copy", dt, [tensor(dt, FULL)], dt),
-            ("copy_transposed", dt, [transposed(dt, FULL)], dt),
-            ("add", dt, [tensor(dt, FULL), tensor(dt, FULL)], dt),
-            ("add_row", dt, [tensor(dt, FULL), tensor(dt, (COLS,))], dt),
-            ("add_col", dt, [tensor(dt, FULL), tensor(dt, (ROWS, 1))], dt),
-            ("mul_scalar", dt, [tensor(dt, FULL), scalar(1.5)], dt),
-            ("gelu", dt, [tensor(dt, FULL)], dt),
-            ("silu", dt, [tensor(dt, FULL)], dt),
-            ("swiglu", dt, [tensor(dt, FULL), tensor(dt, FULL)], dt),
-            ("where", dt, [tensor("bool", FULL), tensor(dt, FULL), tensor(dt, FULL)], dt),
-            ("clamp", dt, [tensor(dt, FULL), scalar(-0.5), scalar(0.5)], dt),
+            ("copy", "fwd", dt, [tensor(dt, FULL)], dt),
+            ("copy_transposed", "fwd", dt, [transposed(dt, FULL)], dt),
+            ("add", "fwd", dt, [tensor(dt, FULL), tensor(dt, FULL)], dt),
+            ("add_row", "fwd", dt, [tensor(dt, FULL), tensor(dt, (COLS,))], dt),
+            ("add_col", "fwd", dt, [tensor(dt, FULL), tensor(dt, (ROWS, 1))], dt),
+            ("mul_scalar", "fwd", dt, [tensor(dt, FULL), scalar(1.5)], dt),
+            ("gelu", "fwd", dt, [tensor(dt, FULL)], dt),
+            ("silu", "fwd", dt, [tensor(dt, FULL)], dt),
+            ("swiglu", "fwd", dt, [tensor(dt, FULL), tensor(dt, FULL)], dt),
+            ("where", "fwd", dt, [tensor("bool", FULL), tensor(dt, FULL), tensor(dt, FULL)], dt),
+            ("clamp", "fwd", dt, [tensor(dt, FULL), scalar(-0.5), scalar(0.5)], dt),
         ]
     out += [
-        ("cast_bf16", "f32", [tensor("f32", FULL)], "bf16"),
-        ("cast_f16", "bf16", [tensor("bf16", FULL)], "f16"),
+        ("cast_bf16", "fwd", "f32", [tensor("f32", FULL)], "bf16"),
+        ("cast_f16", "fwd", "bf16", [tensor("bf16", FULL)], "f16"),
         # Values in (-1000, 1000) so the truncated integers are not all 0.
-        ("cast_i32", "f32", [tensor("f32", FULL, -1000.0, 1000.0)], "i32"),
+        ("cast_i32", "fwd", "f32", [tensor("f32", FULL, -1000.0, 1000.0)], "i32"),
     ]
+    # Backward: dy and every operand [8192, 16384].
+    for dt in ("f32", "bf16"):
+        out += [
+            ("gelu", "bwd", dt, [tensor(dt, FULL)], dt),
+            ("silu", "bwd", dt, [tensor(dt, FULL)], dt),
+            ("swiglu", "bwd", dt, [tensor(dt, FULL), tensor(dt, FULL)], dt),
+        ]
     return out
 
 
-def case_name(op, dtype):
-    return "%s.fwd.%s.%s" % (op, dtype, "x".join(map(str, FULL)))
+def case_name(op, direction, dtype):
+    return "%s.%s.%s.%s" % (op, direction, dtype, "x".join(map(str, FULL)))
 
 
-SPECS = {case_name(op, dt): (op, dt, ins, out) for op, dt, ins, out in specs()}
+SPECS = {case_name(op, d, dt): (op, d, dt, ins, out) for op, d, dt, ins, out in specs()}
 
 
 def all_cases():
-    return [dict(name=case_name(op, dt), op=op, dir="fwd", dtype=dt, shape=list(FULL), axes=[])
-            for op, dt, _, _ in specs()]
+    return [dict(name=case_name(op, d, dt), op=op, dir=d, dtype=dt, shape=list(FULL), axes=[])
+            for op, d, dt, _, _ in specs()]
 
 
-def counted_bytes(ins, out_dtype):
+def counted_bytes(direction, ins, out_dtype):
+    """Forward: the tensor operands + the output. Backward: dy (the output's size) +
+    the tensor operands read + one gradient per tensor operand written."""
     t = sum(math.prod(o["shape"]) * DTYPE_SIZE[o["dtype"]] for o in ins if o["kind"] == "tensor")
-    return t + math.prod(FULL) * DTYPE_SIZE[out_dtype]
+    return (2 if direction == "bwd" else 1) * t + math.prod(FULL) * DTYPE_SIZE[out_dtype]
 
 
 def torch_dtype(torch, name):
@@ -115,6 +139,26 @@ def make_fn(torch, op, out_dtype):
     }[op]
 
 
+def make_bwd_fn(torch, op, compiled):
+    """The backward of an op as the aten ops autograd runs: fn(dy, *operands[, saved])."""
+    aten = torch.ops.aten
+    if op == "gelu":
+        return lambda dy, x: aten.gelu_backward(dy, x)
+    if op == "silu":
+        return lambda dy, x: aten.silu_backward(dy, x)
+    if op == "swiglu" and compiled:
+        # One function of (dy, a, b): s recomputed, so the compiler can fuse it all.
+        F = torch.nn.functional
+        return lambda dy, a, b: (aten.silu_backward(dy * b, a), dy * F.silu(a))
+
+    def swiglu_bwd(dy, a, b, s):  # s = F.silu(a), the tensor autograd saves in the forward
+        g = dy * b                 # MulBackward0: the gradient of s
+        db = dy * s                # MulBackward0: the gradient of b
+        return aten.silu_backward(g, a), db  # SiluBackward0: da
+
+    return {"swiglu": swiglu_bwd}[op]
+
+
 def make_operand(torch, o):
     if o["kind"] == "scalar":
         return o["value"]
@@ -129,13 +173,26 @@ def make_operand(torch, o):
 
 def prepare_case(torch, c, rotate_bytes, compiled=False):
     """The case's buffers: (bytes counted, sets, launch(i) timing run i)."""
-    op, _, ins, out_dtype = SPECS[c["name"]]
-    fn = make_fn(torch, op, out_dtype)
+    op, direction, _, ins, out_dtype = SPECS[c["name"]]
+    bwd = direction == "bwd"
+    fn = make_bwd_fn(torch, op, compiled) if bwd else make_fn(torch, op, out_dtype)
     if compiled:
         fn = torch.compile(fn, dynamic=False)
-    counted = counted_bytes(ins, out_dtype)
+    counted = counted_bytes(direction, ins, out_dtype)
     nsets = max(1, min(16, -(-rotate_bytes // counted)))
-    sets = [[make_operand(torch, o) for o in ins] for _ in range(nsets)]
+
+    def make_set():
+        operands = [make_operand(torch, o) for o in ins]
+        if not bwd:
+            return operands
+        dy = make_operand(torch, tensor(out_dtype, FULL))
+        saved = []
+        if op == "swiglu" and not compiled:
+            with torch.no_grad():
+                saved = [torch.nn.functional.silu(operands[0])]  # autograd's saved s, outside the timing
+        return [dy] + operands + saved
+
+    sets = [make_set() for _ in range(nsets)]
 
     def launch(i):
         with torch.no_grad():
