@@ -118,6 +118,16 @@ constexpr bool compute_heavy(BinaryOp op) {
   }
 }
 constexpr bool compute_heavy(TernaryOp) { return false; }
+// A gradient costs more than its op: exp / sigmoid / tanh based ones join.
+constexpr bool gradient_heavy(UnaryOp op) {
+  using U = UnaryOp;
+  switch (op) {
+    case U::Exp: case U::Exp2: case U::Expm1: case U::Sigmoid: case U::Tanh: case U::Silu: case U::Elu:
+    case U::Selu: case U::Celu:
+      return true;
+    default: return compute_heavy(op);
+  }
+}
 
 namespace fn {
 

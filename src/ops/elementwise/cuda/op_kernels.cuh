@@ -48,7 +48,7 @@ struct TernaryFn {
 // A unary op's gradient: dx from (dy, x), or from (dy, y) when FromY.
 template <UnaryOp Op, class C, bool FromY>
 struct UnaryGradFn {
-  static constexpr bool kHeavy = compute_heavy(Op);
+  static constexpr bool kHeavy = gradient_heavy(Op);
   Params q;
   __device__ __forceinline__ C operator()(C dy, C v) const {
     if constexpr (FromY) return fn::unary_grad_from_y<Op, C>(dy, v, q);
