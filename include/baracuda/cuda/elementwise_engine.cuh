@@ -395,7 +395,8 @@ inline unsigned grid_for(int64_t items) {
 // before its first chunk; a compute-heavy functor on 16-byte vectors of
 // 2-byte types pays it per 8 values. Measured on the H100 (bf16 [8192,
 // 16384], docs/BENCHMARKS.md lab notes): gelu 87% of copy bandwidth with one
-// iteration, 92% with 2, 94.5% with 4; silu and clamp lose 1-3% at 4.
+// iteration, 92% with 2, 94.5% with 4; silu and clamp lose 1-3% at 4 (on the
+// H200, whose bandwidth leaves less time per byte, clamp goes 94 -> 99% at 2).
 template <int N, int V, class C, class Tout, class T0, class T1, class T2, class T3 = T0, int M, class Fn>
 cudaError_t launch_vec(const Args<N, M>& a, const Scalars<C, N>& s, const Fn& fn, cudaStream_t stream, int loops = 1) {
   const int64_t inner_chunks = a.shape[a.rank - 1] / V;
