@@ -1052,31 +1052,9 @@ struct FactoryTraits {
     return {output<Args>("out", p.out_dtype(), p.output_shape(), [](Args& a, const TensorMut& t) { a.out = t; })};
   }
 
-  static Desc fill(DType t, Dims s, Scalar v) {
-    Desc d;
-    d.dtype = t;
-    d.shape = s;
-    d.value = v;
-    return d;
-  }
-  static Desc arange(DType t, Scalar start, Scalar end, Scalar step) {
-    Desc d;
-    d.op = FactoryOp::Arange;
-    d.dtype = t;
-    d.start = start;
-    d.end = end;
-    d.step = step;
-    return d;
-  }
-  static Desc linspace(DType t, Scalar start, Scalar end, int64_t steps) {
-    Desc d;
-    d.op = FactoryOp::Linspace;
-    d.dtype = t;
-    d.start = start;
-    d.end = end;
-    d.steps = steps;
-    return d;
-  }
+  static Desc fill(DType t, Dims s, Scalar v) { return Desc::fill(t, s, v); }
+  static Desc arange(DType t, Scalar start, Scalar end, Scalar step) { return Desc::arange(t, start, end, step); }
+  static Desc linspace(DType t, Scalar start, Scalar end, int64_t steps) { return Desc::linspace(t, start, end, steps); }
 
   static std::vector<Desc> zero_size_descs() {
     return {fill(DType::F32, {0, 3}, Scalar(1.0)), fill(DType::Bool, {2, 0}, Scalar(true)),

@@ -26,31 +26,12 @@ using bt::kNaN;
 
 const Stream kCpu = Stream::cpu();
 
-FactoryDescriptor fill(DType t, Dims shape, Scalar v) {
-  FactoryDescriptor d;
-  d.op = FactoryOp::Fill;
-  d.dtype = t;
-  d.shape = shape;
-  d.value = v;
-  return d;
-}
+FactoryDescriptor fill(DType t, Dims shape, Scalar v) { return FactoryDescriptor::fill(t, shape, v); }
 FactoryDescriptor arange(DType t, Scalar start, Scalar end, Scalar step) {
-  FactoryDescriptor d;
-  d.op = FactoryOp::Arange;
-  d.dtype = t;
-  d.start = start;
-  d.end = end;
-  d.step = step;
-  return d;
+  return FactoryDescriptor::arange(t, start, end, step);
 }
 FactoryDescriptor linspace(DType t, Scalar start, Scalar end, int64_t steps) {
-  FactoryDescriptor d;
-  d.op = FactoryOp::Linspace;
-  d.dtype = t;
-  d.start = start;
-  d.end = end;
-  d.steps = steps;
-  return d;
+  return FactoryDescriptor::linspace(t, start, end, steps);
 }
 
 // Runs the plan into a contiguous output; returns the output buffer.

@@ -28,30 +28,12 @@ const Stream kCpu = Stream::cpu();
 const DType kAll[] = {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32,
                       DType::I64, DType::I8,  DType::U8,  DType::I16,  DType::Bool};
 
-FactoryDescriptor fill(DType t, Dims shape, Scalar v) {
-  FactoryDescriptor d;
-  d.dtype = t;
-  d.shape = shape;
-  d.value = v;
-  return d;
-}
+FactoryDescriptor fill(DType t, Dims shape, Scalar v) { return FactoryDescriptor::fill(t, shape, v); }
 FactoryDescriptor arange(DType t, Scalar start, Scalar end, Scalar step) {
-  FactoryDescriptor d;
-  d.op = FactoryOp::Arange;
-  d.dtype = t;
-  d.start = start;
-  d.end = end;
-  d.step = step;
-  return d;
+  return FactoryDescriptor::arange(t, start, end, step);
 }
 FactoryDescriptor linspace(DType t, Scalar start, Scalar end, int64_t steps) {
-  FactoryDescriptor d;
-  d.op = FactoryOp::Linspace;
-  d.dtype = t;
-  d.start = start;
-  d.end = end;
-  d.steps = steps;
-  return d;
+  return FactoryDescriptor::linspace(t, start, end, steps);
 }
 
 std::string describe(const FactoryDescriptor& d) {

@@ -588,6 +588,33 @@ struct FactoryDescriptor {
   std::optional<Scalar> value;             // Fill (required)
   std::optional<Scalar> start, end, step;  // Arange: end required, start 0, step 1; Linspace: start, end required
   std::optional<int64_t> steps;            // Linspace (required, >= 0)
+
+  // torch.full / fill_, torch.arange(start, end, step), torch.linspace(start, end, steps).
+  static FactoryDescriptor fill(DType dtype, Dims shape, Scalar value) {
+    FactoryDescriptor d;
+    d.dtype = dtype;
+    d.shape = shape;
+    d.value = value;
+    return d;
+  }
+  static FactoryDescriptor arange(DType dtype, Scalar start, Scalar end, Scalar step = Scalar(1)) {
+    FactoryDescriptor d;
+    d.op = FactoryOp::Arange;
+    d.dtype = dtype;
+    d.start = start;
+    d.end = end;
+    d.step = step;
+    return d;
+  }
+  static FactoryDescriptor linspace(DType dtype, Scalar start, Scalar end, int64_t steps) {
+    FactoryDescriptor d;
+    d.op = FactoryOp::Linspace;
+    d.dtype = dtype;
+    d.start = start;
+    d.end = end;
+    d.steps = steps;
+    return d;
+  }
 };
 struct FactoryArgs {
   TensorMut out;  // output_shape(), out_dtype()
