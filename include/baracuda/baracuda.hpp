@@ -17,5 +17,6 @@
 #include "baracuda/ops/attention.hpp"
 #include "baracuda/ops/reduce.hpp"
 #include "baracuda/ops/elementwise.hpp"
+#include "baracuda/ops/gemm.hpp"
 #include "baracuda/ops/rope.hpp"
 #include "baracuda/version.hpp"

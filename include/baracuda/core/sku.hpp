@@ -16,6 +16,10 @@ struct PlanPreference {
   std::optional<Backend> backend;   // which backend to use
   bool require_backend = false;     // true: error if `backend` cannot run the problem; false: a hint
   bool require_deterministic = true;  // default plans never use floating-point atomics
+  // Allow a faster route that computes in less precision than the dtype's
+  // default (GEMM: TF32 tensor cores for f32 inputs). Off by default; a plan
+  // that takes such a route says so in sku().variant and sku().precision.
+  bool allow_reduced_precision = false;
   // Kernel-variant override for tuning and tests: comma-separated key=value
   // pairs that a family documents (flash attention: "tile=128x64w4s2",
   // "splits=8", "wgmma=0"). Read once, at select(), and recorded in the plan:
