@@ -266,18 +266,18 @@ TEST(GemmValidation, DtypeMustBeFloating) {
 }
 
 TEST(GemmValidation, OperandRanks) {
-  BT_EXPECT_STATUS(select_status(mm_desc(DType::F32, {}, {3, 4})), StatusCode::InvalidProblem, "a_shape");
-  BT_EXPECT_STATUS(select_status(mm_desc(DType::F32, {2, 3}, {})), StatusCode::InvalidProblem, "b_shape");
+  BT_EXPECT_STATUS(select_status(mm_desc(DType::F32, {}, {3, 4})), StatusCode::InvalidProblem, "a has rank 0");
+  BT_EXPECT_STATUS(select_status(mm_desc(DType::F32, {2, 3}, {})), StatusCode::InvalidProblem, "b has rank 0");
   Dims nine;  // a broken rank (Dims' fields are public): rejected, never indexed past its 8 entries
   nine.rank = 9;
-  BT_EXPECT_STATUS(select_status(mm_desc(DType::F32, nine, {3, 4})), StatusCode::InvalidProblem, "a_shape");
-  BT_EXPECT_STATUS(select_status(mm_desc(DType::F32, {2, 3}, nine)), StatusCode::InvalidProblem, "b_shape");
+  BT_EXPECT_STATUS(select_status(mm_desc(DType::F32, nine, {3, 4})), StatusCode::InvalidProblem, "a has rank 9");
+  BT_EXPECT_STATUS(select_status(mm_desc(DType::F32, {2, 3}, nine)), StatusCode::InvalidProblem, "b has rank 9");
   // rank 8 is fine.
   EXPECT_TRUE(select_status(mm_desc(DType::F32, {1, 1, 1, 1, 1, 2, 2, 3}, {3, 4})).is_ok());
 }
 
 TEST(GemmValidation, InnerDimensionsMustMatch) {
-  BT_EXPECT_STATUS(select_status(mm_desc(DType::F32, {2, 3}, {4, 5})), StatusCode::InvalidProblem, "MatmulPlan");
+  BT_EXPECT_STATUS(select_status(mm_desc(DType::F32, {2, 3}, {4, 5})), StatusCode::InvalidProblem, "do not multiply");
   const Status st = select_status(mm_desc(DType::F32, {2, 3}, {4, 5}));
   EXPECT_NE(st.message().find('3'), std::string::npos) << st.message();
   EXPECT_NE(st.message().find('4'), std::string::npos) << st.message();
@@ -354,12 +354,12 @@ TEST(GemmValidation, SaveAuxOnlyWithGelu) {
 TEST(GemmValidation, UnknownActivation) {
   MatmulDescriptor d = mm_desc(DType::F32, {2, 3}, {3, 4});
   d.activation = static_cast<GemmActivation>(7);
-  BT_EXPECT_STATUS(select_status(d), StatusCode::InvalidProblem, "activation");
+  BT_EXPECT_STATUS(select_status(d), StatusCode::InvalidProblem, "unknown GemmActivation");
   LinearDescriptor ld = lin_desc(DType::F32, {2, 3}, 4, true, static_cast<GemmActivation>(9));
-  BT_EXPECT_STATUS(LinearPlan::select(kCpu, ld).status(), StatusCode::InvalidProblem, "activation");
+  BT_EXPECT_STATUS(LinearPlan::select(kCpu, ld).status(), StatusCode::InvalidProblem, "unknown GemmActivation");
   LinearBackwardDescriptor bd;
   bd.forward = ld;
-  BT_EXPECT_STATUS(LinearBackwardPlan::select(kCpu, bd).status(), StatusCode::InvalidProblem, "activation");
+  BT_EXPECT_STATUS(LinearBackwardPlan::select(kCpu, bd).status(), StatusCode::InvalidProblem, "unknown GemmActivation");
 }
 
 TEST(GemmValidation, NegativeExtents) {
@@ -637,6 +637,9 @@ TEST(GemmValidation, LinearBackwardNeeds) {
   BT_EXPECT_STATUS(LinearBackwardPlan::select(kCpu, bd).status(), StatusCode::InvalidProblem, "need_db");
   bd.need_db = false;
   EXPECT_TRUE(LinearBackwardPlan::select(kCpu, bd).status().is_ok());
+  // The backward's aux is an input: its descriptor's forward.save_aux must be false.
+  bd.forward = lin_desc(DType::F32, {2, 3}, 4, true, GemmActivation::Gelu, true);
+  BT_EXPECT_STATUS(LinearBackwardPlan::select(kCpu, bd).status(), StatusCode::InvalidProblem, "save_aux");
 }
 
 // A LinearBackwardPlan's argument list with every tensor given.
@@ -678,11 +681,11 @@ TEST(GemmArgs, LinearBackwardRefusesUnusedTensors) {
   a = f.all();
   a.dw = {};
   a.db = {};
-  BT_EXPECT_STATUS(frozen->can_implement(a), StatusCode::InvalidProblem, "x");
+  BT_EXPECT_STATUS(frozen->can_implement(a), StatusCode::InvalidProblem, "x is given");
   a.x = {};
   EXPECT_TRUE(frozen->can_implement(a).is_ok()) << frozen->can_implement(a).to_string();
   a.dw = f.all().dw;
-  BT_EXPECT_STATUS(frozen->can_implement(a), StatusCode::InvalidProblem, "dw");
+  BT_EXPECT_STATUS(frozen->can_implement(a), StatusCode::InvalidProblem, "dw is given");
 
   // need_dx = false (first layer): the weight is read by dx only.
   bd.need_dw = true;
@@ -692,18 +695,18 @@ TEST(GemmArgs, LinearBackwardRefusesUnusedTensors) {
   ASSERT_TRUE(first);
   a = f.all();
   a.dx = {};
-  BT_EXPECT_STATUS(first->can_implement(a), StatusCode::InvalidProblem, "weight");
+  BT_EXPECT_STATUS(first->can_implement(a), StatusCode::InvalidProblem, "weight is given");
   a.weight = {};
   EXPECT_TRUE(first->can_implement(a).is_ok()) << first->can_implement(a).to_string();
   a.dx = f.all().dx;
-  BT_EXPECT_STATUS(first->can_implement(a), StatusCode::InvalidProblem, "dx");
+  BT_EXPECT_STATUS(first->can_implement(a), StatusCode::InvalidProblem, "dx is given");
 
   // No activation: aux is refused.
   bd.forward.activation = GemmActivation::None;
   bd.need_dx = true;
   auto plain = LinearBackwardPlan::select(kCpu, bd);
   ASSERT_TRUE(plain);
-  BT_EXPECT_STATUS(plain->can_implement(f.all()), StatusCode::InvalidProblem, "aux");
+  BT_EXPECT_STATUS(plain->can_implement(f.all()), StatusCode::InvalidProblem, "aux is given");
   a = f.all();
   a.aux = {};
   EXPECT_TRUE(plain->can_implement(a).is_ok()) << plain->can_implement(a).to_string();
