@@ -108,7 +108,7 @@ struct Spec {
   DType t = DType::F32;
   Dims a, b;
   int la = kRow, lb = kRow, lout = kRow, lc = kRow;
-  bool has_c = false, c_in_place = false;
+  bool has_c = false, c_in_place = false;  // c_in_place: c is out itself (c must then have out's shape)
   Dims c;
   double alpha = 1.0, beta = 1.0;
   bool bias = false;
@@ -121,7 +121,7 @@ std::string name(const Spec& s) {
   std::string n = std::string(dtype_name(s.t)) + " a" + s.a.to_string() + ":" + lay_name(s.la) + " b" +
                   s.b.to_string() + ":" + lay_name(s.lb) + " out:" + lay_name(s.lout);
   if (s.has_c)
-    n += " c" + (s.c_in_place ? std::string("=out") : s.c.to_string() + ":" + lay_name(s.lc)) + " alpha " +
+    n += " c" + s.c.to_string() + (s.c_in_place ? std::string("=out") : std::string(":") + lay_name(s.lc)) + " alpha " +
          std::to_string(s.alpha) + " beta " + std::to_string(s.beta);
   if (s.bias) n += " +bias";
   n += std::string(" ") + gemm_activation_name(s.act) + (s.save_aux ? " +aux" : "") + (s.tf32 ? " tf32" : "");
@@ -163,7 +163,9 @@ std::string compare(const char* what, const std::vector<double>& got, const std:
   auto cpu = MatmulPlan::select(kCpu, d);
   if (!cpu) return ::testing::AssertionFailure() << name(s) << ": CPU select: " << cpu.status().to_string();
   const Dims os = cpu->out_shape();
-  const Dims cs = s.c_in_place ? os : s.c;
+  const Dims cs = s.c;
+  if (s.c_in_place && !(cs == os))
+    return ::testing::AssertionFailure() << name(s) << ": an in-place c must have out's shape " << os.to_string();
   bt::Rng rng(bt::fresh_seed(name(s)));
   const auto av = bt::random_values(s.t, bt::numel(s.a), rng), bv = bt::random_values(s.t, bt::numel(s.b), rng);
   const auto cv = bt::random_values(s.t, s.has_c ? bt::numel(cs) : 0, rng);
@@ -394,6 +396,7 @@ TEST(CudaGemm, AlphaBetaAndC) {
       s.b = {3, 17, 21};
       s.has_c = true;
       s.c_in_place = true;
+      s.c = {3, 33, 21};  // out's shape
       s.lout = lo;
       s.alpha = 2;
       s.beta = -0.5;
@@ -821,7 +824,7 @@ TEST(CudaLinearBackward, EveryActivationAndNeedSubset) {
       s.db = false;
       s.act = act;
       EXPECT_TRUE(check_backward(s));
-      s.x = {8, 128, 256};
+      s.x = {2, 128, 256};
       s.n = 384;
       s.bias = true;
       s.db = true;
