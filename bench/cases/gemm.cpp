@@ -186,7 +186,8 @@ Prepared prepare_linear(const Env& env, const GemmCase& c, Sets& sets, int nsets
   return {sku, w.ws.bytes, [plan, args, st, w](size_t k) { return plan.run(st, w.ws, args[k]); }};
 }
 
-// The backward of a GeluTanh forward that saved its pre-activation: dx, dw and db.
+// The backward of a GeluTanh forward that saved its pre-activation (read as
+// args.aux; the descriptor's forward.save_aux stays false): dx, dw and db.
 Prepared prepare_linear_bwd(const Env& env, const GemmCase& c, Sets& sets, int nsets) {
   LinearBackwardDescriptor d;
   d.forward = linear_descriptor(c);
@@ -324,8 +325,9 @@ std::vector<GemmCase> all_cases() {
       v.push_back(linear("linear_gelu_tanh", Kind::LinearFwd, GemmActivation::GeluTanh, false));
       v.push_back(linear("linear_gelu_tanh_aux", Kind::LinearFwd, GemmActivation::GeluTanh, true));
       v.push_back(linear("linear_gelu", Kind::LinearFwd, GemmActivation::Gelu, false));
-      // The forward it differentiates saved its pre-activation.
-      v.push_back(linear("linear_gelu_tanh", Kind::LinearBwd, GemmActivation::GeluTanh, true));
+      // The forward it differentiates saved its pre-activation; the backward's
+      // descriptor has save_aux = false (there the aux is an input).
+      v.push_back(linear("linear_gelu_tanh", Kind::LinearBwd, GemmActivation::GeluTanh, false));
     }
   }
   return v;
