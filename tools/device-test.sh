@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one script run on the GPU machine, from the repository root:
 #   configure (from scratch) + build, ctest, examples (quickstart, attention_block, custom_elementwise), and with
-#   BENCH=1 the benchmarks (reduction, attention, RoPE, elementwise) against PyTorch.
+#   BENCH=1 the benchmarks (reduction, attention, RoPE, elementwise, GEMM) against PyTorch.
 #
 #   RESULTS=$OUT BENCH=1 tools/device-test.sh
 #
@@ -17,11 +17,11 @@
 #   CTEST_TIMEOUT per-test timeout in seconds (default 300)
 #   BENCH         1: run the benchmarks (default 0)
 #   BENCH_SET     which baracuda_bench families, each against PyTorch
-#                 (default "reduce attn rope ew"; attn = attention,
+#                 (default "reduce attn rope ew gemm"; attn = attention,
 #                 ew = elementwise)
 #   BENCH_FILTER  only bench cases whose name contains this (e.g. "sum.fwd")
 #   BENCH_ITERS   timed iterations per case (default: each family's own,
-#                 30; attention 20)
+#                 30; attention 20; gemm 30)
 # Every stage runs even when an earlier one failed (as far as its inputs
 # exist); the exit status is non-zero when any stage failed.
 set -euo pipefail
@@ -35,7 +35,7 @@ CTEST_TIMEOUT=${CTEST_TIMEOUT:-300}
 BENCH=${BENCH:-0}
 BENCH_FILTER=${BENCH_FILTER:-}
 BENCH_ITERS=${BENCH_ITERS:-}
-BENCH_SET=${BENCH_SET:-reduce attn rope ew}
+BENCH_SET=${BENCH_SET:-reduce attn rope ew gemm}
 
 mkdir -p "$RESULTS"
 RESULTS=$(cd "$RESULTS" && pwd)
@@ -142,7 +142,7 @@ if [[ "$BENCH" == 1 ]]; then
   [[ -n "$BENCH_ITERS" ]] && BARGS+=(--iters "$BENCH_ITERS")
   for SET in $BENCH_SET; do
     case "$SET" in
-      reduce|rope) FAMILY=$SET ;;
+      reduce|rope|gemm) FAMILY=$SET ;;
       attn|attention) FAMILY=attention ;;
       ew|elementwise) FAMILY=elementwise ;;
       *) fail "bench: unknown set $SET"; continue ;;
