@@ -13,6 +13,8 @@
 #   BUILD_DIR     build folder (default build)
 #   CLEAN         1 (default): delete BUILD_DIR first; 0: reuse it (incremental)
 #   JOBS          build parallelism (default: all cores)
+#   CMAKE_EXTRA   extra configure arguments (word-split), e.g.
+#                 "-DBARACUDA_FAMILIES=gemm;reduce" for a quick round
 #   CTEST_ARGS    extra ctest arguments, e.g. "-R cuda -j4"
 #   CTEST_TIMEOUT per-test timeout in seconds (default 300)
 #   BENCH         1: run the benchmarks (default 0)
@@ -76,7 +78,7 @@ GTEST_ARG=()
 [[ -f .devdeps/googletest/CMakeLists.txt ]] && GTEST_ARG=(-DBARACUDA_GTEST_SOURCE_DIR="$PWD/.devdeps/googletest")
 if cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
      -DBARACUDA_CUDA=ON -DBARACUDA_BUILD_TESTS=ON -DBARACUDA_BUILD_EXAMPLES=ON -DBARACUDA_BUILD_BENCH=ON \
-     "${GTEST_ARG[@]}" > "$RESULTS/build.log" 2>&1; then
+     "${GTEST_ARG[@]}" ${CMAKE_EXTRA:-} > "$RESULTS/build.log" 2>&1; then
   # -k 0: build every target that can be built, so one broken test or the bench
   # does not hide the results of everything else.
   if cmake --build "$BUILD_DIR" -j "$JOBS" -- -k 0 >> "$RESULTS/build.log" 2>&1; then
