@@ -357,7 +357,7 @@ Status run_gemms(const Route& r, const Problem& p, const Config& cfg, const Stre
     cublaslt::MatmulProblem q = cublaslt::with_pointer_alignment(L->lt, args.a, args.b, args.c, args.d);
     auto algo = cublaslt::choose_algo(cfg.plan, cfg.device, q, cfg.workspace_limit, capturing);
     if (!algo) return algo.status();
-    BARACUDA_RETURN_IF_ERROR(cublaslt::run_matmul(cfg.plan, *handle, q, **algo, args, ws, ws_bytes, stream.native()));
+    BARACUDA_RETURN_IF_ERROR(cublaslt::run_matmul(cfg.plan, *handle, q, **algo, args, ws, ws_bytes, stream.native_handle()));
   }
   return Status::ok();
 }
@@ -365,7 +365,7 @@ Status run_gemms(const Route& r, const Problem& p, const Config& cfg, const Stre
 }  // namespace
 
 Status execute(const Route& r, const Problem& p, const Config& cfg, const Stream& stream, void* ws, size_t ws_bytes) {
-  const bool capturing = baracuda::detail::native_stream_is_capturing(stream.native());
+  const bool capturing = baracuda::detail::native_stream_is_capturing(stream.native_handle());
   const TensorMut out = on_device(view_of(p.out, p), stream);
   const TensorMut dst = r.to_aux ? on_device(view_of(p.aux, p), stream) : out;
   TensorRef bias;

@@ -212,8 +212,6 @@ Problem dw_problem(DType t, int64_t M, int64_t N, int64_t K, const Views2D& v, b
 
 Status validate_backward(const LinearBackwardDescriptor& d) {
   BARACUDA_RETURN_IF_ERROR(validate_linear(kBwd, d.forward));
-  if (d.forward.save_aux)
-    return invalid(kBwd, "forward.save_aux must be false in the backward's descriptor (the aux is an input here)");
   if (d.need_db && !d.forward.has_bias)
     return invalid(kBwd, "need_db is set but forward.has_bias is false (there is no bias to differentiate)");
   return Status::ok();
@@ -252,7 +250,7 @@ Result<LinearBackwardPlan> LinearBackwardPlan::select(const Stream& stream, cons
   v.w_rs = K;
   v.dx_rs = K;
   v.dw_rs = K;
-  lt::Config cfg;
+  gemm::lt::Config cfg;
   cfg.plan = gemm::kBwd;
   cfg.device = stream.device().ordinal;
   cfg.tf32 = plan.tf32_;
@@ -260,16 +258,16 @@ Result<LinearBackwardPlan> LinearBackwardPlan::select(const Stream& stream, cons
   std::string variant = f.activation != GemmActivation::None ? std::string(gemm_activation_name(f.activation)) + "-grad-pass+" : "";
   const bool any = M * N * K > 0;
   if (d.need_dx && M * K > 0) {
-    auto r = lt::warm(gemm::dx_problem(f.dtype, M, N, K, v), cfg);
+    auto r = gemm::lt::warm(gemm::dx_problem(f.dtype, M, N, K, v), cfg);
     if (!r) return r.status();
     variant += "dx:" + r->variant + " ";
   }
   if (d.need_dw && N * K > 0) {
     plan.fused_db_ = d.need_db && M > 0 && any;
-    auto r = lt::warm(gemm::dw_problem(f.dtype, M, N, K, v, plan.fused_db_), cfg);
+    auto r = gemm::lt::warm(gemm::dw_problem(f.dtype, M, N, K, v, plan.fused_db_), cfg);
     if (!r && plan.fused_db_ && r.status().code() == StatusCode::Unsupported) {
       plan.fused_db_ = false;  // no BGRADB kernel for this dtype / layout: db by a reduction
-      r = lt::warm(gemm::dw_problem(f.dtype, M, N, K, v, false), cfg);
+      r = gemm::lt::warm(gemm::dw_problem(f.dtype, M, N, K, v, false), cfg);
     }
     if (!r) return r.status();
     variant += "dw:" + r->variant + " ";
@@ -364,7 +362,7 @@ Status LinearBackwardPlan::run(const Stream& stream, Workspace ws, const LinearB
         }
         void* lt_ws = base ? base + g_bytes_ : nullptr;
         const size_t lt_bytes = ws.bytes > g_bytes_ ? ws.bytes - g_bytes_ : 0;
-        lt::Config cfg;
+        gemm::lt::Config cfg;
         cfg.plan = name();
         cfg.device = device().ordinal;
         cfg.tf32 = tf32_;
@@ -376,9 +374,9 @@ Status LinearBackwardPlan::run(const Stream& stream, Workspace ws, const LinearB
           v.dx = args.dx.data;
           BARACUDA_RETURN_IF_ERROR(need_rows("dx", args.dx, &v.dx_rs, &v.dx_cs));
           const gemm::Problem p = gemm::dx_problem(f.dtype, M, N, K, v);
-          auto r = lt::plan_route(p, cfg);
+          auto r = gemm::lt::plan_route(p, cfg);
           if (!r) return r.status();
-          BARACUDA_RETURN_IF_ERROR(lt::execute(*r, p, cfg, stream, lt_ws, lt_bytes));
+          BARACUDA_RETURN_IF_ERROR(gemm::lt::execute(*r, p, cfg, stream, lt_ws, lt_bytes));
         }
         if (desc_.need_dw && N * K > 0) {
           v.x = args.x.data;
@@ -391,9 +389,9 @@ Status LinearBackwardPlan::run(const Stream& stream, Workspace ws, const LinearB
             v.db_s = args.db.strides[0];
           }
           const gemm::Problem p = gemm::dw_problem(f.dtype, M, N, K, v, fused_db_);
-          auto r = lt::plan_route(p, cfg);
+          auto r = gemm::lt::plan_route(p, cfg);
           if (!r) return r.status();
-          BARACUDA_RETURN_IF_ERROR(lt::execute(*r, p, cfg, stream, lt_ws, lt_bytes));
+          BARACUDA_RETURN_IF_ERROR(gemm::lt::execute(*r, p, cfg, stream, lt_ws, lt_bytes));
         }
         if (desc_.need_db && !fused_db_ && N > 0) {
           ReduceToArgs ra;

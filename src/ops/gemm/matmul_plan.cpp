@@ -95,8 +95,8 @@ baracuda::detail::ArgCheck check_args(const PlanBase& plan, const MatmulDescript
   return std::move(c.allow_in_place("out", "c").disjoint());
 }
 
-lt::Config config_of(const PlanBase& plan, bool tf32, size_t limit, bool fuse) {
-  lt::Config cfg;
+gemm::lt::Config config_of(const PlanBase& plan, bool tf32, size_t limit, bool fuse) {
+  gemm::lt::Config cfg;
   cfg.plan = plan.name();
   cfg.device = plan.device().ordinal;
   cfg.tf32 = tf32;
@@ -140,8 +140,8 @@ Result<MatmulPlan> MatmulPlanAccess::select(const char* name, const Stream& stre
     return plan;
   }
   const gemm::Problem p = gemm::make_matmul_problem(desc, s, gemm::dense_matmul_args(desc, s, stream.device()));
-  lt::Config cfg = gemm::config_of(plan, plan.tf32_, plan.cublaslt_limit_, true);
-  auto route = lt::warm(p, cfg);
+  gemm::lt::Config cfg = gemm::config_of(plan, plan.tf32_, plan.cublaslt_limit_, true);
+  auto route = gemm::lt::warm(p, cfg);
   if (!route) return route.status();
   plan.fuse_ = cfg.fuse;
   sku.variant = route->variant;
@@ -167,10 +167,10 @@ Status MatmulPlan::run(const Stream& stream, Workspace ws, const MatmulArgs& arg
       [&]() -> Status {
 #ifdef BARACUDA_WITH_CUDA
         const gemm::Problem p = gemm::make_matmul_problem(desc_, s, args);
-        const lt::Config cfg = gemm::config_of(*this, tf32_, cublaslt_limit_, fuse_);
-        auto route = lt::plan_route(p, cfg);
+        const gemm::lt::Config cfg = gemm::config_of(*this, tf32_, cublaslt_limit_, fuse_);
+        auto route = gemm::lt::plan_route(p, cfg);
         if (!route) return route.status();
-        return lt::execute(*route, p, cfg, stream, ws.ptr, ws.bytes);
+        return gemm::lt::execute(*route, p, cfg, stream, ws.ptr, ws.bytes);
 #else
         return baracuda::detail::no_cuda(name());
 #endif
@@ -183,7 +183,7 @@ Result<KernelSku> MatmulPlan::sku_for(const Stream& stream, Workspace ws, const 
                                        [&]() -> Result<KernelSku> {
 #ifdef BARACUDA_WITH_CUDA
                                          const gemm::Problem p = gemm::make_matmul_problem(desc_, s, args);
-                                         auto route = lt::plan_route(p, gemm::config_of(*this, tf32_, cublaslt_limit_, fuse_));
+                                         auto route = gemm::lt::plan_route(p, gemm::config_of(*this, tf32_, cublaslt_limit_, fuse_));
                                          if (!route) return route.status();
                                          KernelSku k = sku();
                                          k.variant = route->variant;
