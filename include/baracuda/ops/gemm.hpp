@@ -118,6 +118,7 @@ class BARACUDA_API MatmulPlan : public PlanBase {
   Dims out_shape_;
   int64_t m_ = 0, n_ = 0, k_ = 0;
   bool tf32_ = false;
+  bool fuse_ = true;           // fused cuBLASLt epilogues (false: cuBLASLt refused them at select())
   size_t cublaslt_limit_ = 0;  // the heuristics' workspace limit (== workspace_size() on CUDA)
   friend struct MatmulPlanAccess;
 };

@@ -30,6 +30,10 @@ cublasLtEpilogue_t epilogue_of(Epilogue e) {
     case Epilogue::Bias: return CUBLASLT_EPILOGUE_BIAS;
     case Epilogue::ReluBias: return CUBLASLT_EPILOGUE_RELU_BIAS;
     case Epilogue::GeluBias: return CUBLASLT_EPILOGUE_GELU_BIAS;
+    case Epilogue::GeluAux: return CUBLASLT_EPILOGUE_GELU_AUX;
+    case Epilogue::GeluAuxBias: return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
+    case Epilogue::BGradA: return CUBLASLT_EPILOGUE_BGRADA;
+    case Epilogue::BGradB: return CUBLASLT_EPILOGUE_BGRADB;
   }
   return CUBLASLT_EPILOGUE_DEFAULT;
 }
@@ -100,11 +104,23 @@ Result<MatmulDescriptors> make_descriptors(const char* plan, const MatmulProblem
   set_attr(st, plan, api().cublasLtMatmulDescSetAttribute, out.op.get(), CUBLASLT_MATMUL_DESC_TRANSB, tb, "setting transb");
   set_attr(st, plan, api().cublasLtMatmulDescSetAttribute, out.op.get(), CUBLASLT_MATMUL_DESC_EPILOGUE, epi,
            "setting the epilogue");
-  if (has_bias(p.epilogue)) {
+  if (has_bias(p.epilogue) || has_bias_grad(p.epilogue)) {
     auto bias = data_type(plan, p.bias_type);
     if (!bias) return bias.status();
     set_attr(st, plan, api().cublasLtMatmulDescSetAttribute, out.op.get(), CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, *bias,
              "setting the bias data type");
+  }
+  if (has_aux(p.epilogue)) {
+    auto aux = data_type(plan, p.aux_type);
+    if (!aux) return aux.status();
+    const int64_t ld = p.aux_ld, stride = p.aux_stride;
+    set_attr(st, plan, api().cublasLtMatmulDescSetAttribute, out.op.get(), CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_DATA_TYPE, *aux,
+             "setting the aux data type");
+    set_attr(st, plan, api().cublasLtMatmulDescSetAttribute, out.op.get(), CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_LD, ld,
+             "setting the aux leading dimension");
+    if (p.batch > 1)
+      set_attr(st, plan, api().cublasLtMatmulDescSetAttribute, out.op.get(), CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_BATCH_STRIDE,
+               stride, "setting the aux batch stride");
   }
   if (!st.is_ok()) return st;
   const StoredShape sa = stored_a(p), sb = stored_b(p);

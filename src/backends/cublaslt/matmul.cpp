@@ -90,9 +90,13 @@ Status run_matmul(const char* plan, cublasLtHandle_t handle, const MatmulProblem
   if (!args.c && args.beta != 0.0) return invalid(plan, "C is null but beta is not 0");
   if (!args.c && (p.c_type != p.d_type || p.ldc != p.ldd || (p.batch > 1 && p.stride_c != p.stride_d)))
     return invalid(plan, "C is null, so its type and layout must equal D's (D is passed as C)");
-  if (has_bias(p.epilogue) != (args.bias != nullptr))
-    return invalid(plan, has_bias(p.epilogue) ? "the epilogue adds a bias but none was given"
-                                              : "a bias was given but the epilogue has none");
+  const bool wants_bias = has_bias(p.epilogue) || has_bias_grad(p.epilogue);
+  if (wants_bias != (args.bias != nullptr))
+    return invalid(plan, wants_bias ? "the epilogue reads or writes a bias but none was given"
+                                    : "a bias was given but the epilogue has none");
+  if (has_aux(p.epilogue) != (args.aux != nullptr))
+    return invalid(plan, has_aux(p.epilogue) ? "the epilogue writes aux but none was given"
+                                             : "an aux pointer was given but the epilogue has none");
   const void* c = args.c ? args.c : args.d;
   struct Op {
     const char* name;
@@ -119,6 +123,11 @@ Status run_matmul(const char* plan, cublasLtHandle_t handle, const MatmulProblem
     const cublasStatus_t s = api().cublasLtMatmulDescSetAttribute(desc->op.get(), CUBLASLT_MATMUL_DESC_BIAS_POINTER,
                                                             &args.bias, sizeof(args.bias));
     if (s != CUBLAS_STATUS_SUCCESS) return library_status(plan, s, "setting the bias pointer");
+  }
+  if (args.aux) {
+    const cublasStatus_t s = api().cublasLtMatmulDescSetAttribute(desc->op.get(), CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
+                                                                  &args.aux, sizeof(args.aux));
+    if (s != CUBLAS_STATUS_SUCCESS) return library_status(plan, s, "setting the aux pointer");
   }
   const Scalar alpha = scalar_of(p.scale_type, args.alpha), beta = scalar_of(p.scale_type, args.beta);
   const cublasStatus_t s =

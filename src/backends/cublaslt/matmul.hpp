@@ -48,7 +48,8 @@ struct MatmulArgs {
   const void* b = nullptr;
   const void* c = nullptr;
   void* d = nullptr;
-  const void* bias = nullptr;
+  const void* bias = nullptr;  // the bias (Bias epilogues) or the bias gradient's output (BGrad epilogues)
+  void* aux = nullptr;         // the aux output (Aux epilogues)
   double alpha = 1.0, beta = 0.0;
 };
 

@@ -25,7 +25,11 @@ DType scale_type_of(ComputeType c) {
 
 }  // namespace
 
-bool has_bias(Epilogue e) { return e == Epilogue::Bias || e == Epilogue::ReluBias || e == Epilogue::GeluBias; }
+bool has_bias(Epilogue e) {
+  return e == Epilogue::Bias || e == Epilogue::ReluBias || e == Epilogue::GeluBias || e == Epilogue::GeluAuxBias;
+}
+bool has_aux(Epilogue e) { return e == Epilogue::GeluAux || e == Epilogue::GeluAuxBias; }
+bool has_bias_grad(Epilogue e) { return e == Epilogue::BGradA || e == Epilogue::BGradB; }
 
 StoredShape stored_a(const MatmulProblem& p) { return p.trans_a ? StoredShape{p.k, p.m} : StoredShape{p.m, p.k}; }
 StoredShape stored_b(const MatmulProblem& p) { return p.trans_b ? StoredShape{p.n, p.k} : StoredShape{p.k, p.n}; }
@@ -67,6 +71,9 @@ Status check_problem(const char* plan, const MatmulProblem& p) {
   if (!valid_alignment(p.align_a) || !valid_alignment(p.align_b) || !valid_alignment(p.align_c) ||
       !valid_alignment(p.align_d))
     return invalid(plan, "operand alignments must be powers of two in 1..16 bytes");
+  if (has_aux(p.epilogue) && (p.aux_ld < std::max<int64_t>(1, p.m) || p.aux_stride < 0))
+    return invalid(plan, "aux_ld " + std::to_string(p.aux_ld) + " must be >= max(1, m " + std::to_string(p.m) +
+                             ") and the aux batch stride >= 0");
   if (p.scale_type != scale_type_of(p.compute))
     return invalid(plan, "scale type " + std::string(dtype_name(p.scale_type)) + " does not match the compute type (needs " +
                              std::string(dtype_name(scale_type_of(p.compute))) + ")");
@@ -88,7 +95,11 @@ std::vector<int64_t> heuristic_key(const MatmulProblem& p, size_t workspace_limi
           p.ldd,                              p.batch,
           batched ? p.stride_a : 0,           batched ? p.stride_b : 0,
           batched ? p.stride_c : 0,           batched ? p.stride_d : 0,
-          static_cast<int64_t>(p.epilogue),   has_bias(p.epilogue) ? static_cast<int64_t>(p.bias_type) : -1,
+          static_cast<int64_t>(p.epilogue),
+          has_bias(p.epilogue) || has_bias_grad(p.epilogue) ? static_cast<int64_t>(p.bias_type) : -1,
+          has_aux(p.epilogue) ? static_cast<int64_t>(p.aux_type) : -1,
+          has_aux(p.epilogue) ? p.aux_ld : -1,
+          has_aux(p.epilogue) && batched ? p.aux_stride : -1,
           p.align_a,                          p.align_b,
           p.align_c,                          p.align_d,
           static_cast<int64_t>(workspace_limit)};

@@ -30,8 +30,12 @@ namespace baracuda::cublaslt {
 
 // Fused epilogues (cuBLASLt's CUBLASLT_EPILOGUE_*). Bias adds a length-m
 // vector (one value per row of D) before the activation; Gelu is the tanh
-// approximation (cuBLASLt's only GELU).
-enum class Epilogue : uint8_t { None, Relu, Gelu, Bias, ReluBias, GeluBias };
+// approximation (cuBLASLt's only GELU). GeluAux / GeluAuxBias also write the
+// pre-activation to the aux matrix (m x n, aux_ld, aux_type, batch stride
+// aux_stride). BGradA / BGradB write a bias gradient instead of adding a bias:
+// BGradA the sums of op(A)'s rows over k (length m), BGradB the sums of
+// op(B)'s columns over k (length n), through the bias pointer.
+enum class Epilogue : uint8_t { None, Relu, Gelu, Bias, ReluBias, GeluBias, GeluAux, GeluAuxBias, BGradA, BGradB };
 
 // Math mode (cublasComputeType_t). F32 is exact fp32 math (no TF32): the
 // default for f32 / f16 / bf16 inputs; the Fast* modes trade precision for
@@ -48,7 +52,9 @@ struct MatmulProblem {
   int64_t batch = 1;
   int64_t stride_a = 0, stride_b = 0, stride_c = 0, stride_d = 0;  // elements; used when batch > 1
   Epilogue epilogue = Epilogue::None;
-  DType bias_type = DType::F32;  // used by the Bias epilogues
+  DType bias_type = DType::F32;  // used by the Bias and BGrad epilogues
+  DType aux_type = DType::F32;   // used by the Aux epilogues
+  int64_t aux_ld = 0, aux_stride = 0;
   // Byte alignment cuBLASLt may assume for each pointer (a power of two,
   // 1..16; see pointer_alignment()). A plan selects with 16 and re-keys at
   // run time when a pointer is less aligned.
@@ -57,7 +63,9 @@ struct MatmulProblem {
   bool operator==(const MatmulProblem&) const = default;
 };
 
-bool has_bias(Epilogue e);
+bool has_bias(Epilogue e);      // reads a bias vector
+bool has_aux(Epilogue e);       // writes the aux matrix
+bool has_bias_grad(Epilogue e); // writes a bias gradient through the bias pointer
 
 // Rows x columns of each stored operand (column-major).
 struct StoredShape {

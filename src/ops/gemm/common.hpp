@@ -1,0 +1,30 @@
+// What the GEMM family's plans share: the family record, descriptor rules and
+// the select / run steps of a MatmulPlan under another plan's name (LinearPlan
+// runs one inside).
+#pragma once
+#include "baracuda/ops/gemm.hpp"
+#include "core/families.hpp"
+#include "core/plan_shell.hpp"
+#include "ops/gemm/problem.hpp"
+
+namespace baracuda::gemm {
+
+inline constexpr baracuda::detail::Family kFamily{"matrix multiply", "gemm", BARACUDA_KERNELS_GEMM};
+
+// f32, f64, f16, bf16; else Unsupported naming the plan.
+Status check_dtype(const char* plan, DType t);
+// The activation is a known value; save_aux only with Gelu / GeluTanh.
+Status check_activation(const char* plan, GemmActivation act, bool save_aux);
+// A CUDA stream's plan runs cuBLASLt: a required Bespoke backend is refused.
+Status check_backend_preference(const char* plan, const Stream& stream, const PlanPreference& pref);
+
+}  // namespace baracuda::gemm
+
+namespace baracuda {
+struct MatmulPlanAccess {
+  // MatmulPlan::select with every message naming `name`.
+  static Result<MatmulPlan> select(const char* name, const Stream& stream, const MatmulDescriptor& desc,
+                                   const PlanPreference& pref);
+  static const gemm::MatmulShapes shapes(const MatmulPlan& p);
+};
+}  // namespace baracuda

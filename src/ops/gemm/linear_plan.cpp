@@ -1,0 +1,416 @@
+// LinearPlan (a MatmulPlan over x and weight^T) and LinearBackwardPlan (the
+// activation-gradient pass, then the dx and dw GEMMs with the bias gradient
+// fused into dw's epilogue where cuBLASLt has it, else a ReduceToPlan).
+#include <algorithm>
+#include <optional>
+#include <string>
+
+#include "backends/cublaslt/workspace.hpp"
+#include "core/align.hpp"
+#include "core/error.hpp"
+#include "ops/gemm/common.hpp"
+#include "ops/gemm/cublaslt_route.hpp"
+#include "ops/gemm/launch.hpp"
+#include "ops/gemm/reference.hpp"
+
+namespace baracuda {
+
+namespace gemm {
+namespace {
+
+using baracuda::detail::invalid;
+using baracuda::detail::unsupported;
+
+int64_t in_features(const LinearDescriptor& d) { return d.x_shape[d.x_shape.rank - 1]; }
+Dims with_last(const Dims& s, int64_t last) {
+  Dims r = s;
+  r[r.rank - 1] = last;
+  return r;
+}
+
+Status validate_linear(const char* plan, const LinearDescriptor& d) {
+  BARACUDA_RETURN_IF_ERROR(check_dtype(plan, d.dtype));
+  if (!d.x_shape.rank_valid() || d.x_shape.rank < 1)
+    return invalid(plan, "x_shape has rank ", d.x_shape.rank, ", expected 1..", kMaxRank, " ([.., in_features])");
+  for (int64_t e : d.x_shape)
+    if (e < 0) return invalid(plan, "x_shape ", d.x_shape, " has a negative extent");
+  if (d.out_features < 0) return invalid(plan, "out_features ", d.out_features, " must be >= 0");
+  BARACUDA_RETURN_IF_ERROR(check_activation(plan, d.activation, d.save_aux));
+  BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_shape(plan, "x_shape", d.x_shape));
+  BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_shape(plan, "y shape", with_last(d.x_shape, d.out_features)));
+  BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_size(plan, "weight", {d.out_features, in_features(d)}));
+  return Status::ok();
+}
+
+MatmulDescriptor matmul_of(const LinearDescriptor& d) {
+  MatmulDescriptor m;
+  m.dtype = d.dtype;
+  m.a_shape = d.x_shape;
+  m.b_shape = Dims{in_features(d), d.out_features};
+  m.has_bias = d.has_bias;
+  m.activation = d.activation;
+  m.save_aux = d.save_aux;
+  return m;
+}
+
+// weight [N, K] as b = weight^T [K, N].
+TensorRef transposed(const TensorRef& w) {
+  if (w.rank() != 2) return w;  // the argument checks report it
+  TensorRef t = w;
+  t.shape = Dims{w.shape[1], w.shape[0]};
+  t.strides = Dims{w.strides[1], w.strides[0]};
+  return t;
+}
+
+// The row stride of a [.., F] view whose leading dims collapse into one axis
+// of rows; nullopt when they do not. 0 when there is at most one row.
+std::optional<int64_t> row_stride(const Dims& shape, const Dims& strides) {
+  bool have = false;
+  int64_t st = 0, span = 1;
+  for (int d = shape.rank - 2; d >= 0; --d) {
+    if (shape[d] == 1) continue;
+    if (!have) {
+      st = strides[d];
+      span = shape[d];
+      have = true;
+    } else if (strides[d] != st * span) {
+      return std::nullopt;
+    } else {
+      span *= shape[d];
+    }
+  }
+  return have ? st : 0;
+}
+
+}  // namespace
+}  // namespace gemm
+
+// ---- LinearPlan ------------------------------------------------------------------------
+Dims LinearPlan::y_shape() const { return gemm::with_last(desc_.x_shape, desc_.out_features); }
+Dims LinearPlan::weight_shape() const { return Dims{desc_.out_features, gemm::in_features(desc_)}; }
+Dims LinearPlan::bias_shape() const { return Dims{desc_.out_features}; }
+
+Result<LinearPlan> LinearPlan::select(const Stream& stream, const LinearDescriptor& desc, const PlanPreference& pref) {
+  constexpr const char* name = "LinearPlan";
+  BARACUDA_RETURN_IF_ERROR(gemm::validate_linear(name, desc));
+  auto inner = MatmulPlanAccess::select(name, stream, gemm::matmul_of(desc), pref);
+  if (!inner) return inner.status();
+  LinearPlan plan;
+  auto be = baracuda::detail::setup_plan(plan, name, gemm::kFamily, stream, pref, desc.dtype,
+                                         std::string("linear.") + gemm_activation_name(desc.activation), {false, true});
+  if (!be) return be.status();
+  plan.desc_ = desc;
+  baracuda::detail::PlanAccess::sku(plan) = inner->sku();
+  baracuda::detail::PlanAccess::sku(plan).op = std::string("linear.") + gemm_activation_name(desc.activation);
+  baracuda::detail::PlanAccess::set_workspace(plan, inner->workspace_size());
+  plan.inner_ = std::move(*inner);
+  return plan;
+}
+
+namespace {
+baracuda::detail::ArgCheck check_linear(const LinearPlan& plan, const LinearDescriptor& d, const LinearArgs& a) {
+  baracuda::detail::ArgCheck c(plan);
+  c.input("x", a.x, d.dtype, d.x_shape)
+      .input("weight", a.weight, d.dtype, plan.weight_shape())
+      .optional_input("bias", a.bias, d.has_bias, d.dtype, plan.bias_shape(),
+                      "bias is missing (descriptor.has_bias is true, the default)",
+                      "bias is given but descriptor.has_bias is false")
+      .output("y", a.y, d.dtype, plan.y_shape())
+      .optional_output("aux", a.aux, d.save_aux, d.dtype, plan.y_shape(), "aux is given but descriptor.save_aux is false");
+  return std::move(c.disjoint());
+}
+MatmulArgs matmul_args(const LinearArgs& a) {
+  MatmulArgs m;
+  m.a = a.x;
+  m.b = gemm::transposed(a.weight);
+  m.bias = a.bias;
+  m.out = a.y;
+  m.aux = a.aux;
+  return m;
+}
+}  // namespace
+
+Status LinearPlan::can_implement(const LinearArgs& args) const { return check_linear(*this, desc_, args).status(); }
+
+Status LinearPlan::run(const Stream& stream, Workspace ws, const LinearArgs& args) const {
+  const auto check = check_linear(*this, desc_, args);
+  auto inner = [&] { return inner_.run(stream, ws, matmul_args(args)); };
+  return baracuda::detail::run_plan(*this, stream, ws, check, inner, inner);
+}
+
+Result<KernelSku> LinearPlan::sku_for(const Stream& stream, Workspace ws, const LinearArgs& args) const {
+  return baracuda::detail::sku_for_run(*this, stream, ws, check_linear(*this, desc_, args), [&]() -> Result<KernelSku> {
+    auto k = inner_.sku_for(stream, ws, matmul_args(args));
+    if (!k) return k;
+    k->op = sku().op;
+    return k;
+  });
+}
+
+// ---- LinearBackwardPlan --------------------------------------------------------------------
+Dims LinearBackwardPlan::y_shape() const { return gemm::with_last(desc_.forward.x_shape, desc_.forward.out_features); }
+Dims LinearBackwardPlan::weight_shape() const {
+  return Dims{desc_.forward.out_features, gemm::in_features(desc_.forward)};
+}
+Dims LinearBackwardPlan::bias_shape() const { return Dims{desc_.forward.out_features}; }
+
+namespace gemm {
+namespace {
+
+constexpr const char* kBwd = "LinearBackwardPlan";
+constexpr size_t kAlign = 256;
+
+size_t align_up(size_t v) { return (v + kAlign - 1) / kAlign * kAlign; }
+
+// The two GEMMs of the backward as Problems over 2-D views: g [M, N]
+// (rows g_rs, columns g_cs), x [M, K], weight [N, K], dx [M, K], dw [N, K].
+struct Views2D {
+  const void* g = nullptr;
+  int64_t g_rs = 0, g_cs = 1;
+  const void* x = nullptr;
+  int64_t x_rs = 0, x_cs = 1;
+  const void* w = nullptr;
+  int64_t w_rs = 0, w_cs = 1;
+  void* dx = nullptr;
+  int64_t dx_rs = 0, dx_cs = 1;
+  void* dw = nullptr;
+  int64_t dw_rs = 0, dw_cs = 1;
+  void* db = nullptr;
+  int64_t db_s = 1;
+};
+
+Problem dx_problem(DType t, int64_t M, int64_t N, int64_t K, const Views2D& v) {
+  Problem p;
+  p.dtype = t;
+  p.m = M;
+  p.n = K;
+  p.k = N;
+  p.a = {v.g, v.g_rs, v.g_cs, {}};
+  p.b = {v.w, v.w_rs, v.w_cs, {}};
+  p.out = {v.dx, v.dx_rs, v.dx_cs, {}};
+  p.alpha = 1.0;
+  return p;
+}
+
+Problem dw_problem(DType t, int64_t M, int64_t N, int64_t K, const Views2D& v, bool fused_db) {
+  Problem p;
+  p.dtype = t;
+  p.m = N;
+  p.n = K;
+  p.k = M;
+  p.a = {v.g, v.g_cs, v.g_rs, {}};  // g^T
+  p.b = {v.x, v.x_rs, v.x_cs, {}};
+  p.out = {v.dw, v.dw_rs, v.dw_cs, {}};
+  p.alpha = 1.0;
+  if (fused_db) {
+    p.has_a_rowsum = true;
+    p.a_rowsum = v.db;
+    p.a_rowsum_stride = v.db_s;
+  }
+  return p;
+}
+
+Status validate_backward(const LinearBackwardDescriptor& d) {
+  BARACUDA_RETURN_IF_ERROR(validate_linear(kBwd, d.forward));
+  if (d.forward.save_aux)
+    return invalid(kBwd, "forward.save_aux must be false in the backward's descriptor (the aux is an input here)");
+  if (d.need_db && !d.forward.has_bias)
+    return invalid(kBwd, "need_db is set but forward.has_bias is false (there is no bias to differentiate)");
+  return Status::ok();
+}
+
+}  // namespace
+}  // namespace gemm
+
+Result<LinearBackwardPlan> LinearBackwardPlan::select(const Stream& stream, const LinearBackwardDescriptor& desc,
+                                                      const PlanPreference& pref) {
+  LinearBackwardDescriptor d = desc;
+  BARACUDA_RETURN_IF_ERROR(gemm::validate_backward(d));
+  BARACUDA_RETURN_IF_ERROR(gemm::check_backend_preference(gemm::kBwd, stream, pref));
+  LinearBackwardPlan plan;
+  const LinearDescriptor& f = d.forward;
+  auto be = baracuda::detail::setup_plan(plan, gemm::kBwd, gemm::kFamily, stream, pref, f.dtype,
+                                         std::string("linear_backward.") + gemm_activation_name(f.activation),
+                                         {false, true});
+  if (!be) return be.status();
+  plan.desc_ = d;
+  int64_t rows = 1;
+  for (int i = 0; i < f.x_shape.rank - 1; ++i) rows *= f.x_shape[i];
+  plan.rows_ = rows;
+  if (be->backend == Backend::CpuReference) return plan;
+#ifdef BARACUDA_WITH_CUDA
+  KernelSku& sku = baracuda::detail::PlanAccess::sku(plan);
+  sku.backend = Backend::CuBlasLt;
+  const int64_t M = rows, N = f.out_features, K = gemm::in_features(f);
+  const size_t es = dtype_size(f.dtype);
+  plan.tf32_ = pref.allow_reduced_precision && f.dtype == DType::F32;
+  plan.g_bytes_ = f.activation != GemmActivation::None ? gemm::align_up(static_cast<size_t>(M * N) * es) : 0;
+  plan.limit_ = cublaslt::workspace_limit(be->arch);
+  gemm::Views2D v;  // dense, null data
+  v.g_rs = N;
+  v.x_rs = K;
+  v.w_rs = K;
+  v.dx_rs = K;
+  v.dw_rs = K;
+  lt::Config cfg;
+  cfg.plan = gemm::kBwd;
+  cfg.device = stream.device().ordinal;
+  cfg.tf32 = plan.tf32_;
+  cfg.workspace_limit = plan.limit_;
+  std::string variant = f.activation != GemmActivation::None ? std::string(gemm_activation_name(f.activation)) + "-grad-pass+" : "";
+  const bool any = M * N * K > 0;
+  if (d.need_dx && M * K > 0) {
+    auto r = lt::warm(gemm::dx_problem(f.dtype, M, N, K, v), cfg);
+    if (!r) return r.status();
+    variant += "dx:" + r->variant + " ";
+  }
+  if (d.need_dw && N * K > 0) {
+    plan.fused_db_ = d.need_db && M > 0 && any;
+    auto r = lt::warm(gemm::dw_problem(f.dtype, M, N, K, v, plan.fused_db_), cfg);
+    if (!r && plan.fused_db_ && r.status().code() == StatusCode::Unsupported) {
+      plan.fused_db_ = false;  // no BGRADB kernel for this dtype / layout: db by a reduction
+      r = lt::warm(gemm::dw_problem(f.dtype, M, N, K, v, false), cfg);
+    }
+    if (!r) return r.status();
+    variant += "dw:" + r->variant + " ";
+  }
+  size_t reduce_ws = 0;
+  if (d.need_db && !plan.fused_db_) {
+    ReduceToDescriptor rd;
+    rd.dtype = f.dtype;
+    rd.shape = Dims{M, N};
+    rd.target = Dims{N};
+    PlanPreference rp;  // the reduction's own backend choice; determinism as asked
+    rp.require_deterministic = pref.require_deterministic;
+    auto r = ReduceToPlan::select(stream, rd, rp);
+    if (!r) return r.status();
+    reduce_ws = r->workspace_size();
+    plan.db_reduce_ = std::move(*r);
+    variant += "db:reduce";
+  } else if (d.need_db) {
+    variant += "db:fused";
+  }
+  while (!variant.empty() && variant.back() == ' ') variant.pop_back();
+  sku.variant = variant;
+  plan.reduce_offset_ = plan.g_bytes_;
+  baracuda::detail::PlanAccess::set_workspace(plan, plan.g_bytes_ + std::max(plan.limit_, reduce_ws));
+  return plan;
+#else
+  return baracuda::detail::no_cuda(gemm::kBwd);
+#endif
+}
+
+namespace {
+baracuda::detail::ArgCheck check_backward(const LinearBackwardPlan& plan, const LinearBackwardArgs& a) {
+  const LinearBackwardDescriptor& d = plan.descriptor();
+  const LinearDescriptor& f = d.forward;
+  const bool act = f.activation != GemmActivation::None;
+  baracuda::detail::ArgCheck c(plan);
+  c.input("dy", a.dy, f.dtype, plan.y_shape())
+      .optional_input("x", a.x, d.need_dw, f.dtype, f.x_shape, "x is missing (need_dw is set)",
+                      "x is given but need_dw is false (only dw reads x)")
+      .optional_input("weight", a.weight, d.need_dx, f.dtype, plan.weight_shape(), "weight is missing (need_dx is set)",
+                      "weight is given but need_dx is false (only dx reads weight)")
+      .optional_input("aux", a.aux, act, f.dtype, plan.y_shape(),
+                      std::string("aux is missing (forward.activation is ") + gemm_activation_name(f.activation) +
+                          ": pass the saved pre-activation, or y for relu)",
+                      "aux is given but forward.activation is none")
+      .optional_output("dx", a.dx, d.need_dx, f.dtype, f.x_shape, "dx is given but need_dx is false")
+      .optional_output("dw", a.dw, d.need_dw, f.dtype, plan.weight_shape(), "dw is given but need_dw is false")
+      .optional_output("db", a.db, d.need_db, f.dtype, plan.bias_shape(), "db is given but need_db is false");
+  return std::move(c.disjoint());
+}
+}  // namespace
+
+Status LinearBackwardPlan::can_implement(const LinearBackwardArgs& args) const { return check_backward(*this, args).status(); }
+
+Status LinearBackwardPlan::run(const Stream& stream, Workspace ws, const LinearBackwardArgs& args) const {
+  const auto check = check_backward(*this, args);
+  return baracuda::detail::run_plan(
+      *this, stream, ws, check,
+      [&] {
+        gemm::ref::LinearBackward p;
+        p.desc = desc_;
+        p.rows = rows_;
+        p.args = args;
+        return gemm::ref::run_linear_backward(p);
+      },
+      [&]() -> Status {
+#ifdef BARACUDA_WITH_CUDA
+        const LinearDescriptor& f = desc_.forward;
+        const int64_t M = rows_, N = f.out_features, K = gemm::in_features(f);
+        const bool act = f.activation != GemmActivation::None;
+        gemm::Views2D v;
+        auto need_rows = [&](const char* what, const auto& t, int64_t* rs, int64_t* cs) -> Status {
+          auto r = gemm::row_stride(t.shape, t.strides);
+          if (!r)
+            return baracuda::detail::unsupported(name(), what, " ", t.shape, " with strides ", t.strides,
+                                                 ": its leading dims do not collapse into one row stride (pass a "
+                                                 "contiguous view)");
+          *rs = *r;
+          *cs = t.strides[t.rank() - 1];
+          return Status::ok();
+        };
+        char* base = static_cast<char*>(ws.ptr);
+        if (act) {
+          const TensorMut g(base, f.dtype, stream.device(), y_shape(), contiguous_strides(y_shape()), M * N);
+          BARACUDA_RETURN_IF_ERROR(gemm::cuda::activation_grad_pass(stream, f.activation, args.dy, args.aux, g));
+          v.g = base;
+          v.g_rs = N;
+          v.g_cs = 1;
+        } else {
+          v.g = args.dy.data;
+          BARACUDA_RETURN_IF_ERROR(need_rows("dy", args.dy, &v.g_rs, &v.g_cs));
+        }
+        void* lt_ws = base ? base + g_bytes_ : nullptr;
+        const size_t lt_bytes = ws.bytes > g_bytes_ ? ws.bytes - g_bytes_ : 0;
+        lt::Config cfg;
+        cfg.plan = name();
+        cfg.device = device().ordinal;
+        cfg.tf32 = tf32_;
+        cfg.workspace_limit = limit_;
+        if (desc_.need_dx && M * K > 0) {
+          v.w = args.weight.data;
+          v.w_rs = args.weight.strides[0];
+          v.w_cs = args.weight.strides[1];
+          v.dx = args.dx.data;
+          BARACUDA_RETURN_IF_ERROR(need_rows("dx", args.dx, &v.dx_rs, &v.dx_cs));
+          const gemm::Problem p = gemm::dx_problem(f.dtype, M, N, K, v);
+          auto r = lt::plan_route(p, cfg);
+          if (!r) return r.status();
+          BARACUDA_RETURN_IF_ERROR(lt::execute(*r, p, cfg, stream, lt_ws, lt_bytes));
+        }
+        if (desc_.need_dw && N * K > 0) {
+          v.x = args.x.data;
+          BARACUDA_RETURN_IF_ERROR(need_rows("x", args.x, &v.x_rs, &v.x_cs));
+          v.dw = args.dw.data;
+          v.dw_rs = args.dw.strides[0];
+          v.dw_cs = args.dw.strides[1];
+          if (fused_db_) {
+            v.db = args.db.data;
+            v.db_s = args.db.strides[0];
+          }
+          const gemm::Problem p = gemm::dw_problem(f.dtype, M, N, K, v, fused_db_);
+          auto r = lt::plan_route(p, cfg);
+          if (!r) return r.status();
+          BARACUDA_RETURN_IF_ERROR(lt::execute(*r, p, cfg, stream, lt_ws, lt_bytes));
+        }
+        if (desc_.need_db && !fused_db_ && N > 0) {
+          ReduceToArgs ra;
+          ra.x = TensorRef(v.g, f.dtype, stream.device(), Dims{M, N}, Dims{v.g_rs, v.g_cs},
+                           M == 0 ? 0 : (M - 1) * v.g_rs + (N - 1) * v.g_cs + 1);
+          ra.y = args.db;
+          BARACUDA_RETURN_IF_ERROR(db_reduce_.run(stream, Workspace{lt_ws, lt_bytes}, ra));
+        }
+        return Status::ok();
+#else
+        return baracuda::detail::no_cuda(name());
+#endif
+      });
+}
+
+Result<KernelSku> LinearBackwardPlan::sku_for(const Stream& stream, Workspace ws, const LinearBackwardArgs& args) const {
+  return baracuda::detail::sku_for_run(*this, stream, ws, check_backward(*this, args));
+}
+
+}  // namespace baracuda

@@ -1,0 +1,76 @@
+// The one internal form of every GEMM this family runs: a batched, strided,
+// row-major product with an epilogue. The plans translate their tensors into
+// it (problem.cpp); the CPU reference (reference.cpp) and the cuBLASLt route
+// (cublaslt_route.cpp) each execute it. Plain C++, no CUDA headers.
+//
+//   for every batch index t (multi-index over `batch`), row i < m, column j < n:
+//     pre = alpha * sum_k A[t,i,k] B[t,k,j] + (has_c && beta != 0 ? beta * C[t,i,j] : 0)
+//           + (has_bias ? bias[j] : 0)
+//     aux[t,i,j] = pre (save_aux);  out[t,i,j] = act(pre)
+//   a_rowsum[i] = sum over t, k of A[t,i,k]   (has_a_rowsum; the bias gradient
+//                                               of LinearBackward's dw GEMM)
+// beta == 0 ignores c entirely (NaN in c does not propagate), as torch.addmm
+// and cuBLASLt do.
+#pragma once
+#include <cstdint>
+
+#include "baracuda/core/dtype.hpp"
+#include "baracuda/core/tensor.hpp"
+#include "baracuda/ops/gemm.hpp"
+
+namespace baracuda::gemm {
+
+// A matrix operand: element [t, i, j] at data + sum_d t_d * bstride[d] + i * rs + j * cs.
+template <class Ptr>
+struct Mat {
+  Ptr data = nullptr;
+  int64_t rs = 0, cs = 0;
+  int64_t bstride[kMaxRank] = {};
+};
+
+struct Problem {
+  DType dtype = DType::F32;
+  Dims batch;  // rank 0..6
+  int64_t m = 0, n = 0, k = 0;
+  Mat<const void*> a, b, c;
+  Mat<void*> out, aux;
+  const void* bias = nullptr;
+  int64_t bias_stride = 1;
+  void* a_rowsum = nullptr;  // [m], dtype
+  int64_t a_rowsum_stride = 1;
+  bool has_c = false, has_bias = false, save_aux = false, has_a_rowsum = false;
+  GemmActivation act = GemmActivation::None;
+  double alpha = 1.0, beta = 0.0;
+};
+
+// The torch.matmul shape rules (MatmulDescriptor's header comment).
+struct MatmulShapes {
+  Dims batch;        // broadcast batch shape
+  int64_t m = 1, n = 1, k = 0;
+  bool a_vec = false, b_vec = false;  // 1-D operands
+  Dims out;          // batch + [m unless a_vec] + [n unless b_vec]
+};
+Status matmul_shapes(const char* plan, const Dims& a, const Dims& b, MatmulShapes* out);
+
+// `v`'s strides over `target` (right-aligned NumPy broadcasting: a missing or
+// extent-1 dim of v gets stride 0). v's shape must broadcast to target.
+Dims broadcast_strides(const Dims& shape, const Dims& strides, const Dims& target);
+
+// The Mat of an operand laid over out's dims (strides over out_shape): the
+// last dims map to rows / columns unless dropped (a_vec: no row dim; b_vec: no
+// column dim), everything before to `batch`.
+template <class Ptr>
+Mat<Ptr> mat_over_out(Ptr data, const Dims& strides_over_out, const MatmulShapes& s);
+
+// a and b themselves (their own shapes, broadcast over `batch`).
+Mat<const void*> mat_of_a(const TensorRef& a, const MatmulShapes& s);
+Mat<const void*> mat_of_b(const TensorRef& b, const MatmulShapes& s);
+
+// The Problem of a MatmulPlan call (views already checked).
+Problem make_matmul_problem(const MatmulDescriptor& d, const MatmulShapes& s, const MatmulArgs& args);
+
+// Contiguous views of the descriptor's shapes at null data (the select-time
+// stand-ins the cuBLASLt route is warmed with).
+MatmulArgs dense_matmul_args(const MatmulDescriptor& d, const MatmulShapes& s, Device dev);
+
+}  // namespace baracuda::gemm

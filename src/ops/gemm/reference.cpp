@@ -1,0 +1,156 @@
+#include "ops/gemm/reference.hpp"
+
+#include <cmath>
+#include <vector>
+
+#include "core/host_elements.hpp"
+
+namespace baracuda::gemm::ref {
+
+using baracuda::detail::load_f;
+using baracuda::detail::store_f;
+
+namespace {
+constexpr double kSqrt2OverPi = 0.79788456080286535588, kGeluK = 0.044715;
+constexpr double kInvSqrt2 = 0.70710678118654752440, kInvSqrt2Pi = 0.39894228040143267794;
+}  // namespace
+
+double activation(GemmActivation a, double x) {
+  switch (a) {
+    case GemmActivation::None: return x;
+    case GemmActivation::Relu: return x > 0 ? x : (x != x ? x : 0.0);
+    case GemmActivation::GeluTanh: return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + kGeluK * x * x * x)));
+    case GemmActivation::Gelu: return 0.5 * x * std::erfc(-x * kInvSqrt2);
+  }
+  return x;
+}
+
+double activation_grad(GemmActivation a, double x) {
+  switch (a) {
+    case GemmActivation::None: return 1.0;
+    case GemmActivation::Relu: return x > 0 ? 1.0 : 0.0;
+    case GemmActivation::GeluTanh: {
+      const double t = std::tanh(kSqrt2OverPi * (x + kGeluK * x * x * x));
+      return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * kSqrt2OverPi * (1.0 + 3.0 * kGeluK * x * x);
+    }
+    case GemmActivation::Gelu: return 0.5 * std::erfc(-x * kInvSqrt2) + x * kInvSqrt2Pi * std::exp(-0.5 * x * x);
+  }
+  return 1.0;
+}
+
+namespace {
+// Offsets of every batch index, row-major over `batch`.
+int64_t batch_offset(const int64_t* bstride, const Dims& batch, int64_t t) {
+  int64_t off = 0;
+  for (int d = batch.rank - 1; d >= 0; --d) {
+    off += (t % batch[d]) * bstride[d];
+    t /= batch[d];
+  }
+  return off;
+}
+}  // namespace
+
+Status run(const Problem& p) {
+  const int64_t nb = shape_numel(p.batch);
+  if (nb == 0 || p.m == 0 || p.n == 0) return Status::ok();
+  const DType t = p.dtype;
+  baracuda::detail::parallel_for(nb * p.m, baracuda::detail::saturating_product({p.n, p.k + 1}), [&](int64_t bi) {
+    const int64_t b = bi / p.m, i = bi % p.m;
+    const int64_t ao = batch_offset(p.a.bstride, p.batch, b) + i * p.a.rs;
+    const int64_t bo = batch_offset(p.b.bstride, p.batch, b);
+    const int64_t oo = batch_offset(p.out.bstride, p.batch, b) + i * p.out.rs;
+    for (int64_t j = 0; j < p.n; ++j) {
+      double acc = 0;
+      for (int64_t kk = 0; kk < p.k; ++kk)
+        acc += load_f(p.a.data, t, ao + kk * p.a.cs) * load_f(p.b.data, t, bo + kk * p.b.rs + j * p.b.cs);
+      double pre = p.alpha * acc;
+      if (p.has_c && p.beta != 0)
+        pre += p.beta * load_f(p.c.data, t, batch_offset(p.c.bstride, p.batch, b) + i * p.c.rs + j * p.c.cs);
+      if (p.has_bias) pre += load_f(p.bias, t, j * p.bias_stride);
+      if (p.save_aux) store_f(p.aux.data, t, batch_offset(p.aux.bstride, p.batch, b) + i * p.aux.rs + j * p.aux.cs, pre);
+      store_f(p.out.data, t, oo + j * p.out.cs, activation(p.act, pre));
+    }
+  });
+  if (p.has_a_rowsum) {
+    for (int64_t i = 0; i < p.m; ++i) {
+      double s = 0;
+      for (int64_t b = 0; b < nb; ++b) {
+        const int64_t ao = batch_offset(p.a.bstride, p.batch, b) + i * p.a.rs;
+        for (int64_t kk = 0; kk < p.k; ++kk) s += load_f(p.a.data, t, ao + kk * p.a.cs);
+      }
+      store_f(p.a_rowsum, t, i * p.a_rowsum_stride, s);
+    }
+  }
+  return Status::ok();
+}
+
+namespace {
+// Offset of row r (row-major over the leading dims of `shape`) of a view whose
+// last dim is the feature dim.
+int64_t row_offset(const Dims& shape, const Dims& strides, int64_t r) {
+  int64_t off = 0;
+  for (int d = shape.rank - 2; d >= 0; --d) {
+    off += (r % shape[d]) * strides[d];
+    r /= shape[d];
+  }
+  return off;
+}
+}  // namespace
+
+Status run_linear_backward(const LinearBackward& p) {
+  const LinearBackwardDescriptor& d = p.desc;
+  const LinearDescriptor& f = d.forward;
+  const DType t = f.dtype;
+  const int64_t M = p.rows, N = f.out_features, K = f.x_shape[f.x_shape.rank - 1];
+  const LinearBackwardArgs& a = p.args;
+  const int ld = a.dy.rank() - 1;
+  // g = dy * act'(pre), in double, [M, N].
+  std::vector<double> g(static_cast<size_t>(M * N));
+  for (int64_t r = 0; r < M; ++r) {
+    const int64_t dyo = row_offset(a.dy.shape, a.dy.strides, r);
+    const int64_t auxo = f.activation != GemmActivation::None ? row_offset(a.aux.shape, a.aux.strides, r) : 0;
+    for (int64_t j = 0; j < N; ++j) {
+      double v = load_f(a.dy.data, t, dyo + j * a.dy.strides[ld]);
+      if (f.activation != GemmActivation::None) {
+        const double pre = load_f(a.aux.data, t, auxo + j * a.aux.strides[ld]);
+        v = f.activation == GemmActivation::Relu ? (pre > 0 ? v : 0.0) : v * activation_grad(f.activation, pre);
+      }
+      g[static_cast<size_t>(r * N + j)] = v;
+    }
+  }
+  if (d.need_dx) {
+    const int xl = a.dx.rank() - 1;
+    baracuda::detail::parallel_for(M, baracuda::detail::saturating_product({K, N}), [&](int64_t r) {
+      const int64_t o = row_offset(a.dx.shape, a.dx.strides, r);
+      for (int64_t kk = 0; kk < K; ++kk) {
+        double s = 0;
+        for (int64_t j = 0; j < N; ++j)
+          s += g[static_cast<size_t>(r * N + j)] * load_f(a.weight.data, t, j * a.weight.strides[0] + kk * a.weight.strides[1]);
+        store_f(a.dx.data, t, o + kk * a.dx.strides[xl], s);
+      }
+    });
+  }
+  if (d.need_dw) {
+    const int xl = a.x.rank() - 1;
+    std::vector<int64_t> xo(static_cast<size_t>(M));
+    for (int64_t r = 0; r < M; ++r) xo[static_cast<size_t>(r)] = row_offset(a.x.shape, a.x.strides, r);
+    baracuda::detail::parallel_for(N, baracuda::detail::saturating_product({K, M}), [&](int64_t j) {
+      for (int64_t kk = 0; kk < K; ++kk) {
+        double s = 0;
+        for (int64_t r = 0; r < M; ++r)
+          s += g[static_cast<size_t>(r * N + j)] * load_f(a.x.data, t, xo[static_cast<size_t>(r)] + kk * a.x.strides[xl]);
+        store_f(a.dw.data, t, j * a.dw.strides[0] + kk * a.dw.strides[1], s);
+      }
+    });
+  }
+  if (d.need_db) {
+    for (int64_t j = 0; j < N; ++j) {
+      double s = 0;
+      for (int64_t r = 0; r < M; ++r) s += g[static_cast<size_t>(r * N + j)];
+      store_f(a.db.data, t, j * a.db.strides[0], s);
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace baracuda::gemm::ref
