@@ -217,13 +217,13 @@ inline LinearBackwardDescriptor draw_linear_backward(Fuzz& f) {
       break;
   }
   if (!fw.has_bias) d.need_db = false;
-  fw.save_aux = saves_aux(fw.activation);  // the forward that feeds this backward kept its pre-activation
+  fw.save_aux = false;  // the backward's descriptor: the saved pre-activation is its input aux
   return d;
 }
 
 inline LinearBackwardDescriptor backward(LinearDescriptor fw, bool dx = true, bool dw = true, bool db = true) {
   LinearBackwardDescriptor d;
-  fw.save_aux = saves_aux(fw.activation);
+  fw.save_aux = false;
   d.forward = fw;
   d.need_dx = dx;
   d.need_dw = dw;
@@ -466,8 +466,13 @@ inline std::vector<std::pair<const char*, LinearBackwardDescriptor>> linear_back
   for (const auto& [label, fw] : linear_invalid()) {
     LinearBackwardDescriptor d;
     d.forward = fw;
+    d.need_db = d.forward.has_bias;
     v.push_back({label, d});
   }
+  LinearBackwardDescriptor no_bias;
+  no_bias.forward = linear(DType::F32, {2, 3}, 4, false);
+  no_bias.need_db = true;  // there is no bias to differentiate
+  v.push_back({"need_db_without_bias", no_bias});
   return v;
 }
 
