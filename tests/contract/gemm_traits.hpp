@@ -14,7 +14,8 @@
 //   LinearPlan: x of rank 1..4, bias and an activation (save_aux with the
 //     GELUs), each optional.
 //   LinearBackwardPlan: GeluTanh with bias and every output; need_dx only;
-//     random need_* flags over any forward.
+//     random need_* flags over any forward (now and then over no rows: dw, db
+//     are zeros).
 // Every optional tensor (c, bias, aux; x, weight, aux, dx, dw, db of the
 // backward) is a slot marked optional: used when its descriptor flag asks for
 // it, Unused (a plausible view the plan must refuse) otherwise. MatmulPlan's
@@ -217,6 +218,9 @@ inline LinearBackwardDescriptor draw_linear_backward(Fuzz& f) {
       break;
   }
   if (!fw.has_bias) d.need_db = false;
+  // Now and then no rows at all while dw or db is asked for: a sum over
+  // nothing, so they are zeros (dx is empty then).
+  if ((d.need_dw || d.need_db) && fw.x_shape.rank >= 2 && f.chance(0.06)) fw.x_shape[0] = 0;
   fw.save_aux = false;  // the backward's descriptor: the saved pre-activation is its input aux
   return d;
 }
