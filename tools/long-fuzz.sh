@@ -14,7 +14,7 @@
 #   FUZZ_SECONDS    wall budget of each run (default 60)
 #   SEEDS           runs per plan, each with its own BARACUDA_FUZZ_SEED (default 1)
 #   SEED_BASE       first seed (default 1); runs use SEED_BASE, SEED_BASE+1, ...
-#   PLANS           plans to fuzz (default: all fourteen)
+#   PLANS           plans to fuzz (default: every plan in the contract suite)
 # All runs go in parallel (one process each); the summary lists every run's
 # cases, CPU seconds and verdict. Exit status non-zero when any run failed.
 set -euo pipefail
@@ -25,7 +25,7 @@ FUZZ_SECONDS=${FUZZ_SECONDS:-60}
 SEEDS=${SEEDS:-1}
 SEED_BASE=${SEED_BASE:-1}
 BUILD=${BUILD:-1}
-PLANS=${PLANS:-"ReducePlan ReduceBackwardPlan ReduceToPlan SdpaPlan SdpaBackwardPlan FlashSdpaPlan FlashSdpaBackwardPlan RopePlan RopeBackwardPlan UnaryPlan BinaryPlan TernaryPlan UnaryBackwardPlan BinaryBackwardPlan TernaryBackwardPlan FactoryPlan"}
+PLANS=${PLANS:-"ReducePlan ReduceBackwardPlan ReduceToPlan SdpaPlan SdpaBackwardPlan FlashSdpaPlan FlashSdpaBackwardPlan RopePlan RopeBackwardPlan UnaryPlan BinaryPlan TernaryPlan UnaryBackwardPlan BinaryBackwardPlan TernaryBackwardPlan FactoryPlan MatmulPlan LinearPlan LinearBackwardPlan"}
 mkdir -p "$RESULTS"
 RESULTS=$(cd "$RESULTS" && pwd)
 

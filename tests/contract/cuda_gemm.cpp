@@ -1,0 +1,9 @@
+// The matrix multiply plans in the contract suite, CUDA checks (skip without a GPU).
+#include "contract/gemm_traits.hpp"
+#include "contract/cuda_suite.hpp"
+
+namespace contract {
+INSTANTIATE_TYPED_TEST_SUITE_P(MatmulPlan, PlanContractCuda, ::testing::Types<MatmulTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(LinearPlan, PlanContractCuda, ::testing::Types<LinearTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(LinearBackwardPlan, PlanContractCuda, ::testing::Types<LinearBackwardTraits>);
+}  // namespace contract
