@@ -161,7 +161,7 @@ Result<Layout> layout_of(const Problem& p, const Route& r, const Config& cfg) {
   // The GEMM's destination as a plain column-major matrix of the orientation.
   const auto dcm = r.orient_t ? as_col_major(n, m, dst.cs, bp.rs[kD]) : as_col_major(m, n, bp.rs[kD], dst.cs);
   if (!dcm.ok || dcm.trans)
-    return unsupported(cfg.plan, r.to_aux ? "aux" : "out", " has matrix strides ", strides_text(bp.rs[kD], dst.cs),
+    return unsupported(cfg.plan, r.to_aux ? "aux" : cfg.out_name, " has matrix strides ", strides_text(bp.rs[kD], dst.cs),
                        ": cuBLASLt needs a unit stride along one of its last two axes and no overlapping rows "
                        "(the plan does not copy: pass a contiguous view)");
   // A_c and B_c of the orientation.
@@ -169,12 +169,12 @@ Result<Layout> layout_of(const Problem& p, const Route& r, const Config& cfg) {
     const char* name;
     int64_t r, c, si, sj;
   };
-  const Side sa = r.orient_t ? Side{"b", n, k, b.cs, b.rs} : Side{"a", m, k, bp.rs[kA], a.cs};
-  const Side sb = r.orient_t ? Side{"a", k, m, a.cs, bp.rs[kA]} : Side{"b", k, n, b.rs, b.cs};
+  const Side sa = r.orient_t ? Side{cfg.b_name, n, k, b.cs, b.rs} : Side{cfg.a_name, m, k, bp.rs[kA], a.cs};
+  const Side sb = r.orient_t ? Side{cfg.a_name, k, m, a.cs, bp.rs[kA]} : Side{cfg.b_name, k, n, b.rs, b.cs};
   ColMajor ca = as_col_major(sa.r, sa.c, sa.si, sa.sj), cb = as_col_major(sb.r, sb.c, sb.si, sb.sj);
   for (const auto& [side, cm] : {std::pair<const Side*, ColMajor*>{&sa, &ca}, {&sb, &cb}})
     if (!cm->ok) {
-      const bool is_a = side->name[0] == 'a';
+      const bool is_a = side->name == cfg.a_name;
       return unsupported(cfg.plan, side->name, " has matrix strides ",
                          is_a ? strides_text(bp.rs[kA], a.cs) : strides_text(b.rs, b.cs),
                          ": cuBLASLt needs a unit stride along one of its last two axes and no overlapping rows "
