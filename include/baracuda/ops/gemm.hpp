@@ -219,4 +219,152 @@ class BARACUDA_API LinearBackwardPlan : public PlanBase {
   friend struct MatmulPlanAccess;
 };
 
+// ---- Grouped linear: the experts of a mixture-of-experts layer ---------------------------
+// G independent nn.functional.linear problems over one packed token buffer:
+// tokens are sorted by expert, group g owns rows [offsets[g], offsets[g+1])
+// of x [T, K] (T = capacity), and
+//   y[r] = act(x[r] . weight[g]^T + bias[g])   for every r of group g
+// with weight [G, N, K] (nn.Linear's layout per expert) and bias [G, N]; with
+// shared_weight one weight [N, K] and bias [N] serve every group (then the
+// call is one LinearPlan over rows [0, offsets[G]), split only to share the
+// offsets). Activations and save_aux as LinearDescriptor (aux [T, N] = the
+// pre-activation).
+//
+// Sizes per call. The descriptor fixes G, K, N and the capacity T (the
+// buffers' row count); how many rows each group has is known only per step,
+// so it is an ARGUMENT: `offsets`, a HOST tensor (Device::cpu(), i64, [G + 1],
+// any stride) read by run() on the host before it enqueues anything. Rules,
+// checked by can_implement() (InvalidProblem): offsets[0] == 0, non-decreasing,
+// offsets[G] <= T. Empty groups are allowed (nothing is launched for them);
+// rows at and past offsets[G] (the unused capacity) are not read and not
+// written, in y, aux and the backward's dx.
+//
+// CUDA: one cuBLASLt GEMM per non-empty group (the Problem / route of
+// MatmulPlan, so the fused bias / activation / aux epilogues and their
+// fallbacks are LinearPlan's), in group order on the stream. Why a loop and
+// not a grouped API: cuBLASLt (CUDA 13.1's cublasLt.h) has only strided and
+// pointer-array batches, both one (m, n, k) for every matrix of the call;
+// cuBLAS has cublasGemmGroupedBatchedEx (different m / n / k per group), but
+// it has no epilogue (no bias, activation, aux or bias gradient), no choice
+// of algorithm or workspace (so no cached, deterministic choice), takes the
+// matrices as device arrays of pointers (a host-to-device upload per call)
+// and lives in libcublas, which this library does not load. With MoE-sized
+// groups (hundreds to thousands of rows, K and N in the thousands) each GEMM
+// fills the GPU and the loop costs one launch per expert.
+//
+// Heuristics and graph capture. cuBLASLt's algorithm is chosen per distinct
+// (rows, alignment) and cached. select() warms the capacity T and the even
+// split ceil(T / G); run() outside capture queries (once) and caches any
+// other row count it meets. Inside a CUDA graph capture, a group whose row
+// count (or pointer alignment) was never seen is Unsupported: run the step
+// once eagerly before capturing. Note that a captured graph replays the
+// split it was captured with (the offsets are read on the host at capture
+// time): graphs suit a fixed split (e.g. capacity-padded experts), not one
+// that changes per step.
+//
+// Strides: x, y, aux, dy, dx are [T, F] matrices and weight / dw [.., N, K]:
+// on CUDA each needs a unit stride along one of its last two axes (as
+// MatmulPlan; Unsupported otherwise, naming it); the CPU reference takes any.
+// Determinism: one cached algorithm per GEMM, no atomics between groups.
+struct GroupedLinearDescriptor {
+  DType dtype = DType::F32;     // f32, f64, f16, bf16
+  int64_t groups = 1;           // G (experts), 1 .. 2^20
+  int64_t in_features = 0;      // K
+  int64_t out_features = 0;     // N
+  int64_t capacity = 0;         // T: the rows of x, y, aux (offsets[G] <= T)
+  bool shared_weight = false;   // weight [N, K], bias [N] for every group
+  bool has_bias = true;
+  GemmActivation activation = GemmActivation::None;
+  bool save_aux = false;        // aux = the pre-activation (Gelu / GeluTanh)
+};
+
+struct GroupedLinearArgs {
+  TensorRef x;        // [T, K]
+  TensorRef offsets;  // host, i64, [G + 1]
+  TensorRef weight;   // [G, N, K], or [N, K] (shared_weight)
+  TensorRef bias;     // [G, N], or [N] (shared_weight) (has_bias)
+  TensorMut y;        // [T, N]
+  TensorMut aux;      // [T, N] (save_aux)
+};
+
+class BARACUDA_API GroupedLinearPlan : public PlanBase {
+ public:
+  GroupedLinearPlan() : PlanBase("GroupedLinearPlan") {}
+  static Result<GroupedLinearPlan> select(const Stream& stream, const GroupedLinearDescriptor& desc,
+                                          const PlanPreference& pref = {});
+  Status can_implement(const GroupedLinearArgs& args) const;
+  Status run(const Stream& stream, Workspace ws, const GroupedLinearArgs& args) const;
+  Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const GroupedLinearArgs& args) const;
+
+  const GroupedLinearDescriptor& descriptor() const { return desc_; }
+  Dims x_shape() const;        // [T, K]
+  Dims y_shape() const;        // [T, N]
+  Dims offsets_shape() const;  // [G + 1]
+  Dims weight_shape() const;   // [G, N, K] or [N, K]
+  Dims bias_shape() const;     // [G, N] or [N]
+
+ private:
+  GroupedLinearDescriptor desc_;
+  bool tf32_ = false;
+  bool fuse_ = true;   // fused epilogues (false: cuBLASLt refused them at select())
+  size_t limit_ = 0;   // cuBLASLt's workspace limit
+  friend struct GroupedPlanAccess;
+};
+
+// Backward of GroupedLinearPlan, per group as LinearBackwardPlan: with an
+// activation g = dy * act'(aux) first (aux: the saved pre-activation for Gelu
+// / GeluTanh, the forward's y for Relu), then
+//   dx[rows of g]  = g[rows] . weight[g]            [T, K]
+//   dw[g]          = g[rows]^T . x[rows]             [G, N, K]
+//   db[g]          = sum of g[rows]                  [G, N]
+// With shared_weight, dw [N, K] and db [N] are the sums over every group:
+// computed as ONE GEMM over rows [0, offsets[G]) (dw = g^T . x over all
+// tokens), so the sum's order does not depend on the split and no partial
+// results are added up. An empty group's dw[g] and db[g] are zeros (every
+// output is overwritten, never accumulated into); rows of dx at and past
+// offsets[G] are not written. db is a GEMM of a ones vector with g (one
+// deterministic cuBLASLt call per group) on CUDA. need_* as
+// LinearBackwardDescriptor.
+struct GroupedLinearBackwardDescriptor {
+  GroupedLinearDescriptor forward;  // the forward's descriptor (its save_aux is not used here)
+  bool need_dx = true, need_dw = true;
+  bool need_db = true;  // only with forward.has_bias
+};
+
+struct GroupedLinearBackwardArgs {
+  TensorRef dy;       // [T, N]
+  TensorRef offsets;  // host, i64, [G + 1] (the forward's)
+  TensorRef x;        // [T, K] (need_dw)
+  TensorRef weight;   // [G, N, K] or [N, K] (need_dx)
+  TensorRef aux;      // [T, N]: Gelu / GeluTanh the saved pre-activation, Relu the forward's y
+  TensorMut dx;       // [T, K] (need_dx)
+  TensorMut dw;       // weight's shape (need_dw)
+  TensorMut db;       // bias's shape (need_db)
+};
+
+class BARACUDA_API GroupedLinearBackwardPlan : public PlanBase {
+ public:
+  GroupedLinearBackwardPlan() : PlanBase("GroupedLinearBackwardPlan") {}
+  static Result<GroupedLinearBackwardPlan> select(const Stream& stream, const GroupedLinearBackwardDescriptor& desc,
+                                                  const PlanPreference& pref = {});
+  Status can_implement(const GroupedLinearBackwardArgs& args) const;
+  Status run(const Stream& stream, Workspace ws, const GroupedLinearBackwardArgs& args) const;
+  Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const GroupedLinearBackwardArgs& args) const;
+
+  const GroupedLinearBackwardDescriptor& descriptor() const { return desc_; }
+  Dims x_shape() const;
+  Dims y_shape() const;
+  Dims offsets_shape() const;
+  Dims weight_shape() const;
+  Dims bias_shape() const;
+
+ private:
+  GroupedLinearBackwardDescriptor desc_;
+  bool tf32_ = false;
+  size_t g_bytes_ = 0;     // workspace: g = dy * act'(aux) [T, N] (with an activation)
+  size_t ones_bytes_ = 0;  // workspace: a ones vector [T] (need_db)
+  size_t limit_ = 0;       // cuBLASLt's workspace limit (after g and ones)
+  friend struct GroupedPlanAccess;
+};
+
 }  // namespace baracuda
