@@ -1,5 +1,5 @@
-// Family "gemm": MatmulPlan, LinearPlan and LinearBackwardPlan in bf16 and f16
-// (issue 11's benchmark list, fp8 and grouped GEMM not yet), TFLOP/s against
+// Family "gemm": MatmulPlan, LinearPlan, LinearBackwardPlan, GroupedLinearPlan in bf16 and f16
+// (issue 11's benchmark list, fp8 not yet), TFLOP/s against
 // the device's cuBLAS GEMM rate at 8192^3 in the case's dtype, measured when the
 // family starts (the "ceiling"; 0 without cuBLAS). bench/torch/gemm.py times
 // PyTorch eager (and torch.compile for the linear cases) on the same case
@@ -19,6 +19,12 @@
 //   linear_gelu_tanh.bwd.<dt>.MxKxN      LinearBackwardPlan: dx, dw and db from
 //                         dy, x, w and the saved pre-activation (GeluTanh)
 // at the MLP shapes of GPT-2 (8192x768x3072) and Llama-7B (8192x4096x11008).
+//   grouped_linear.fwd.<dt>.E8x16384x4096x14336  GroupedLinearPlan: 8 experts
+//                         (Mixtral-like: K 4096, N 14336, per-expert weights
+//                         [8, N, K], no bias, no activation), 16384 tokens
+//                         split unevenly by kExpertRows (a fixed split, the
+//                         same list in bench/torch/gemm.py); one cuBLASLt GEMM
+//                         per expert. FLOPs 2*T*N*K.
 //  * FLOPs: 2*M*N*K per GEMM (times the batch); the backward counts its two
 //    GEMMs (dx, dw): 4*M*N*K. Bias, activation and db are not counted.
 //  * data: uniform(-1, 1) for a / x, dy, bias and the saved pre-activation;
@@ -44,19 +50,24 @@
 namespace baracuda::bench {
 namespace {
 
-enum class Kind { Mm, LinearFwd, LinearBwd };  // Mm covers bmm (a batch > 1)
+enum class Kind { Mm, LinearFwd, LinearBwd, GroupedFwd };  // Mm covers bmm (a batch > 1)
+
+// The grouped case's rows per expert (sum 16384; uneven, multiples of 16).
+constexpr int64_t kExpertRows[] = {3216, 1088, 2752, 1504, 2368, 896, 3040, 1520};
+constexpr int64_t kExperts = 8;
 
 struct GemmCase {
   std::string name, op;  // op: mm, bmm, linear_gelu_tanh, linear_gelu_tanh_aux, linear_gelu
   Kind kind = Kind::Mm;
   DType dtype = DType::BF16;
-  int64_t batch = 1, M = 0, K = 0, N = 0;
+  int64_t batch = 1, M = 0, K = 0, N = 0;  // GroupedFwd: batch = experts, M = tokens
   GemmActivation act = GemmActivation::None;
   bool save_aux = false;
 
   bool bwd() const { return kind == Kind::LinearBwd; }
   double flops() const {
-    return (bwd() ? 4.0 : 2.0) * static_cast<double>(batch) * static_cast<double>(M) * static_cast<double>(N) *
+    const double b = kind == Kind::GroupedFwd ? 1.0 : static_cast<double>(batch);
+    return (bwd() ? 4.0 : 2.0) * b * static_cast<double>(M) * static_cast<double>(N) *
            static_cast<double>(K);
   }
 };
@@ -127,6 +138,7 @@ size_t bytes_per_set(const GemmCase& c) {
     case Kind::Mm: return (mk + kn + mn) * es;
     case Kind::LinearFwd: return (mk + kn + n + mn * (c.save_aux ? 2 : 1)) * es;
     case Kind::LinearBwd: return (2 * mn + 2 * mk + 2 * kn + n) * es;  // dy, aux; x, dx; w, dw; db
+    case Kind::GroupedFwd: return static_cast<size_t>(c.M * c.K + c.batch * c.K * c.N + c.M * c.N) * es;  // x, w, y
   }
   return 0;
 }
@@ -214,13 +226,46 @@ Prepared prepare_linear_bwd(const Env& env, const GemmCase& c, Sets& sets, int n
   return {sku, w.ws.bytes, [plan, args, st, w](size_t k) { return plan.run(st, w.ws, args[k]); }};
 }
 
+// 8 experts over one packed token buffer, split by kExpertRows.
+Prepared prepare_grouped(const Env& env, const GemmCase& c, Sets& sets, int nsets) {
+  GroupedLinearDescriptor d;
+  d.dtype = c.dtype;
+  d.groups = c.batch;
+  d.in_features = c.K;
+  d.out_features = c.N;
+  d.capacity = c.M;
+  d.has_bias = false;
+  Result<GroupedLinearPlan> p = GroupedLinearPlan::select(env.stream, d);
+  status_check(p.status(), "GroupedLinearPlan::select");
+  auto offsets = std::make_shared<std::vector<int64_t>>(1, 0);
+  for (int64_t rows : kExpertRows) offsets->push_back(offsets->back() + rows);
+  const TensorRef offs = TensorRef::contiguous(offsets->data(), Device::cpu(), p->offsets_shape(),
+                                               static_cast<int64_t>(offsets->size()));
+  std::vector<GroupedLinearArgs> args;
+  for (int k = 0; k < nsets; ++k) {
+    GroupedLinearArgs a;
+    a.x = sets.input(c.dtype, p->x_shape(), 1.0);
+    a.offsets = offs;
+    a.weight = sets.input(c.dtype, p->weight_shape(), weight_scale(c.K));
+    a.y = sets.output(c.dtype, p->y_shape());
+    args.push_back(a);
+  }
+  status_check(p->can_implement(args[0]), "can_implement");
+  const SharedWorkspace w(p->workspace_size());
+  const KernelSku sku = actual_sku(p->sku_for(env.stream, w.ws, args[0]));
+  const GroupedLinearPlan plan = *p;
+  const Stream st = env.stream;
+  return {sku, w.ws.bytes, [plan, args, st, w, offsets](size_t k) { return plan.run(st, w.ws, args[k]); }};
+}
+
 void run_case(const Env& env, const GemmCase& c, Res& r) {
   const size_t per_set = bytes_per_set(c);
   r.sets = static_cast<int>(std::clamp<size_t>((env.rotate_bytes + per_set - 1) / per_set, 1, 8));
   Sets sets(env);
   const Prepared p = c.kind == Kind::Mm          ? prepare_mm(env, c, sets, r.sets)
                      : c.kind == Kind::LinearFwd ? prepare_linear(env, c, sets, r.sets)
-                                                 : prepare_linear_bwd(env, c, sets, r.sets);
+                     : c.kind == Kind::GroupedFwd ? prepare_grouped(env, c, sets, r.sets)
+                                                  : prepare_linear_bwd(env, c, sets, r.sets);
   r.variant = p.sku.variant;
   r.backend = backend_name(p.sku.backend);
   r.sku = p.sku.to_string();
@@ -329,6 +374,14 @@ std::vector<GemmCase> all_cases() {
       // descriptor has save_aux = false (there the aux is an input).
       v.push_back(linear("linear_gelu_tanh", Kind::LinearBwd, GemmActivation::GeluTanh, false));
     }
+    GemmCase g;
+    g.kind = Kind::GroupedFwd;
+    g.op = "grouped_linear";
+    g.dtype = dt;
+    g.batch = kExperts;
+    g.M = 16384, g.K = 4096, g.N = 14336;
+    g.name = "grouped_linear.fwd." + dn + ".E8x" + shape_name(g.M, g.K, g.N);
+    v.push_back(g);
   }
   return v;
 }

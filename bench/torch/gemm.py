@@ -21,6 +21,14 @@ allocator: no cudaMalloc inside the timing), forward under torch.no_grad():
                                                   product is formed in w's layout)
                              db = g.sum(0)       (AddmmBackward0, the broadcast bias)
   x, w, b at the MLP shapes of GPT-2 (8192x768x3072) and Llama-7B (8192x4096x11008).
+    grouped_linear.fwd.<dt>.E8x16384x4096x14336   8 experts (Mixtral-like), 16384
+                           tokens split by EXPERT_ROWS (cases/gemm.cpp's kExpertRows):
+                           a Python loop of F.linear(x[o_e:o_e+1], w[e]) per expert
+                           (w [8, N, K], no bias), the outputs left as the list
+                           (no concatenation). FLOPs 2*T*N*K. Timed a second time
+                           through torch._grouped_mm(x, w.transpose(1, 2), offs=)
+                           where it exists and runs (fields alt_us / alt_tflops, or
+                           alt_error).
 The linear cases (forward and backward) are timed a second time through
 torch.compile (compiled once before the timing, default mode; fields
 compiled_us / compiled_tflops, or compiled_error): the aux forward compiles a
@@ -57,6 +65,8 @@ LINEAR_FWD = (  # op, activation, save_aux (cases/gemm.cpp's order)
     ("linear_gelu", "gelu", False),
 )
 MAX_SETS = 8
+EXPERT_ROWS = (3216, 1088, 2752, 1504, 2368, 896, 3040, 1520)  # sum 16384, as cases/gemm.cpp's kExpertRows
+GROUPED_SHAPE = (16384, 4096, 14336)  # tokens T, K, N
 
 
 def shape_name(M, K, N):
@@ -66,7 +76,8 @@ def shape_name(M, K, N):
 def make_case(name, op, direction, dtype, batch, M, K, N, activation="none", save_aux=False):
     c = dict(name=name, op=op, dir=direction, dtype=dtype, batch=batch, M=M, K=K, N=N, activation=activation,
              save_aux=save_aux)
-    c["flops"] = (4.0 if direction == "bwd" else 2.0) * batch * M * N * K
+    groups = 1 if op == "grouped_linear" else batch  # the grouped case's batch is its expert count
+    c["flops"] = (4.0 if direction == "bwd" else 2.0) * groups * M * N * K
     return c
 
 
@@ -82,6 +93,9 @@ def all_cases():
                 out.append(make_case("%s.fwd.%s.%s" % (op, dt, shape_name(M, K, N)), op, "fwd", dt, 1, M, K, N, act, aux))
             out.append(make_case("linear_gelu_tanh.bwd.%s.%s" % (dt, shape_name(M, K, N)), "linear_gelu_tanh", "bwd", dt,
                                  1, M, K, N, "gelu_tanh", False))  # save_aux as baracuda's backward descriptor
+        T, K, N = GROUPED_SHAPE
+        out.append(make_case("grouped_linear.fwd.%s.E%dx%s" % (dt, len(EXPERT_ROWS), shape_name(T, K, N)),
+                             "grouped_linear", "fwd", dt, len(EXPERT_ROWS), T, K, N))
     return out
 
 
@@ -92,6 +106,8 @@ def bytes_per_set(c):
     mk, kn, mn = B * M * K, B * K * N, B * M * N
     if c["op"] in ("mm", "bmm"):
         n = mk + kn + mn
+    elif c["op"] == "grouped_linear":
+        n = M * K + B * K * N + M * N  # x, w, y
     elif c["dir"] == "fwd":
         n = mk + kn + N + mn * (2 if c["save_aux"] else 1)
     else:
@@ -116,6 +132,12 @@ def make_fn(torch, c, compiled):
         return torch.matmul
     if c["op"] == "bmm":
         return torch.bmm
+    if c["op"] == "grouped_linear":
+        bounds = expert_bounds()
+
+        def experts_loop(x, w, offs):
+            return [F.linear(x[lo:hi], w[e]) for e, (lo, hi) in enumerate(bounds)]
+        return experts_loop
     if c["dir"] == "bwd":
         def linear_gelu_bwd(dy, x, w, pre):
             g = aten.gelu_backward(dy, pre, approximate=appr)  # GeluBackward0
@@ -142,9 +164,40 @@ def make_set(torch, c):
         return [uniform((M, K)), uniform((K, N), ws)]
     if c["op"] == "bmm":
         return [uniform((B, M, K)), uniform((B, K, N), ws)]
+    if c["op"] == "grouped_linear":  # x, w, the int32 end offsets torch._grouped_mm takes
+        ends = [hi for _, hi in expert_bounds()]
+        return [uniform((M, K)), uniform((B, N, K), ws), torch.tensor(ends, dtype=torch.int32, device="cuda")]
     if c["dir"] == "bwd":
         return [uniform((M, N)), uniform((M, K)), uniform((N, K), ws), uniform((M, N))]  # dy, x, w, pre
     return [uniform((M, K)), uniform((N, K), ws), uniform((N,))]  # x, w, b
+
+
+def expert_bounds():
+    """[(first row, end row)] of every expert."""
+    out, lo = [], 0
+    for rows in EXPERT_ROWS:
+        out.append((lo, lo + rows))
+        lo += rows
+    return out
+
+
+def grouped_mm_case(torch, c, meta, args):
+    """The grouped case through torch._grouped_mm (one kernel for every expert, sm_90 bf16): alt_us /
+    alt_tflops, or alt_error where it does not exist or refuses the case."""
+    try:
+        gm = getattr(torch, "_grouped_mm")
+        x, w, offs = make_set(torch, c)
+        wt = w.transpose(1, 2)  # [E, K, N]: the weights as they are stored, read transposed
+
+        def launch(i):
+            with torch.no_grad():
+                gm(x, wt, offs=offs)
+
+        launch(0)
+        us = common.time_median_ms(torch, launch, args.warmup, args.iters) * 1e3
+        return dict(alt="torch._grouped_mm", alt_us=us, alt_tflops=c["flops"] / (us * 1e-6) / 1e12)
+    except Exception as e:
+        return dict(alt="torch._grouped_mm", alt_error="%s: %s" % (type(e).__name__, " ".join(str(e).split())[:300]))
 
 
 def prepare_case(torch, c, rotate_bytes, compiled=False):
@@ -211,6 +264,9 @@ def run_case(torch, c, meta, args):
     torch.cuda.empty_cache()
     if c["op"].startswith("linear"):
         r.update(compiled_case(torch, c, meta, args))
+    if c["op"] == "grouped_linear":
+        r.update(grouped_mm_case(torch, c, meta, args))
+        torch.cuda.empty_cache()
     return r
 
 
@@ -222,4 +278,8 @@ def row(r):
         line += "   compiled %.1f us, %.1f TFLOP/s" % (r["compiled_us"], r["compiled_tflops"])
     elif r.get("compiled_error"):
         line += "   compiled: ERROR %s" % r["compiled_error"]
+    if r.get("alt_us"):
+        line += "   %s %.1f us, %.1f TFLOP/s" % (r["alt"], r["alt_us"], r["alt_tflops"])
+    elif r.get("alt_error"):
+        line += "   %s: ERROR %s" % (r["alt"], r["alt_error"])
     return line
