@@ -3,7 +3,7 @@
 
     python3 bench/compare.py OURS.json [TORCH.json] [--family F] [--markdown PATH] [--out PATH] [--summary-only]
 
-The family (reduce, rope, elementwise: bandwidth; attention: TFLOP/s) is read
+The family (reduce, rope, elementwise: bandwidth; attention, gemm: TFLOP/s) is read
 from OURS.json (--family overrides). TORCH.json may be missing: ours alone is shown.
 
 Bandwidth families print, per case: our time, torch's time, speedup = torch_us /
@@ -19,6 +19,15 @@ Attention prints, per case, TFLOP/s of our default route, of our bespoke kernels
 SDPA backends, and the ratios default / best torch and bespoke / FA2; TFLOP/s
 with our flop count on both sides. --markdown writes that table, --out the rows
 with both sides' metadata.
+
+GEMM prints, per case: our time and TFLOP/s, torch's, speedup = torch_us /
+ours_us, our % of the cuBLAS 8192^3 rate in the case's dtype and in bf16 (the
+ceilings baracuda_bench measured), ours / torch.matmul at the same M x K x N
+(the linear cases' cost of their epilogue against the bare GEMM), torch.compile's
+time and our speedup over it, issue 11's target where it sets one (mm / bmm
+>= 0.98x torch.matmul; linear+bias+gelu_tanh at GPT-2's MLP shape >= 1.3x eager
+forward, >= 1.2x backward) and whether it is met; then a summary per (op, dir,
+dtype). --markdown and --out as for the bandwidth families.
 """
 import argparse
 import json
@@ -271,6 +280,141 @@ def compare_attention(ours, torch, args):
     return 0
 
 
+# ---- gemm: TFLOP/s against torch eager (and torch.compile), issue 11's targets -------------
+
+GPT2_MLP = (8192, 768, 3072)  # M, K, N
+
+
+def gemm_target(o):
+    """Issue 11's minimum speedup over PyTorch for a case, or None."""
+    if o["op"] in ("mm", "bmm"):
+        return 0.98
+    if (o["M"], o["K"], o["N"]) == GPT2_MLP and o["op"] in ("linear_gelu_tanh", "linear_gelu_tanh_aux"):
+        return 1.3 if o["dir"] == "fwd" else 1.2
+    return None
+
+
+def gemm_rows(ours, torch):
+    tcases = {c["name"]: c for c in (torch or {}).get("cases", [])}
+    # torch.matmul's rate per (dtype, M, K, N), for the "vs torch mm" column
+    tmm = {(c["dtype"], c["M"], c["K"], c["N"]): c["tflops"] for c in tcases.values()
+           if c.get("op") == "mm" and c.get("ok") and c.get("tflops")}
+    bf16 = ours.get("gemm_bf16_tflops") or 0
+    rows = []
+    for o in ours.get("cases", []):
+        t = tcases.get(o["name"], {})
+        ok_o, ok_t = o.get("ok", False), t.get("ok", False)
+        r = dict(name=o["name"], op=o["op"], dir=o["dir"], dtype=o["dtype"], batch=o["batch"], M=o["M"], K=o["K"],
+                 N=o["N"], flops=o["flops"], ours_us=o.get("time_us") if ok_o else None,
+                 ours_tflops=o.get("tflops") if ok_o else None, torch_us=t.get("time_us") if ok_t else None,
+                 torch_tflops=t.get("tflops") if ok_t else None, variant=o.get("variant", ""))
+        r["speedup"] = r["torch_us"] / r["ours_us"] if r["ours_us"] and r["torch_us"] else None
+        r["ours_frac_ceiling"] = o.get("frac_ceiling") if ok_o else None
+        r["ours_frac_bf16"] = r["ours_tflops"] / bf16 if r["ours_tflops"] and bf16 else None
+        mm = tmm.get((o["dtype"], o["M"], o["K"], o["N"])) if o["batch"] == 1 else None
+        r["vs_torch_mm"] = r["ours_tflops"] / mm if r["ours_tflops"] and mm else None
+        if "compiled_us" in t or "compiled_error" in t:
+            r["torch_compiled_us"] = t.get("compiled_us")
+            r["speedup_compiled"] = r["torch_compiled_us"] / r["ours_us"] if r["ours_us"] and r["torch_compiled_us"] else None
+            if t.get("compiled_error"):
+                r["torch_compiled_error"] = t["compiled_error"]
+        r["target"] = gemm_target(o)
+        r["met"] = None if r["target"] is None or r["speedup"] is None else r["speedup"] >= r["target"]
+        if o.get("error"):
+            r["ours_error"] = o["error"]
+        if t.get("error"):
+            r["torch_error"] = t["error"]
+        rows.append(r)
+    return rows
+
+
+def gemm_summary(rows):
+    groups = {}
+    for r in rows:
+        groups.setdefault((r["op"], r["dir"], r["dtype"]), []).append(r)
+    out = []
+    for (op, d, dt), rs in groups.items():
+        sp = [r["speedup"] for r in rs if r["speedup"]]
+        judged = [r for r in rs if r["met"] is not None]
+        out.append(dict(op=op, dir=d, dtype=dt, cases=len(rs), compared=len(sp), geomean_speedup=geomean(sp),
+                        min_speedup=min(sp) if sp else None, targets=len(judged),
+                        targets_met=sum(1 for r in judged if r["met"]), errors=sum(1 for r in rs if "ours_error" in r)))
+    return out
+
+
+GEMM_COLS = ["case", "ours us", "ours TFLOP/s", "torch us", "torch TFLOP/s", "speedup", "%ceil", "%bf16 cuBLAS",
+             "vs torch mm", "torch.compile us", "vs compiled", "target", "variant"]
+GEMM_SUM_COLS = ["op", "dir", "dtype", "compared", "geomean speedup", "worst speedup", "targets met", "our errors"]
+
+
+def gemm_cells(r):
+    pct = lambda x: fmt(None if x is None else 100 * x, ".1f")
+    target = "-" if r["target"] is None else "%.2fx %s" % (r["target"], {True: "met", False: "MISSED", None: "?"}[r["met"]])
+    return [r["name"], fmt(r["ours_us"], ".1f", "ERR"), fmt(r["ours_tflops"], ".1f", "ERR"),
+            fmt(r["torch_us"], ".1f", "ERR" if "torch_error" in r else "-"), fmt(r["torch_tflops"], ".1f"),
+            fmt(r["speedup"], ".3f"), pct(r["ours_frac_ceiling"]), pct(r["ours_frac_bf16"]), fmt(r["vs_torch_mm"], ".3f"),
+            fmt(r.get("torch_compiled_us"), ".1f", "ERR" if "torch_compiled_error" in r else "-"),
+            fmt(r.get("speedup_compiled"), ".3f"), target, r["variant"]]
+
+
+def gemm_sum_cells(s):
+    return [s["op"], s["dir"], s["dtype"], "%d/%d" % (s["compared"], s["cases"]), fmt(s["geomean_speedup"], ".3f"),
+            fmt(s["min_speedup"], ".3f"), "%d/%d" % (s["targets_met"], s["targets"]) if s["targets"] else "-",
+            str(s["errors"])]
+
+
+def gemm_header(ours, torch):
+    lines = ["device: %s (sm %s), CUDA runtime %s, driver %s, %s" % (
+        ours.get("device"), ours.get("compute_capability"), ours.get("cuda_runtime"), ours.get("cuda_driver"),
+        ours.get("date"))]
+    lines.append("ceiling: cuBLAS 8192^3 bf16 %s, f16 %s TFLOP/s; %s iters, median of CUDA-event times" % (
+        fmt(ours.get("gemm_bf16_tflops"), ".1f"), fmt(ours.get("gemm_f16_tflops"), ".1f"), ours.get("iters")))
+    if torch:
+        lines.append("torch %s (CUDA %s); torch.matmul 8192^3 bf16 %s, f16 %s TFLOP/s; reduced-precision reduction "
+                     "bf16 %s, f16 %s" % (torch.get("torch"), torch.get("cuda"), fmt(torch.get("gemm_bf16_tflops"), ".1f"),
+                                          fmt(torch.get("gemm_f16_tflops"), ".1f"),
+                                          torch.get("allow_bf16_reduced_precision_reduction"),
+                                          torch.get("allow_fp16_reduced_precision_reduction")))
+    else:
+        lines.append("no torch results")
+    lines.append("speedup = torch_us / ours_us (> 1: baracuda faster); %ceil = ours / cuBLAS in the case's dtype; "
+                 "vs torch mm = ours / torch.matmul at the same MxKxN; FLOPs 2MNK per GEMM (backward: 2 GEMMs)")
+    return lines
+
+
+def compare_gemm(ours, torch, args):
+    rows = gemm_rows(ours, torch)
+    summary = gemm_summary(rows)
+    errs = errors(rows)
+    missed = ["%s: %.3fx < %.2fx" % (r["name"], r["speedup"], r["target"]) for r in rows if r["met"] is False]
+    if args.markdown:
+        with open(args.markdown, "w") as f:
+            f.write("# baracuda gemm vs PyTorch\n\n" + "\n".join("- " + l for l in gemm_header(ours, torch)))
+            f.write("\n\n## Summary\n\n" + md_table(GEMM_SUM_COLS, [gemm_sum_cells(s) for s in summary]))
+            f.write("\n\n## Cases\n\n" + md_table(GEMM_COLS, [gemm_cells(r) for r in rows]) + "\n")
+            if missed:
+                f.write("\n## Targets missed\n\n" + "\n".join("- " + m for m in missed) + "\n")
+            if errs:
+                f.write("\n## Errors\n\n" + "\n".join("- `%s`" % e.replace("`", "'") for e in errs) + "\n")
+    if args.out:
+        meta = lambda d: {k: v for k, v in (d or {}).items() if k != "cases"}
+        with open(args.out, "w") as f:
+            json.dump(dict(schema="baracuda.bench.gemm/1", device=ours.get("device"), date=ours.get("date"),
+                           ours_meta=meta(ours), torch_meta=meta(torch) if torch else None, summary=summary,
+                           cases=rows), f, indent=1)
+            f.write("\n")
+    print("\n".join(gemm_header(ours, torch)) + "\n")
+    if not args.summary_only:
+        print(text_table(GEMM_COLS, [gemm_cells(r) for r in rows]) + "\n")
+    print(text_table(GEMM_SUM_COLS, [gemm_sum_cells(s) for s in summary]))
+    if missed:
+        print("\ntargets missed:\n" + "\n".join("  " + m for m in missed))
+    if errs:
+        print("\n%d errors%s" % (len(errs), ":" if not args.summary_only else " (first 10):"))
+        print("\n".join("  " + e for e in (errs[:10] if args.summary_only else errs)))
+    return 0
+
+
 # ---- main ----------------------------------------------------------------------------------
 
 FAMILY_ALIASES = {"attn": "attention", "ew": "elementwise"}
@@ -280,18 +424,18 @@ def family_of(ours):
     """The family a baracuda_bench JSON file holds (its tool names the case set)."""
     return "attention" if ours.get("bench") == "baracuda_attn_bench" else {
         "baracuda_bench": "reduce", "baracuda_rope_bench": "rope",
-        "baracuda_elementwise_bench": "elementwise"}.get(ours.get("tool"), "reduce")
+        "baracuda_elementwise_bench": "elementwise", "baracuda_gemm_bench": "gemm"}.get(ours.get("tool"), "reduce")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("ours")
     ap.add_argument("torch", nargs="?")
-    ap.add_argument("--family", choices=("reduce", "attention", "attn", "rope", "elementwise", "ew"),
+    ap.add_argument("--family", choices=("reduce", "attention", "attn", "rope", "elementwise", "ew", "gemm"),
                     help="default: read from OURS.json")
     ap.add_argument("--markdown", help="write a markdown report here")
     ap.add_argument("--out", help="write the combined JSON here")
-    ap.add_argument("--summary-only", action="store_true", help="print only the per-op summary (bandwidth families)")
+    ap.add_argument("--summary-only", action="store_true", help="print only the per-op summary (bandwidth families, gemm)")
     args = ap.parse_args()
 
     ours, torch = load(args.ours), load(args.torch)
@@ -301,6 +445,8 @@ def main():
     family = FAMILY_ALIASES.get(args.family, args.family) or family_of(ours)
     if family == "attention":
         return compare_attention(ours, torch, args)
+    if family == "gemm":
+        return compare_gemm(ours, torch, args)
     return compare_bandwidth(ours, torch, args)
 
 

@@ -64,25 +64,28 @@ double copy_bandwidth_gbps(cudaStream_t cs) {
   return 2.0 * bytes / (ms * 1e-3) / 1e9;
 }
 
-double gemm_ceiling_tflops(const Env& env) {
+double gemm_ceiling_tflops(const Env& env, DType dtype) {
 #ifdef BARACUDA_BENCH_CUBLAS
+  if (dtype != DType::BF16 && dtype != DType::F16) return 0;
+  const cudaDataType_t t = dtype == DType::BF16 ? CUDA_R_16BF : CUDA_R_16F;
   const int n = 8192;
   Buffer a = device_buffer(size_t{2} * n * n), b = device_buffer(size_t{2} * n * n), c = device_buffer(size_t{2} * n * n);
-  fill(env, a, DType::BF16, size_t{1} * n * n);
-  fill(env, b, DType::BF16, size_t{1} * n * n);
+  fill(env, a, dtype, size_t{1} * n * n);
+  fill(env, b, dtype, size_t{1} * n * n);
   cublasHandle_t h = nullptr;
   if (cublasCreate(&h) != CUBLAS_STATUS_SUCCESS) return 0;
   cublasSetStream(h, env.cs);
   const float alpha = 1.f, beta = 0.f;
   bool ok = true;
   const double ms = time_median_ms(env.cs, 3, 10, [&](int) {
-    ok &= cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a.data(), CUDA_R_16BF, n, b.data(), CUDA_R_16BF, n, &beta,
-                       c.data(), CUDA_R_16BF, n, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
+    ok &= cublasGemmEx(h, CUBLAS_OP_N, CUBLAS_OP_N, n, n, n, &alpha, a.data(), t, n, b.data(), t, n, &beta, c.data(), t, n,
+                       CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT) == CUBLAS_STATUS_SUCCESS;
   });
   cublasDestroy(h);
   return ok ? 2.0 * n * n * static_cast<double>(n) / (ms * 1e-3) / 1e12 : 0;
 #else
   (void)env;
+  (void)dtype;
   return 0;
 #endif
 }

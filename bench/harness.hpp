@@ -133,8 +133,9 @@ inline void fill(const Env& env, Buffer& b, DType dt, size_t n, float lo = -1.f,
 
 // Copy bandwidth (GB/s, read + write): the practical ceiling for a memory-bound op.
 double copy_bandwidth_gbps(cudaStream_t cs);
-// cuBLAS bf16 GEMM rate (8192^3, f32 accumulate, TFLOP/s): the tensor-core
-// ceiling; 0 when the bench is built without cuBLAS or cuBLAS fails.
-double gemm_ceiling_tflops(const Env& env);
+// cuBLAS GEMM rate (8192^3, f32 accumulate, TFLOP/s) in bf16 (the default) or
+// f16: the tensor-core ceiling; 0 when the bench is built without cuBLAS, for
+// another dtype, or when cuBLAS fails.
+double gemm_ceiling_tflops(const Env& env, DType dtype = DType::BF16);
 
 }  // namespace baracuda::bench

@@ -1,10 +1,10 @@
 // baracuda_bench: times the plans of every family (cases/<family>.cpp) with CUDA
 // events and reports each figure against the ceiling measured in the same run
-// (copy bandwidth; the cuBLAS bf16 GEMM rate). See harness.hpp for the method.
+// (copy bandwidth; the cuBLAS GEMM rate). See harness.hpp for the method.
 //
 //   baracuda_bench [--family F]... [--json PATH] [--filter SUBSTR] [--iters N] [--warmup N] [--list]
 //
-// --family reduce|attention|rope|elementwise (attn = attention, ew = elementwise),
+// --family reduce|attention|rope|elementwise|gemm (attn = attention, ew = elementwise),
 // repeatable; default: all, in that order. --json writes one file per family,
 // rewritten after every case; with several families PATH gets the family's name
 // (out.json -> out_reduce.json, ...).
@@ -124,6 +124,7 @@ int main(int argc, char** argv) {
   register_attention(reg);
   register_rope(reg);
   register_elementwise(reg);
+  register_gemm(reg);
 
   Options o;
   if (!parse_options(argc, argv, reg, o)) {

@@ -1,4 +1,4 @@
-// The bench's registry: families (reduce, attention, rope, elementwise, ...) and their cases.
+// The bench's registry: families (reduce, attention, rope, elementwise, gemm, ...) and their cases.
 // A family's case file (cases/<family>.cpp) defines register_<family>(Registry&),
 // which adds the family (its default iteration counts, and how it starts: the
 // ceiling it measures, its table header and its JSON file's header fields) and
@@ -65,6 +65,7 @@ void register_reduce(Registry& r);
 void register_attention(Registry& r);
 void register_rope(Registry& r);
 void register_elementwise(Registry& r);
+void register_gemm(Registry& r);
 
 // Runs run(env, r) on a fresh R (which has `error`), turning an exception into
 // r.error (what run filled before it threw stays). After an error, a lost

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one script run on the GPU machine, from the repository root:
 #   configure (from scratch) + build, ctest, examples (quickstart, attention_block, custom_elementwise), and with
-#   BENCH=1 the benchmarks (reduction, attention, RoPE, elementwise) against PyTorch.
+#   BENCH=1 the benchmarks (reduction, attention, RoPE, elementwise, GEMM) against PyTorch.
 #
 #   RESULTS=$OUT BENCH=1 tools/device-test.sh
 #
@@ -13,15 +13,17 @@
 #   BUILD_DIR     build folder (default build)
 #   CLEAN         1 (default): delete BUILD_DIR first; 0: reuse it (incremental)
 #   JOBS          build parallelism (default: all cores)
+#   CMAKE_EXTRA   extra configure arguments (word-split), e.g.
+#                 "-DBARACUDA_FAMILIES=gemm;reduce" for a quick round
 #   CTEST_ARGS    extra ctest arguments, e.g. "-R cuda -j4"
 #   CTEST_TIMEOUT per-test timeout in seconds (default 300)
 #   BENCH         1: run the benchmarks (default 0)
 #   BENCH_SET     which baracuda_bench families, each against PyTorch
-#                 (default "reduce attn rope ew"; attn = attention,
+#                 (default "reduce attn rope ew gemm"; attn = attention,
 #                 ew = elementwise)
 #   BENCH_FILTER  only bench cases whose name contains this (e.g. "sum.fwd")
 #   BENCH_ITERS   timed iterations per case (default: each family's own,
-#                 30; attention 20)
+#                 30; attention 20; gemm 30)
 # Every stage runs even when an earlier one failed (as far as its inputs
 # exist); the exit status is non-zero when any stage failed.
 set -euo pipefail
@@ -35,7 +37,7 @@ CTEST_TIMEOUT=${CTEST_TIMEOUT:-300}
 BENCH=${BENCH:-0}
 BENCH_FILTER=${BENCH_FILTER:-}
 BENCH_ITERS=${BENCH_ITERS:-}
-BENCH_SET=${BENCH_SET:-reduce attn rope ew}
+BENCH_SET=${BENCH_SET:-reduce attn rope ew gemm}
 
 mkdir -p "$RESULTS"
 RESULTS=$(cd "$RESULTS" && pwd)
@@ -76,7 +78,7 @@ GTEST_ARG=()
 [[ -f .devdeps/googletest/CMakeLists.txt ]] && GTEST_ARG=(-DBARACUDA_GTEST_SOURCE_DIR="$PWD/.devdeps/googletest")
 if cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90a \
      -DBARACUDA_CUDA=ON -DBARACUDA_BUILD_TESTS=ON -DBARACUDA_BUILD_EXAMPLES=ON -DBARACUDA_BUILD_BENCH=ON \
-     "${GTEST_ARG[@]}" > "$RESULTS/build.log" 2>&1; then
+     "${GTEST_ARG[@]}" ${CMAKE_EXTRA:-} > "$RESULTS/build.log" 2>&1; then
   # -k 0: build every target that can be built, so one broken test or the bench
   # does not hide the results of everything else.
   if cmake --build "$BUILD_DIR" -j "$JOBS" -- -k 0 >> "$RESULTS/build.log" 2>&1; then
@@ -142,7 +144,7 @@ if [[ "$BENCH" == 1 ]]; then
   [[ -n "$BENCH_ITERS" ]] && BARGS+=(--iters "$BENCH_ITERS")
   for SET in $BENCH_SET; do
     case "$SET" in
-      reduce|rope) FAMILY=$SET ;;
+      reduce|rope|gemm) FAMILY=$SET ;;
       attn|attention) FAMILY=attention ;;
       ew|elementwise) FAMILY=elementwise ;;
       *) fail "bench: unknown set $SET"; continue ;;

@@ -26,7 +26,9 @@
 //        the views' dtypes. A scalar operand's slot is not read (write C).
 //   Fn   deduced: a trivially copyable functor with a __device__
 //        operator()(C[, C[, C]]) const (a __device__ lambda needs nvcc's
-//        --extended-lambda). Loads convert storage -> C; the result converts
+//        --extended-lambda). Optional: `static constexpr bool kHeavy = true`
+//        in a functor doing transcendental math lets the 16-bit vector path
+//        keep 4 vectors in flight per thread instead of 2. Loads convert storage -> C; the result converts
 //        to Out with the plans' rules (to_storage in elementwise_engine.cuh:
 //        16-bit floats round to nearest even through float; floating ->
 //        integer truncates, out-of-range saturating through int64 like
@@ -100,6 +102,17 @@ constexpr ScalarOperand<S> scalar(S value) {
 namespace detail {
 
 inline constexpr const char* kName = "baracuda::cuda::elementwise";
+
+// Grid-stride iterations per thread on the vec16 path, as the plans choose
+// them: 1 for V < 8 elements per vector; for 16-bit storage 2, or 4 when the
+// functor declares `static constexpr bool kHeavy = true` (transcendental
+// math: more independent loads in flight per thread hide its latency).
+template <class Fn>
+constexpr int vec_loops(int V) {
+  if (V < 8) return 1;
+  if constexpr (requires { Fn::kHeavy; }) return Fn::kHeavy ? 4 : 2;
+  else return 2;
+}
 
 template <class T>
 inline constexpr bool kStorage = std::is_same_v<T, bool> || std::is_same_v<T, int8_t> || std::is_same_v<T, uint8_t> ||
@@ -192,7 +205,8 @@ struct Call<C, R(A...), Ops...> {
     using T1 = In<1>;
     using T2 = In<2>;
     switch (p.path) {
-      case ElementwisePath::Vec16: return dev::ew::launch_vec<N, V, C, R, T0, T1, T2>(a, p.scalars, fn, st);
+      case ElementwisePath::Vec16:
+        return dev::ew::launch_vec<N, V, C, R, T0, T1, T2>(a, p.scalars, fn, st, vec_loops<Fn>(V));
       case ElementwisePath::Transpose:
         if constexpr (N == 1) return dev::ew::launch_transpose<C, R, T0>(a, fn, st);
         break;

@@ -178,7 +178,7 @@ class BARACUDA_API LinearPlan : public PlanBase {
 // layer: need_dx = false); a tensor only an unneeded output reads is refused
 // when given. Every output is overwritten (no accumulation into dw yet).
 struct LinearBackwardDescriptor {
-  LinearDescriptor forward;
+  LinearDescriptor forward;  // the forward's descriptor as it was (its save_aux is not used here)
   bool need_dx = true, need_dw = true;
   bool need_db = true;  // only with forward.has_bias
 };

@@ -26,5 +26,13 @@ struct MatmulPlanAccess {
   static Result<MatmulPlan> select(const char* name, const Stream& stream, const MatmulDescriptor& desc,
                                    const PlanPreference& pref);
   static const gemm::MatmulShapes shapes(const MatmulPlan& p);
+  // The argument list of `p`'s run(); on CUDA also cuBLASLt's layout rule,
+  // naming the operands as the caller knows them.
+  static baracuda::detail::ArgCheck check(const MatmulPlan& p, const gemm::MatmulShapes& s, const MatmulArgs& args,
+                                          const char* a_name = "a", const char* b_name = "b",
+                                          const char* out_name = "out");
+  // LinearBackwardPlan's CUDA run (linear_plan.cpp); `dry`: the checks only.
+  static Status linear_backward_cuda(const LinearBackwardPlan& p, const Stream& stream, Workspace ws,
+                                     const LinearBackwardArgs& args, bool dry);
 };
 }  // namespace baracuda

@@ -161,7 +161,7 @@ Result<Layout> layout_of(const Problem& p, const Route& r, const Config& cfg) {
   // The GEMM's destination as a plain column-major matrix of the orientation.
   const auto dcm = r.orient_t ? as_col_major(n, m, dst.cs, bp.rs[kD]) : as_col_major(m, n, bp.rs[kD], dst.cs);
   if (!dcm.ok || dcm.trans)
-    return unsupported(cfg.plan, r.to_aux ? "aux" : "out", " has matrix strides ", strides_text(bp.rs[kD], dst.cs),
+    return unsupported(cfg.plan, r.to_aux ? "aux" : cfg.out_name, " has matrix strides ", strides_text(bp.rs[kD], dst.cs),
                        ": cuBLASLt needs a unit stride along one of its last two axes and no overlapping rows "
                        "(the plan does not copy: pass a contiguous view)");
   // A_c and B_c of the orientation.
@@ -169,12 +169,12 @@ Result<Layout> layout_of(const Problem& p, const Route& r, const Config& cfg) {
     const char* name;
     int64_t r, c, si, sj;
   };
-  const Side sa = r.orient_t ? Side{"b", n, k, b.cs, b.rs} : Side{"a", m, k, bp.rs[kA], a.cs};
-  const Side sb = r.orient_t ? Side{"a", k, m, a.cs, bp.rs[kA]} : Side{"b", k, n, b.rs, b.cs};
+  const Side sa = r.orient_t ? Side{cfg.b_name, n, k, b.cs, b.rs} : Side{cfg.a_name, m, k, bp.rs[kA], a.cs};
+  const Side sb = r.orient_t ? Side{cfg.a_name, k, m, a.cs, bp.rs[kA]} : Side{cfg.b_name, k, n, b.rs, b.cs};
   ColMajor ca = as_col_major(sa.r, sa.c, sa.si, sa.sj), cb = as_col_major(sb.r, sb.c, sb.si, sb.sj);
   for (const auto& [side, cm] : {std::pair<const Side*, ColMajor*>{&sa, &ca}, {&sb, &cb}})
     if (!cm->ok) {
-      const bool is_a = side->name[0] == 'a';
+      const bool is_a = side->name == cfg.a_name;
       return unsupported(cfg.plan, side->name, " has matrix strides ",
                          is_a ? strides_text(bp.rs[kA], a.cs) : strides_text(b.rs, b.cs),
                          ": cuBLASLt needs a unit stride along one of its last two axes and no overlapping rows "
@@ -258,18 +258,23 @@ Result<Route> decide(const Problem& p, const Config& cfg, bool try_fuse) {
     r.variant = variant_of(r, p, cfg);
     return r;
   }
-  // Orientation from the destination: T unless only N fits.
-  const bool act_fusable = p.act == GemmActivation::Relu || p.act == GemmActivation::GeluTanh;
-  r.fused_aux = try_fuse && p.save_aux && p.act == GemmActivation::GeluTanh;
-  r.to_aux = p.save_aux && !r.fused_aux;  // the pre-activation goes to aux, a pass writes out
-  const Mat<void*>& dst = r.to_aux ? p.aux : p.out;
-  r.orient_t = as_col_major(p.n, p.m, dst.cs, dst.rs).ok && !as_col_major(p.n, p.m, dst.cs, dst.rs).trans;
-  if (!r.orient_t && !(as_col_major(p.m, p.n, dst.rs, dst.cs).ok && !as_col_major(p.m, p.n, dst.rs, dst.cs).trans))
-    r.orient_t = true;  // neither: layout_of reports it
-  if (r.fused_aux && !aux_fusable(p, r.orient_t)) {
-    r.fused_aux = false;
-    r.to_aux = true;
+  // Fused activations in cuBLASLt compute in f32 precision: f64 takes the
+  // pass (computed in double) instead.
+  const bool fusable_dtype = p.dtype != DType::F64;
+  const bool act_fusable = fusable_dtype && (p.act == GemmActivation::Relu || p.act == GemmActivation::GeluTanh);
+  // Orientation of a destination: T (row-major) unless only N (column-major) fits.
+  auto plain_in = [&](const auto& mt, bool t) {
+    const ColMajor cm = t ? as_col_major(p.n, p.m, mt.cs, mt.rs) : as_col_major(p.m, p.n, mt.rs, mt.cs);
+    return cm.ok && !cm.trans;
+  };
+  auto orient_of = [&](const auto& mt) { return plain_in(mt, true) || !plain_in(mt, false); };
+  r.fused_aux = try_fuse && fusable_dtype && p.save_aux && p.act == GemmActivation::GeluTanh;
+  if (r.fused_aux) {
+    const bool t = orient_of(p.out);
+    if (!plain_in(p.aux, t) || !aux_fusable(p, t)) r.fused_aux = false;  // aux in another layout: the pass form
   }
+  r.to_aux = p.save_aux && !r.fused_aux;  // the pre-activation goes to aux, a pass writes out
+  r.orient_t = orient_of(r.to_aux ? p.aux : p.out);
   r.fused_bias = try_fuse && p.has_bias && r.orient_t;  // cuBLASLt's bias runs along D's rows: only in T
   r.fused_act = try_fuse && act_fusable && !r.to_aux && (!p.has_bias || r.fused_bias);
   if (r.fused_aux) r.fused_act = false;
@@ -354,10 +359,12 @@ Status run_gemms(const Route& r, const Problem& p, const Config& cfg, const Stre
     if (r.fused_bias) args.bias = p.bias;
     if (p.has_a_rowsum) args.bias = p.a_rowsum;
     if (r.fused_aux) args.aux = at(p.aux.data, kAux);
-    cublaslt::MatmulProblem q = cublaslt::with_pointer_alignment(L->lt, args.a, args.b, args.c, args.d);
+    // D stands in for a missing C (run_matmul passes it as C).
+    cublaslt::MatmulProblem q =
+        cublaslt::with_pointer_alignment(L->lt, args.a, args.b, args.c ? args.c : args.d, args.d);
     auto algo = cublaslt::choose_algo(cfg.plan, cfg.device, q, cfg.workspace_limit, capturing);
     if (!algo) return algo.status();
-    BARACUDA_RETURN_IF_ERROR(cublaslt::run_matmul(cfg.plan, *handle, q, **algo, args, ws, ws_bytes, stream.native()));
+    BARACUDA_RETURN_IF_ERROR(cublaslt::run_matmul(cfg.plan, *handle, q, **algo, args, ws, ws_bytes, stream.native_handle()));
   }
   return Status::ok();
 }
@@ -365,7 +372,7 @@ Status run_gemms(const Route& r, const Problem& p, const Config& cfg, const Stre
 }  // namespace
 
 Status execute(const Route& r, const Problem& p, const Config& cfg, const Stream& stream, void* ws, size_t ws_bytes) {
-  const bool capturing = baracuda::detail::native_stream_is_capturing(stream.native());
+  const bool capturing = baracuda::detail::native_stream_is_capturing(stream.native_handle());
   const TensorMut out = on_device(view_of(p.out, p), stream);
   const TensorMut dst = r.to_aux ? on_device(view_of(p.aux, p), stream) : out;
   TensorRef bias;

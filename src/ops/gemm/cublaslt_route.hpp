@@ -35,6 +35,10 @@ struct Config {
   bool tf32 = false;
   size_t workspace_limit = 0;
   bool fuse = true;  // fused epilogues allowed (warm() clears it when cuBLASLt refuses them)
+  // The caller's names of the operands, for messages (LinearPlan: x, weight^T, y).
+  const char* a_name = "a";
+  const char* b_name = "b";
+  const char* out_name = "out";
 };
 
 // The plan of one Problem's execution. Opaque to the plans except `variant`.

@@ -108,17 +108,6 @@ Result<LinearPlan> LinearPlan::select(const Stream& stream, const LinearDescript
 }
 
 namespace {
-baracuda::detail::ArgCheck check_linear(const LinearPlan& plan, const LinearDescriptor& d, const LinearArgs& a) {
-  baracuda::detail::ArgCheck c(plan);
-  c.input("x", a.x, d.dtype, d.x_shape)
-      .input("weight", a.weight, d.dtype, plan.weight_shape())
-      .optional_input("bias", a.bias, d.has_bias, d.dtype, plan.bias_shape(),
-                      "bias is missing (descriptor.has_bias is true, the default)",
-                      "bias is given but descriptor.has_bias is false")
-      .output("y", a.y, d.dtype, plan.y_shape())
-      .optional_output("aux", a.aux, d.save_aux, d.dtype, plan.y_shape(), "aux is given but descriptor.save_aux is false");
-  return std::move(c.disjoint());
-}
 MatmulArgs matmul_args(const LinearArgs& a) {
   MatmulArgs m;
   m.a = a.x;
@@ -128,18 +117,35 @@ MatmulArgs matmul_args(const LinearArgs& a) {
   m.aux = a.aux;
   return m;
 }
+baracuda::detail::ArgCheck check_linear(const LinearPlan& plan, const MatmulPlan& inner, const LinearDescriptor& d,
+                                        const LinearArgs& a) {
+  baracuda::detail::ArgCheck c(plan);
+  c.input("x", a.x, d.dtype, d.x_shape)
+      .input("weight", a.weight, d.dtype, plan.weight_shape())
+      .optional_input("bias", a.bias, d.has_bias, d.dtype, plan.bias_shape(),
+                      "bias is missing (descriptor.has_bias is true, the default)",
+                      "bias is given but descriptor.has_bias is false")
+      .output("y", a.y, d.dtype, plan.y_shape())
+      .optional_output("aux", a.aux, d.save_aux, d.dtype, plan.y_shape(), "aux is given but descriptor.save_aux is false");
+  c.disjoint();
+  // The inner MatmulPlan's own rules (cuBLASLt's layout on CUDA), in the caller's names.
+  c.rule([&] {
+    return MatmulPlanAccess::check(inner, MatmulPlanAccess::shapes(inner), matmul_args(a), "x", "weight^T", "y").status();
+  });
+  return c;
+}
 }  // namespace
 
-Status LinearPlan::can_implement(const LinearArgs& args) const { return check_linear(*this, desc_, args).status(); }
+Status LinearPlan::can_implement(const LinearArgs& args) const { return check_linear(*this, inner_, desc_, args).status(); }
 
 Status LinearPlan::run(const Stream& stream, Workspace ws, const LinearArgs& args) const {
-  const auto check = check_linear(*this, desc_, args);
+  const auto check = check_linear(*this, inner_, desc_, args);
   auto inner = [&] { return inner_.run(stream, ws, matmul_args(args)); };
   return baracuda::detail::run_plan(*this, stream, ws, check, inner, inner);
 }
 
 Result<KernelSku> LinearPlan::sku_for(const Stream& stream, Workspace ws, const LinearArgs& args) const {
-  return baracuda::detail::sku_for_run(*this, stream, ws, check_linear(*this, desc_, args), [&]() -> Result<KernelSku> {
+  return baracuda::detail::sku_for_run(*this, stream, ws, check_linear(*this, inner_, desc_, args), [&]() -> Result<KernelSku> {
     auto k = inner_.sku_for(stream, ws, matmul_args(args));
     if (!k) return k;
     k->op = sku().op;
@@ -212,8 +218,6 @@ Problem dw_problem(DType t, int64_t M, int64_t N, int64_t K, const Views2D& v, b
 
 Status validate_backward(const LinearBackwardDescriptor& d) {
   BARACUDA_RETURN_IF_ERROR(validate_linear(kBwd, d.forward));
-  if (d.forward.save_aux)
-    return invalid(kBwd, "forward.save_aux must be false in the backward's descriptor (the aux is an input here)");
   if (d.need_db && !d.forward.has_bias)
     return invalid(kBwd, "need_db is set but forward.has_bias is false (there is no bias to differentiate)");
   return Status::ok();
@@ -252,7 +256,7 @@ Result<LinearBackwardPlan> LinearBackwardPlan::select(const Stream& stream, cons
   v.w_rs = K;
   v.dx_rs = K;
   v.dw_rs = K;
-  lt::Config cfg;
+  gemm::lt::Config cfg;
   cfg.plan = gemm::kBwd;
   cfg.device = stream.device().ordinal;
   cfg.tf32 = plan.tf32_;
@@ -260,16 +264,16 @@ Result<LinearBackwardPlan> LinearBackwardPlan::select(const Stream& stream, cons
   std::string variant = f.activation != GemmActivation::None ? std::string(gemm_activation_name(f.activation)) + "-grad-pass+" : "";
   const bool any = M * N * K > 0;
   if (d.need_dx && M * K > 0) {
-    auto r = lt::warm(gemm::dx_problem(f.dtype, M, N, K, v), cfg);
+    auto r = gemm::lt::warm(gemm::dx_problem(f.dtype, M, N, K, v), cfg);
     if (!r) return r.status();
     variant += "dx:" + r->variant + " ";
   }
   if (d.need_dw && N * K > 0) {
     plan.fused_db_ = d.need_db && M > 0 && any;
-    auto r = lt::warm(gemm::dw_problem(f.dtype, M, N, K, v, plan.fused_db_), cfg);
+    auto r = gemm::lt::warm(gemm::dw_problem(f.dtype, M, N, K, v, plan.fused_db_), cfg);
     if (!r && plan.fused_db_ && r.status().code() == StatusCode::Unsupported) {
       plan.fused_db_ = false;  // no BGRADB kernel for this dtype / layout: db by a reduction
-      r = lt::warm(gemm::dw_problem(f.dtype, M, N, K, v, false), cfg);
+      r = gemm::lt::warm(gemm::dw_problem(f.dtype, M, N, K, v, false), cfg);
     }
     if (!r) return r.status();
     variant += "dw:" + r->variant + " ";
@@ -318,9 +322,88 @@ baracuda::detail::ArgCheck check_backward(const LinearBackwardPlan& plan, const 
       .optional_output("dx", a.dx, d.need_dx, f.dtype, f.x_shape, "dx is given but need_dx is false")
       .optional_output("dw", a.dw, d.need_dw, f.dtype, plan.weight_shape(), "dw is given but need_dw is false")
       .optional_output("db", a.db, d.need_db, f.dtype, plan.bias_shape(), "db is given but need_db is false");
-  return std::move(c.disjoint());
+  c.disjoint();
+#ifdef BARACUDA_WITH_CUDA
+  if (plan.sku().backend != Backend::CpuReference)
+    c.rule([&] { return MatmulPlanAccess::linear_backward_cuda(plan, Stream::cpu(), Workspace{}, a, true); });
+#endif
+  return c;
 }
 }  // namespace
+
+#ifdef BARACUDA_WITH_CUDA
+// The CUDA backward: views, routes and launches; `dry`: only the checks
+// (can_implement's layout rules), nothing launched.
+Status MatmulPlanAccess::linear_backward_cuda(const LinearBackwardPlan& p, const Stream& stream, Workspace ws,
+                                              const LinearBackwardArgs& args, bool dry) {
+    const LinearDescriptor& f = p.desc_.forward;
+    const int64_t M = p.rows_, N = f.out_features, K = gemm::in_features(f);
+    const bool act = f.activation != GemmActivation::None;
+    gemm::Views2D v;
+    auto need_rows = [&](const char* what, const auto& t, int64_t* rs, int64_t* cs) -> Status {
+      auto r = gemm::row_stride(t.shape, t.strides);
+      if (!r)
+        return baracuda::detail::unsupported(p.name(), what, " ", t.shape, " with strides ", t.strides,
+                                             ": its leading dims do not collapse into one row stride (pass a "
+                                             "contiguous view)");
+      *rs = *r;
+      *cs = t.strides[t.rank() - 1];
+      return Status::ok();
+    };
+    char* base = static_cast<char*>(ws.ptr);
+    if (act) {
+      const TensorMut g(base, f.dtype, stream.device(), p.y_shape(), contiguous_strides(p.y_shape()), M * N);
+      if (!dry) BARACUDA_RETURN_IF_ERROR(gemm::cuda::activation_grad_pass(stream, f.activation, args.dy, args.aux, g));
+      v.g = base;
+      v.g_rs = N;
+      v.g_cs = 1;
+    } else {
+      v.g = args.dy.data;
+      BARACUDA_RETURN_IF_ERROR(need_rows("dy", args.dy, &v.g_rs, &v.g_cs));
+    }
+    void* lt_ws = base ? base + p.g_bytes_ : nullptr;
+    const size_t lt_bytes = ws.bytes > p.g_bytes_ ? ws.bytes - p.g_bytes_ : 0;
+    gemm::lt::Config cfg;
+    cfg.plan = p.name();
+    cfg.device = p.device().ordinal;
+    cfg.tf32 = p.tf32_;
+    cfg.workspace_limit = p.limit_;
+    if (p.desc_.need_dx && M * K > 0) {
+      v.w = args.weight.data;
+      v.w_rs = args.weight.strides[0];
+      v.w_cs = args.weight.strides[1];
+      v.dx = args.dx.data;
+      BARACUDA_RETURN_IF_ERROR(need_rows("dx", args.dx, &v.dx_rs, &v.dx_cs));
+      const gemm::Problem q = gemm::dx_problem(f.dtype, M, N, K, v);
+      auto r = gemm::lt::plan_route(q, cfg);
+      if (!r) return r.status();
+      if (!dry) BARACUDA_RETURN_IF_ERROR(gemm::lt::execute(*r, q, cfg, stream, lt_ws, lt_bytes));
+    }
+    if (p.desc_.need_dw && N * K > 0) {
+      v.x = args.x.data;
+      BARACUDA_RETURN_IF_ERROR(need_rows("x", args.x, &v.x_rs, &v.x_cs));
+      v.dw = args.dw.data;
+      v.dw_rs = args.dw.strides[0];
+      v.dw_cs = args.dw.strides[1];
+      if (p.fused_db_) {
+        v.db = args.db.data;
+        v.db_s = args.db.strides[0];
+      }
+      const gemm::Problem q = gemm::dw_problem(f.dtype, M, N, K, v, p.fused_db_);
+      auto r = gemm::lt::plan_route(q, cfg);
+      if (!r) return r.status();
+      if (!dry) BARACUDA_RETURN_IF_ERROR(gemm::lt::execute(*r, q, cfg, stream, lt_ws, lt_bytes));
+    }
+    if (p.desc_.need_db && !p.fused_db_ && N > 0) {
+      ReduceToArgs ra;
+      ra.x = TensorRef(v.g, f.dtype, stream.device(), Dims{M, N}, Dims{v.g_rs, v.g_cs},
+                       M == 0 ? 0 : (M - 1) * v.g_rs + (N - 1) * v.g_cs + 1);
+      ra.y = args.db;
+      if (!dry) BARACUDA_RETURN_IF_ERROR(p.db_reduce_.run(stream, Workspace{lt_ws, lt_bytes}, ra));
+    }
+    return Status::ok();
+}
+#endif
 
 Status LinearBackwardPlan::can_implement(const LinearBackwardArgs& args) const { return check_backward(*this, args).status(); }
 
@@ -337,72 +420,7 @@ Status LinearBackwardPlan::run(const Stream& stream, Workspace ws, const LinearB
       },
       [&]() -> Status {
 #ifdef BARACUDA_WITH_CUDA
-        const LinearDescriptor& f = desc_.forward;
-        const int64_t M = rows_, N = f.out_features, K = gemm::in_features(f);
-        const bool act = f.activation != GemmActivation::None;
-        gemm::Views2D v;
-        auto need_rows = [&](const char* what, const auto& t, int64_t* rs, int64_t* cs) -> Status {
-          auto r = gemm::row_stride(t.shape, t.strides);
-          if (!r)
-            return baracuda::detail::unsupported(name(), what, " ", t.shape, " with strides ", t.strides,
-                                                 ": its leading dims do not collapse into one row stride (pass a "
-                                                 "contiguous view)");
-          *rs = *r;
-          *cs = t.strides[t.rank() - 1];
-          return Status::ok();
-        };
-        char* base = static_cast<char*>(ws.ptr);
-        if (act) {
-          const TensorMut g(base, f.dtype, stream.device(), y_shape(), contiguous_strides(y_shape()), M * N);
-          BARACUDA_RETURN_IF_ERROR(gemm::cuda::activation_grad_pass(stream, f.activation, args.dy, args.aux, g));
-          v.g = base;
-          v.g_rs = N;
-          v.g_cs = 1;
-        } else {
-          v.g = args.dy.data;
-          BARACUDA_RETURN_IF_ERROR(need_rows("dy", args.dy, &v.g_rs, &v.g_cs));
-        }
-        void* lt_ws = base ? base + g_bytes_ : nullptr;
-        const size_t lt_bytes = ws.bytes > g_bytes_ ? ws.bytes - g_bytes_ : 0;
-        lt::Config cfg;
-        cfg.plan = name();
-        cfg.device = device().ordinal;
-        cfg.tf32 = tf32_;
-        cfg.workspace_limit = limit_;
-        if (desc_.need_dx && M * K > 0) {
-          v.w = args.weight.data;
-          v.w_rs = args.weight.strides[0];
-          v.w_cs = args.weight.strides[1];
-          v.dx = args.dx.data;
-          BARACUDA_RETURN_IF_ERROR(need_rows("dx", args.dx, &v.dx_rs, &v.dx_cs));
-          const gemm::Problem p = gemm::dx_problem(f.dtype, M, N, K, v);
-          auto r = lt::plan_route(p, cfg);
-          if (!r) return r.status();
-          BARACUDA_RETURN_IF_ERROR(lt::execute(*r, p, cfg, stream, lt_ws, lt_bytes));
-        }
-        if (desc_.need_dw && N * K > 0) {
-          v.x = args.x.data;
-          BARACUDA_RETURN_IF_ERROR(need_rows("x", args.x, &v.x_rs, &v.x_cs));
-          v.dw = args.dw.data;
-          v.dw_rs = args.dw.strides[0];
-          v.dw_cs = args.dw.strides[1];
-          if (fused_db_) {
-            v.db = args.db.data;
-            v.db_s = args.db.strides[0];
-          }
-          const gemm::Problem p = gemm::dw_problem(f.dtype, M, N, K, v, fused_db_);
-          auto r = lt::plan_route(p, cfg);
-          if (!r) return r.status();
-          BARACUDA_RETURN_IF_ERROR(lt::execute(*r, p, cfg, stream, lt_ws, lt_bytes));
-        }
-        if (desc_.need_db && !fused_db_ && N > 0) {
-          ReduceToArgs ra;
-          ra.x = TensorRef(v.g, f.dtype, stream.device(), Dims{M, N}, Dims{v.g_rs, v.g_cs},
-                           M == 0 ? 0 : (M - 1) * v.g_rs + (N - 1) * v.g_cs + 1);
-          ra.y = args.db;
-          BARACUDA_RETURN_IF_ERROR(db_reduce_.run(stream, Workspace{lt_ws, lt_bytes}, ra));
-        }
-        return Status::ok();
+        return MatmulPlanAccess::linear_backward_cuda(*this, stream, ws, args, false);
 #else
         return baracuda::detail::no_cuda(name());
 #endif

@@ -81,8 +81,12 @@ Status validate(const char* plan, const MatmulDescriptor& d, MatmulShapes* s) {
   return Status::ok();
 }
 
-baracuda::detail::ArgCheck check_args(const PlanBase& plan, const MatmulDescriptor& d, const MatmulShapes& s,
-                                      const MatmulArgs& a) {
+}  // namespace
+
+// The argument list; on a CUDA plan also cuBLASLt's layout rule (a unit stride
+// per matrix), so can_implement() refuses what run() would.
+baracuda::detail::ArgCheck check_matmul_args(const PlanBase& plan, const MatmulDescriptor& d, const MatmulShapes& s,
+                                             const MatmulArgs& a, const lt::Config* cuda) {
   baracuda::detail::ArgCheck c(plan);
   c.input("a", a.a, d.dtype, d.a_shape)
       .input("b", a.b, d.dtype, d.b_shape)
@@ -92,11 +96,18 @@ baracuda::detail::ArgCheck check_args(const PlanBase& plan, const MatmulDescript
                       "bias is given but descriptor.has_bias is false")
       .output("out", a.out, d.dtype, s.out)
       .optional_output("aux", a.aux, d.save_aux, d.dtype, s.out, "aux is given but descriptor.save_aux is false");
-  return std::move(c.allow_in_place("out", "c").disjoint());
+  c.allow_in_place("out", "c").disjoint();
+#ifdef BARACUDA_WITH_CUDA
+  if (cuda && plan.sku().backend != Backend::CpuReference && shape_numel(s.out) > 0)
+    c.rule([&] { return lt::plan_route(make_matmul_problem(d, s, a), *cuda).status(); });
+#else
+  (void)cuda;
+#endif
+  return c;
 }
 
-lt::Config config_of(const PlanBase& plan, bool tf32, size_t limit, bool fuse) {
-  lt::Config cfg;
+gemm::lt::Config config_of(const PlanBase& plan, bool tf32, size_t limit, bool fuse) {
+  gemm::lt::Config cfg;
   cfg.plan = plan.name();
   cfg.device = plan.device().ordinal;
   cfg.tf32 = tf32;
@@ -105,7 +116,6 @@ lt::Config config_of(const PlanBase& plan, bool tf32, size_t limit, bool fuse) {
   return cfg;
 }
 
-}  // namespace
 }  // namespace gemm
 
 const gemm::MatmulShapes MatmulPlanAccess::shapes(const MatmulPlan& p) {
@@ -140,8 +150,8 @@ Result<MatmulPlan> MatmulPlanAccess::select(const char* name, const Stream& stre
     return plan;
   }
   const gemm::Problem p = gemm::make_matmul_problem(desc, s, gemm::dense_matmul_args(desc, s, stream.device()));
-  lt::Config cfg = gemm::config_of(plan, plan.tf32_, plan.cublaslt_limit_, true);
-  auto route = lt::warm(p, cfg);
+  gemm::lt::Config cfg = gemm::config_of(plan, plan.tf32_, plan.cublaslt_limit_, true);
+  auto route = gemm::lt::warm(p, cfg);
   if (!route) return route.status();
   plan.fuse_ = cfg.fuse;
   sku.variant = route->variant;
@@ -155,22 +165,32 @@ Result<MatmulPlan> MatmulPlan::select(const Stream& stream, const MatmulDescript
   return MatmulPlanAccess::select("MatmulPlan", stream, desc, pref);
 }
 
+baracuda::detail::ArgCheck MatmulPlanAccess::check(const MatmulPlan& p, const gemm::MatmulShapes& s,
+                                                   const MatmulArgs& args, const char* a_name, const char* b_name,
+                                                   const char* out_name) {
+  gemm::lt::Config cfg = gemm::config_of(p, p.tf32_, p.cublaslt_limit_, p.fuse_);
+  cfg.a_name = a_name;
+  cfg.b_name = b_name;
+  cfg.out_name = out_name;
+  return gemm::check_matmul_args(p, p.desc_, s, args, &cfg);
+}
+
 Status MatmulPlan::can_implement(const MatmulArgs& args) const {
-  return gemm::check_args(*this, desc_, MatmulPlanAccess::shapes(*this), args).status();
+  return MatmulPlanAccess::check(*this, MatmulPlanAccess::shapes(*this), args).status();
 }
 
 Status MatmulPlan::run(const Stream& stream, Workspace ws, const MatmulArgs& args) const {
   const gemm::MatmulShapes s = MatmulPlanAccess::shapes(*this);
-  const auto check = gemm::check_args(*this, desc_, s, args);
+  const auto check = MatmulPlanAccess::check(*this, s, args);
   return baracuda::detail::run_plan(
       *this, stream, ws, check, [&] { return gemm::ref::run(gemm::make_matmul_problem(desc_, s, args)); },
       [&]() -> Status {
 #ifdef BARACUDA_WITH_CUDA
         const gemm::Problem p = gemm::make_matmul_problem(desc_, s, args);
-        const lt::Config cfg = gemm::config_of(*this, tf32_, cublaslt_limit_, fuse_);
-        auto route = lt::plan_route(p, cfg);
+        const gemm::lt::Config cfg = gemm::config_of(*this, tf32_, cublaslt_limit_, fuse_);
+        auto route = gemm::lt::plan_route(p, cfg);
         if (!route) return route.status();
-        return lt::execute(*route, p, cfg, stream, ws.ptr, ws.bytes);
+        return gemm::lt::execute(*route, p, cfg, stream, ws.ptr, ws.bytes);
 #else
         return baracuda::detail::no_cuda(name());
 #endif
@@ -179,11 +199,11 @@ Status MatmulPlan::run(const Stream& stream, Workspace ws, const MatmulArgs& arg
 
 Result<KernelSku> MatmulPlan::sku_for(const Stream& stream, Workspace ws, const MatmulArgs& args) const {
   const gemm::MatmulShapes s = MatmulPlanAccess::shapes(*this);
-  return baracuda::detail::sku_for_run(*this, stream, ws, gemm::check_args(*this, desc_, s, args),
+  return baracuda::detail::sku_for_run(*this, stream, ws, MatmulPlanAccess::check(*this, s, args),
                                        [&]() -> Result<KernelSku> {
 #ifdef BARACUDA_WITH_CUDA
                                          const gemm::Problem p = gemm::make_matmul_problem(desc_, s, args);
-                                         auto route = lt::plan_route(p, gemm::config_of(*this, tf32_, cublaslt_limit_, fuse_));
+                                         auto route = gemm::lt::plan_route(p, gemm::config_of(*this, tf32_, cublaslt_limit_, fuse_));
                                          if (!route) return route.status();
                                          KernelSku k = sku();
                                          k.variant = route->variant;

@@ -30,6 +30,7 @@ __device__ C apply_act(GemmActivation act, C x, const Params& q) {
 
 template <class C>
 struct Act {
+  static constexpr bool kHeavy = true;  // erf / tanh: 4 vectors in flight per thread (vec_loops)
   GemmActivation act;
   Params q;
   __device__ C operator()(C x) const { return apply_act(act, x, q); }
@@ -37,6 +38,7 @@ struct Act {
 
 template <class C>
 struct ActGrad {
+  static constexpr bool kHeavy = true;
   GemmActivation act;
   Params q;
   __device__ C operator()(C dy, C pre) const {

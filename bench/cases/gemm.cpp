@@ -1,0 +1,376 @@
+// Family "gemm": MatmulPlan, LinearPlan and LinearBackwardPlan in bf16 and f16
+// (issue 11's benchmark list, fp8 and grouped GEMM not yet), TFLOP/s against
+// the device's cuBLAS GEMM rate at 8192^3 in the case's dtype, measured when the
+// family starts (the "ceiling"; 0 without cuBLAS). bench/torch/gemm.py times
+// PyTorch eager (and torch.compile for the linear cases) on the same case
+// names; the target is PyTorch's rate in the same run, which compare.py puts
+// beside ours. Cases, each in bf16 and f16 (M x K x N: out [M, N], K summed):
+//   mm.<dt>.MxKxN         MatmulPlan, a [M, K] . b [K, N], both row-major
+//                         contiguous (torch.matmul), at 8192x8192x8192,
+//                         8192x4096x11008, 8192x11008x4096, 8192x768x3072,
+//                         8192x3072x768
+//   bmm.<dt>.64x1024^3    MatmulPlan, a [64, 1024, 1024] . b [64, 1024, 1024]
+//   linear_gelu_tanh.fwd.<dt>.MxKxN      LinearPlan: y = gelu_tanh(x . w^T + b),
+//                         x [M, K], w [N, K], bias [N], no aux
+//   linear_gelu_tanh_aux.fwd.<dt>.MxKxN  the same, also writing the
+//                         pre-activation (save_aux, what training needs)
+//   linear_gelu.fwd.<dt>.MxKxN           activation Gelu (exact erf: cuBLASLt
+//                         has no such epilogue, so a separate pass), no aux
+//   linear_gelu_tanh.bwd.<dt>.MxKxN      LinearBackwardPlan: dx, dw and db from
+//                         dy, x, w and the saved pre-activation (GeluTanh)
+// at the MLP shapes of GPT-2 (8192x768x3072) and Llama-7B (8192x4096x11008).
+//  * FLOPs: 2*M*N*K per GEMM (times the batch); the backward counts its two
+//    GEMMs (dx, dw): 4*M*N*K. Bias, activation and db are not counted.
+//  * data: uniform(-1, 1) for a / x, dy, bias and the saved pre-activation;
+//    uniform(-1, 1)/sqrt(K) for b / w, so products stay O(1) (no f16 overflow).
+//  * L2: these shapes are compute-bound, but the small ones (GPT-2's: 17 MB of
+//    inputs) would be read from the 50 MB L2 after the first run. So every
+//    case rotates among independent buffer sets (every operand, output and
+//    aux) until one sweep touches >= max(4 x L2, 256 MiB), at most 8 sets:
+//    1 set for the 8192-class GEMMs and bmm, 2-4 for GPT-2's shapes.
+//    bench/torch/gemm.py rotates the same way.
+//  * workspace: the plan's workspace_size(), one buffer shared by the sets
+//    (the runs are serial on one stream).
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../registry.hpp"
+
+namespace baracuda::bench {
+namespace {
+
+enum class Kind { Mm, LinearFwd, LinearBwd };  // Mm covers bmm (a batch > 1)
+
+struct GemmCase {
+  std::string name, op;  // op: mm, bmm, linear_gelu_tanh, linear_gelu_tanh_aux, linear_gelu
+  Kind kind = Kind::Mm;
+  DType dtype = DType::BF16;
+  int64_t batch = 1, M = 0, K = 0, N = 0;
+  GemmActivation act = GemmActivation::None;
+  bool save_aux = false;
+
+  bool bwd() const { return kind == Kind::LinearBwd; }
+  double flops() const {
+    return (bwd() ? 4.0 : 2.0) * static_cast<double>(batch) * static_cast<double>(M) * static_cast<double>(N) *
+           static_cast<double>(K);
+  }
+};
+
+struct Res {
+  std::string error;
+  double us = 0, tflops = 0, frac = 0;  // frac: of the case dtype's cuBLAS ceiling
+  int sets = 0;
+  size_t workspace = 0;
+  std::string variant, backend, sku;
+};
+
+// The cuBLAS 8192^3 rates, measured when the family starts.
+struct Ceilings {
+  double bf16 = 0, f16 = 0;
+  double of(DType dt) const { return dt == DType::BF16 ? bf16 : dt == DType::F16 ? f16 : 0; }
+};
+Ceilings g_ceiling;
+
+// The launch of one buffer set, with what run() launches.
+struct Prepared {
+  KernelSku sku;
+  size_t workspace = 0;
+  std::function<Status(size_t)> run;
+};
+
+// The buffers of every set; each operand filled uniform(-scale, scale).
+class Sets {
+ public:
+  explicit Sets(const Env& env) : env_(env) {}
+  TensorRef input(DType dt, const Dims& shape, double scale) {
+    const size_t n = static_cast<size_t>(shape_numel(shape));
+    bufs_.push_back(device_buffer(n * dtype_size(dt), 16));
+    fill(env_, bufs_.back(), dt, n, static_cast<float>(-scale), static_cast<float>(scale));
+    return bufs_.back().view(dt, shape);
+  }
+  TensorMut output(DType dt, const Dims& shape) {
+    bufs_.push_back(device_buffer(static_cast<size_t>(shape_numel(shape)) * dtype_size(dt), 16));
+    return bufs_.back().view_mut(dt, shape);
+  }
+
+ private:
+  const Env& env_;
+  std::vector<Buffer> bufs_;  // a vector of move-only buffers: views stay valid (the data does not move)
+};
+
+// One workspace buffer of `bytes` (at least 16) and its Workspace, shared by the runs.
+struct SharedWorkspace {
+  std::shared_ptr<Buffer> buf;
+  Workspace ws;
+  explicit SharedWorkspace(size_t bytes) : buf(std::make_shared<Buffer>(device_buffer(bytes, 16))), ws(buf->data(), bytes) {}
+};
+
+KernelSku actual_sku(Result<KernelSku> s) {
+  status_check(s.status(), "sku_for");
+  return *s;
+}
+
+double weight_scale(int64_t K) { return 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(K, 1))); }
+
+// Bytes one run touches (every operand read, every output written): what the
+// set rotation counts against the L2.
+size_t bytes_per_set(const GemmCase& c) {
+  const size_t es = dtype_size(c.dtype);
+  const size_t mk = static_cast<size_t>(c.batch * c.M * c.K), kn = static_cast<size_t>(c.batch * c.K * c.N);
+  const size_t mn = static_cast<size_t>(c.batch * c.M * c.N), n = static_cast<size_t>(c.N);
+  switch (c.kind) {
+    case Kind::Mm: return (mk + kn + mn) * es;
+    case Kind::LinearFwd: return (mk + kn + n + mn * (c.save_aux ? 2 : 1)) * es;
+    case Kind::LinearBwd: return (2 * mn + 2 * mk + 2 * kn + n) * es;  // dy, aux; x, dx; w, dw; db
+  }
+  return 0;
+}
+
+Prepared prepare_mm(const Env& env, const GemmCase& c, Sets& sets, int nsets) {
+  MatmulDescriptor d;
+  d.dtype = c.dtype;
+  d.a_shape = c.batch > 1 ? Dims{c.batch, c.M, c.K} : Dims{c.M, c.K};
+  d.b_shape = c.batch > 1 ? Dims{c.batch, c.K, c.N} : Dims{c.K, c.N};
+  Result<MatmulPlan> p = MatmulPlan::select(env.stream, d);
+  status_check(p.status(), "MatmulPlan::select");
+  std::vector<MatmulArgs> args;
+  for (int k = 0; k < nsets; ++k) {
+    MatmulArgs a;
+    a.a = sets.input(c.dtype, d.a_shape, 1.0);
+    a.b = sets.input(c.dtype, d.b_shape, weight_scale(c.K));
+    a.out = sets.output(c.dtype, p->out_shape());
+    args.push_back(a);
+  }
+  status_check(p->can_implement(args[0]), "can_implement");
+  const SharedWorkspace w(p->workspace_size());
+  const KernelSku sku = actual_sku(p->sku_for(env.stream, w.ws, args[0]));
+  const MatmulPlan plan = *p;
+  const Stream st = env.stream;
+  return {sku, w.ws.bytes, [plan, args, st, w](size_t k) { return plan.run(st, w.ws, args[k]); }};
+}
+
+LinearDescriptor linear_descriptor(const GemmCase& c) {
+  LinearDescriptor d;
+  d.dtype = c.dtype;
+  d.x_shape = Dims{c.M, c.K};
+  d.out_features = c.N;
+  d.has_bias = true;
+  d.activation = c.act;
+  d.save_aux = c.save_aux;
+  return d;
+}
+
+Prepared prepare_linear(const Env& env, const GemmCase& c, Sets& sets, int nsets) {
+  Result<LinearPlan> p = LinearPlan::select(env.stream, linear_descriptor(c));
+  status_check(p.status(), "LinearPlan::select");
+  std::vector<LinearArgs> args;
+  for (int k = 0; k < nsets; ++k) {
+    LinearArgs a;
+    a.x = sets.input(c.dtype, Dims{c.M, c.K}, 1.0);
+    a.weight = sets.input(c.dtype, p->weight_shape(), weight_scale(c.K));
+    a.bias = sets.input(c.dtype, p->bias_shape(), 1.0);
+    a.y = sets.output(c.dtype, p->y_shape());
+    if (c.save_aux) a.aux = sets.output(c.dtype, p->y_shape());
+    args.push_back(a);
+  }
+  status_check(p->can_implement(args[0]), "can_implement");
+  const SharedWorkspace w(p->workspace_size());
+  const KernelSku sku = actual_sku(p->sku_for(env.stream, w.ws, args[0]));
+  const LinearPlan plan = *p;
+  const Stream st = env.stream;
+  return {sku, w.ws.bytes, [plan, args, st, w](size_t k) { return plan.run(st, w.ws, args[k]); }};
+}
+
+// The backward of a GeluTanh forward that saved its pre-activation (read as
+// args.aux; the descriptor's forward.save_aux stays false): dx, dw and db.
+Prepared prepare_linear_bwd(const Env& env, const GemmCase& c, Sets& sets, int nsets) {
+  LinearBackwardDescriptor d;
+  d.forward = linear_descriptor(c);
+  d.need_dx = d.need_dw = d.need_db = true;
+  Result<LinearBackwardPlan> p = LinearBackwardPlan::select(env.stream, d);
+  status_check(p.status(), "LinearBackwardPlan::select");
+  std::vector<LinearBackwardArgs> args;
+  for (int k = 0; k < nsets; ++k) {
+    LinearBackwardArgs a;
+    a.dy = sets.input(c.dtype, p->y_shape(), 1.0);
+    a.x = sets.input(c.dtype, Dims{c.M, c.K}, 1.0);
+    a.weight = sets.input(c.dtype, p->weight_shape(), weight_scale(c.K));
+    a.aux = sets.input(c.dtype, p->y_shape(), 1.0);
+    a.dx = sets.output(c.dtype, Dims{c.M, c.K});
+    a.dw = sets.output(c.dtype, p->weight_shape());
+    a.db = sets.output(c.dtype, p->bias_shape());
+    args.push_back(a);
+  }
+  status_check(p->can_implement(args[0]), "can_implement");
+  const SharedWorkspace w(p->workspace_size());
+  const KernelSku sku = actual_sku(p->sku_for(env.stream, w.ws, args[0]));
+  const LinearBackwardPlan plan = *p;
+  const Stream st = env.stream;
+  return {sku, w.ws.bytes, [plan, args, st, w](size_t k) { return plan.run(st, w.ws, args[k]); }};
+}
+
+void run_case(const Env& env, const GemmCase& c, Res& r) {
+  const size_t per_set = bytes_per_set(c);
+  r.sets = static_cast<int>(std::clamp<size_t>((env.rotate_bytes + per_set - 1) / per_set, 1, 8));
+  Sets sets(env);
+  const Prepared p = c.kind == Kind::Mm          ? prepare_mm(env, c, sets, r.sets)
+                     : c.kind == Kind::LinearFwd ? prepare_linear(env, c, sets, r.sets)
+                                                 : prepare_linear_bwd(env, c, sets, r.sets);
+  r.variant = p.sku.variant;
+  r.backend = backend_name(p.sku.backend);
+  r.sku = p.sku.to_string();
+  r.workspace = p.workspace;
+  const double ms = time_median_ms(env.cs, env.warmup, env.iters, [&](int i) {
+    status_check(p.run(static_cast<size_t>(i % r.sets)), "run");
+  });
+  r.us = ms * 1e3;
+  r.tflops = c.flops() / (ms * 1e-3) / 1e12;
+  const double ceiling = g_ceiling.of(c.dtype);
+  r.frac = ceiling > 0 ? r.tflops / ceiling : 0;
+}
+
+const char* activation_json(GemmActivation a) {
+  switch (a) {
+    case GemmActivation::None: return "none";
+    case GemmActivation::Relu: return "relu";
+    case GemmActivation::GeluTanh: return "gelu_tanh";
+    case GemmActivation::Gelu: return "gelu";
+  }
+  return "?";
+}
+
+std::string row_of(const GemmCase& c, const Res& r) {
+  char line[256];
+  if (!r.error.empty()) {
+    std::snprintf(line, sizeof line, "%-46s  ERROR ", c.name.c_str());
+    return line + r.error;
+  }
+  std::snprintf(line, sizeof line, "%-46s %10.1f %9.1f %6.1f%%  ", c.name.c_str(), r.us, r.tflops, 100 * r.frac);
+  return line + r.variant;
+}
+
+JsonObject json_of(const GemmCase& c, const Res& r) {
+  JsonObject j;
+  j.str("name", c.name)
+      .str("op", c.op)
+      .str("dir", c.bwd() ? "bwd" : "fwd")
+      .str("dtype", std::string(dtype_name(c.dtype)))
+      .integer("batch", c.batch)
+      .integer("M", c.M)
+      .integer("K", c.K)
+      .integer("N", c.N)
+      .str("activation", activation_json(c.act))
+      .boolean("save_aux", c.save_aux)
+      .num("flops", c.flops())
+      .boolean("ok", r.error.empty());
+  if (r.error.empty())
+    j.num("time_us", r.us)
+        .num("tflops", r.tflops)
+        .num("frac_ceiling", r.frac)
+        .integer("sets", r.sets)
+        .integer("workspace_bytes", static_cast<int64_t>(r.workspace));
+  else
+    j.str("error", r.error);
+  j.str("variant", r.variant).str("backend", r.backend).str("sku", r.sku);
+  return j;
+}
+
+// ---- the cases ------------------------------------------------------------------------
+
+std::string shape_name(int64_t M, int64_t K, int64_t N) {
+  return std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N);
+}
+
+std::vector<GemmCase> all_cases() {
+  struct MKN {
+    int64_t M, K, N;
+  };
+  const MKN mm_shapes[] = {{8192, 8192, 8192}, {8192, 4096, 11008}, {8192, 11008, 4096}, {8192, 768, 3072}, {8192, 3072, 768}};
+  const MKN mlp_shapes[] = {{8192, 768, 3072} /* GPT-2 */, {8192, 4096, 11008} /* Llama-7B */};
+  std::vector<GemmCase> v;
+  for (DType dt : {DType::BF16, DType::F16}) {
+    const std::string dn(dtype_name(dt));
+    for (const MKN& s : mm_shapes) {
+      GemmCase c;
+      c.name = "mm." + dn + "." + shape_name(s.M, s.K, s.N);
+      c.op = "mm";
+      c.dtype = dt;
+      c.M = s.M, c.K = s.K, c.N = s.N;
+      v.push_back(c);
+    }
+    GemmCase b;
+    b.name = "bmm." + dn + ".64x1024^3";
+    b.op = "bmm";
+    b.dtype = dt;
+    b.batch = 64;
+    b.M = b.K = b.N = 1024;
+    v.push_back(b);
+    for (const MKN& s : mlp_shapes) {
+      auto linear = [&](const char* op, Kind kind, GemmActivation act, bool aux) {
+        GemmCase c;
+        c.name = std::string(op) + (kind == Kind::LinearBwd ? ".bwd." : ".fwd.") + dn + "." + shape_name(s.M, s.K, s.N);
+        c.op = op;
+        c.kind = kind;
+        c.dtype = dt;
+        c.M = s.M, c.K = s.K, c.N = s.N;
+        c.act = act;
+        c.save_aux = aux;
+        return c;
+      };
+      v.push_back(linear("linear_gelu_tanh", Kind::LinearFwd, GemmActivation::GeluTanh, false));
+      v.push_back(linear("linear_gelu_tanh_aux", Kind::LinearFwd, GemmActivation::GeluTanh, true));
+      v.push_back(linear("linear_gelu", Kind::LinearFwd, GemmActivation::Gelu, false));
+      // The forward it differentiates saved its pre-activation; the backward's
+      // descriptor has save_aux = false (there the aux is an input).
+      v.push_back(linear("linear_gelu_tanh", Kind::LinearBwd, GemmActivation::GeluTanh, false));
+    }
+  }
+  return v;
+}
+
+// Family::start: the cuBLAS ceilings, the table header, the JSON header.
+JsonObject start(Env& env) {
+  g_ceiling.bf16 = gemm_ceiling_tflops(env, DType::BF16);
+  g_ceiling.f16 = gemm_ceiling_tflops(env, DType::F16);
+  env.gemm_tflops = g_ceiling.bf16;
+  const DeviceMeta& m = env.meta;
+  std::printf("device: %s (sm_%d%d, %d SMs, L2 %.0f MB), CUDA runtime %s, driver %s\n", m.device.c_str(), m.cc_major,
+              m.cc_minor, m.sms, m.l2 / 1e6, m.runtime.c_str(), m.driver.c_str());
+  std::printf("cuBLAS GEMM 8192^3 (the ceiling): bf16 %.1f TFLOP/s, f16 %.1f TFLOP/s; %d iters, median\n\n",
+              g_ceiling.bf16, g_ceiling.f16, env.iters);
+  std::printf("%-46s %10s %9s %7s  %s\n", "case", "time_us", "TFLOP/s", "%ceil", "variant");
+  JsonObject h;
+  h.str("tool", "baracuda_gemm_bench")
+      .str("date", utc_now())
+      .str("device", m.device)
+      .str("compute_capability", std::to_string(m.cc_major) + "." + std::to_string(m.cc_minor))
+      .integer("sm_count", m.sms)
+      .integer("l2_bytes", static_cast<int64_t>(m.l2))
+      .integer("memory_bytes", static_cast<int64_t>(m.mem))
+      .str("cuda_runtime", m.runtime)
+      .str("cuda_driver", m.driver)
+      .num("gemm_bf16_tflops", g_ceiling.bf16)
+      .num("gemm_f16_tflops", g_ceiling.f16)
+      .integer("iters", env.iters)
+      .integer("warmup", env.warmup)
+      .str("filter", env.filter);
+  return h;
+}
+
+}  // namespace
+
+void register_gemm(Registry& reg) {
+  reg.add_family(Family{"gemm", "", 30, 5, start});
+  for (const GemmCase& c : all_cases())
+    reg.add_case(Case{"gemm", c.name, [c](Env& env) {
+                        const Res r = run_guarded<Res>(env, [&](Env& e, Res& res) { run_case(e, c, res); });
+                        return Outcome{r.error.empty(), row_of(c, r), json_of(c, r)};
+                      }});
+}
+
+}  // namespace baracuda::bench
