@@ -221,6 +221,9 @@ inline LinearBackwardDescriptor draw_linear_backward(Fuzz& f) {
   // Now and then no rows at all while dw or db is asked for: a sum over
   // nothing, so they are zeros (dx is empty then).
   if ((d.need_dw || d.need_db) && fw.x_shape.rank >= 2 && f.chance(0.06)) fw.x_shape[0] = 0;
+  // K = 0 empties dx and dw: without db every output would be empty, a
+  // zero-size problem (zero_size_descs()), not a valid one to run.
+  if (!d.need_db && fw.x_shape[fw.x_shape.rank - 1] == 0) fw.x_shape[fw.x_shape.rank - 1] = f.range(1, 9);
   fw.save_aux = false;  // the backward's descriptor: the saved pre-activation is its input aux
   return d;
 }

@@ -706,12 +706,16 @@ struct BwdSpec {
   bool bias = true;
   GemmActivation act = GemmActivation::None;
   bool dx = true, dw = true, db = true;
+  GemmActivation in_act = GemmActivation::None;  // chained: x = in_act(x_aux)
+  bool din = false;                              // need_input_bias_grad
 };
 
 std::string name(const BwdSpec& s) {
   return std::string(dtype_name(s.t)) + " linear.bwd x" + s.x.to_string() + " N " + std::to_string(s.n) +
          (s.bias ? " +bias " : " ") + gemm_activation_name(s.act) + " need" + (s.dx ? " dx" : "") +
-         (s.dw ? " dw" : "") + (s.db ? " db" : "");
+         (s.dw ? " dw" : "") + (s.db ? " db" : "") +
+         (s.in_act != GemmActivation::None ? std::string(" in_act ") + gemm_activation_name(s.in_act) : "") +
+         (s.din ? " dbias_in" : "");
 }
 
 ::testing::AssertionResult check_backward(const BwdSpec& s) {
@@ -724,6 +728,9 @@ std::string name(const BwdSpec& s) {
   d.need_dx = s.dx;
   d.need_dw = s.dw;
   d.need_db = s.db;
+  d.input_activation = s.in_act;
+  d.need_input_bias_grad = s.din;
+  const bool chained = s.in_act != GemmActivation::None;
   auto cpu = LinearBackwardPlan::select(kCpu, d);
   if (!cpu) return ::testing::AssertionFailure() << name(s) << ": CPU select: " << cpu.status().to_string();
   const Dims ys = cpu->y_shape(), wsh = cpu->weight_shape(), bsh = cpu->bias_shape();
@@ -735,12 +742,17 @@ std::string name(const BwdSpec& s) {
   if (s.act == GemmActivation::Relu)
     for (double& v : auxv) v = v > 0 ? v : 0.0;
   const bool has_aux = s.act != GemmActivation::None;
+  // x_aux: the previous layer's pre-activation (relu: x itself, >= 0 with zeros).
+  auto xauxv = bt::random_values(s.t, bt::numel(s.x), rng, -3, 3);
+  if (s.in_act == GemmActivation::Relu)
+    for (double& v : xauxv) v = v > 0 ? v : 0.0;
+  const int64_t K = s.x[s.x.rank - 1];
 
-  std::vector<double> ref_dx, ref_dw, ref_db;
+  std::vector<double> ref_dx, ref_dw, ref_db, ref_din;
   {
     const bt::HostBuffer xh = bt::host_from(s.t, xv), wh = bt::host_from(s.t, wv), dyh = bt::host_from(s.t, dyv),
-                         ah = bt::host_from(s.t, auxv);
-    bt::HostBuffer dxh(s.t, bt::numel(s.x)), dwh(s.t, bt::numel(wsh)), dbh(s.t, bt::numel(bsh));
+                         ah = bt::host_from(s.t, auxv), xah = bt::host_from(s.t, xauxv);
+    bt::HostBuffer dxh(s.t, bt::numel(s.x)), dwh(s.t, bt::numel(wsh)), dbh(s.t, bt::numel(bsh)), dinh(s.t, K);
     std::vector<uint8_t> hws(cpu->workspace_size() + 1);
     LinearBackwardArgs a;
     a.dy = bt::view(dyh, bt::contiguous(ys));
@@ -750,11 +762,14 @@ std::string name(const BwdSpec& s) {
     if (s.dx) a.dx = bt::view_mut(dxh, bt::contiguous(s.x));
     if (s.dw) a.dw = bt::view_mut(dwh, bt::contiguous(wsh));
     if (s.db) a.db = bt::view_mut(dbh, bt::contiguous(bsh));
+    if (chained) a.x_aux = bt::view(xah, bt::contiguous(s.x));
+    if (s.din) a.dbias_in = bt::view_mut(dinh, bt::contiguous(Dims{K}));
     const Status st = cpu->run(kCpu, Workspace(hws.data(), cpu->workspace_size()), a);
     if (!st) return ::testing::AssertionFailure() << name(s) << ": CPU reference: " << st.to_string();
     ref_dx = bt::all_values(dxh);
     ref_dw = bt::all_values(dwh);
     ref_db = bt::all_values(dbh);
+    ref_din = bt::all_values(dinh);
   }
   auto gpu = LinearBackwardPlan::select(kGpu, d);
   if (!gpu) return ::testing::AssertionFailure() << name(s) << ": CUDA select: " << gpu.status().to_string();
@@ -762,7 +777,9 @@ std::string name(const BwdSpec& s) {
     return ::testing::AssertionFailure() << name(s) << ": sku " << gpu->sku().to_string();
   const bt::Layout Lx = bt::contiguous(s.x), Lw = bt::contiguous(wsh), Lb = bt::contiguous(bsh), Ly = bt::contiguous(ys);
   Buffer dxin = device_copy(s.t, Lx, xv), dwin = device_copy(s.t, Lw, wv), ddy = device_copy(s.t, Ly, dyv),
-         daux = device_copy(s.t, Ly, auxv);
+         daux = device_copy(s.t, Ly, auxv), dxaux = device_copy(s.t, Lx, xauxv);
+  const bt::Layout Lk = bt::contiguous(Dims{K});
+  Buffer odin = bt::device_storage(s.t, Lk);
   Buffer odx = bt::device_storage(s.t, Lx), odw = bt::device_storage(s.t, Lw), odb = bt::device_storage(s.t, Lb);
   Buffer ws = bt::device_workspace(gpu->workspace_size());
   LinearBackwardArgs a;
@@ -783,6 +800,11 @@ std::string name(const BwdSpec& s) {
     a.db = bt::view_mut(odb, s.t, Lb);
     outs.push_back({"db", &odb, s.t, Lb});
   }
+  if (chained) a.x_aux = bt::view(dxaux, s.t, Lx);
+  if (s.din) {
+    a.dbias_in = bt::view_mut(odin, s.t, Lk);
+    outs.push_back({"dbias_in", &odin, s.t, Lk});
+  }
   std::vector<bt::HostBuffer> first;
   const std::string err =
       bt::run_twice([&] { return gpu->run(kGpu, Workspace(ws.data(), gpu->workspace_size()), a); }, outs, &first);
@@ -793,6 +815,7 @@ std::string name(const BwdSpec& s) {
   if (s.dx) e += compare("dx", bt::gather(first[o++], Lx), ref_dx, tol);
   if (s.dw) e += compare("dw", bt::gather(first[o++], Lw), ref_dw, tol);
   if (s.db) e += compare("db", bt::gather(first[o++], Lb), ref_db, tol);
+  if (s.din) e += compare("dbias_in", bt::gather(first[o++], Lk), ref_din, tol);
   if (!e.empty()) return ::testing::AssertionFailure() << name(s) << " (sku " << gpu->sku().to_string() << "): " << e;
   return ::testing::AssertionSuccess();
 }
@@ -833,6 +856,48 @@ TEST(CudaLinearBackward, EveryActivationAndNeedSubset) {
       s.n = 7;
       EXPECT_TRUE(check_backward(s));
     }
+}
+
+// Chained layers: the dx GEMM applies the previous layer's activation
+// gradient (cuBLASLt DGELU_BGRAD for GeluTanh, a pass + reduction otherwise)
+// and, with need_input_bias_grad, writes that layer's bias gradient.
+TEST(CudaLinearBackward, ChainedInputActivation) {
+  BT_SKIP_WITHOUT_GPU();
+  for (DType t : kFloatTypes)
+    for (GemmActivation in_act : {GemmActivation::GeluTanh, GemmActivation::Gelu, GemmActivation::Relu})
+      for (bool din : {false, true}) {
+        BwdSpec s;
+        s.t = t;
+        s.x = {4, 33, 64};  // K = 64: an aux leading dim the DGELU epilogue accepts
+        s.n = 40;
+        s.act = GemmActivation::None;
+        s.in_act = in_act;
+        s.din = din;
+        EXPECT_TRUE(check_backward(s));
+        s.act = GemmActivation::GeluTanh;  // both ends of a layer fused
+        s.x = {2, 17, 60};                 // K = 60: not a multiple of 8, the pass form
+        EXPECT_TRUE(check_backward(s));
+        if (too_many_failures()) return;
+      }
+}
+
+TEST(CudaLinearBackward, ChainedVariantNamesTheFusedEpilogue) {
+  BT_SKIP_WITHOUT_GPU();
+  LinearBackwardDescriptor d;
+  d.forward.dtype = DType::BF16;
+  d.forward.x_shape = Dims{64, 128};
+  d.forward.out_features = 256;
+  d.input_activation = GemmActivation::GeluTanh;
+  d.need_input_bias_grad = true;
+  auto p = LinearBackwardPlan::select(kGpu, d);
+  ASSERT_TRUE(p) << p.status().to_string();
+  EXPECT_NE(p->sku().variant.find("dgelu-bgrad"), std::string::npos) << p->sku().variant;
+  EXPECT_NE(p->sku().variant.find("dbias_in:fused"), std::string::npos) << p->sku().variant;
+  d.input_activation = GemmActivation::Gelu;  // erf: no cuBLASLt epilogue
+  auto q = LinearBackwardPlan::select(kGpu, d);
+  ASSERT_TRUE(q) << q.status().to_string();
+  EXPECT_NE(q->sku().variant.find("+dact-pass"), std::string::npos) << q->sku().variant;
+  EXPECT_NE(q->sku().variant.find("dbias_in:reduce"), std::string::npos) << q->sku().variant;
 }
 
 TEST(CudaLinearBackward, ZeroRows) {

@@ -177,10 +177,23 @@ class BARACUDA_API LinearPlan : public PlanBase {
 // need_* choose the outputs (frozen weights: need_dw = need_db = false; first
 // layer: need_dx = false); a tensor only an unneeded output reads is refused
 // when given. Every output is overwritten (no accumulation into dw yet).
+//
+// Chaining layers (llm.c's fusion). When x itself came out of an activation
+// of the previous layer, x = act_in(x_pre) with x_pre saved as that layer's
+// aux, set input_activation: dx is then the gradient with respect to x_pre,
+//   dx = (g . weight) * act_in'(x_aux)          (x_aux = x_pre; relu: x works)
+// and need_input_bias_grad adds dbias_in = sum of dx's rows, the previous
+// layer's bias gradient — so the previous layer's backward runs with
+// activation None and need_db false. For GeluTanh this is cuBLASLt's
+// DGELU_BGRAD epilogue on the dx GEMM (variant "dx:cublaslt.dgelu-bgrad"),
+// no elementwise pass at all; other activations (and f64) take a pass and a
+// reduction (the variant says "+dact-pass").
 struct LinearBackwardDescriptor {
   LinearDescriptor forward;  // the forward's descriptor as it was (its save_aux is not used here)
   bool need_dx = true, need_dw = true;
   bool need_db = true;  // only with forward.has_bias
+  GemmActivation input_activation = GemmActivation::None;  // needs need_dx
+  bool need_input_bias_grad = false;                       // needs input_activation
 };
 
 struct LinearBackwardArgs {
@@ -188,9 +201,11 @@ struct LinearBackwardArgs {
   TensorRef x;       // x_shape (need_dw)
   TensorRef weight;  // [N, K] (need_dx)
   TensorRef aux;     // y_shape(): Gelu / GeluTanh the saved pre-activation, Relu the forward's y
+  TensorRef x_aux;   // x_shape: the previous layer's saved pre-activation (input_activation)
   TensorMut dx;      // x_shape (need_dx)
   TensorMut dw;      // [N, K] (need_dw)
   TensorMut db;      // [N] (need_db)
+  TensorMut dbias_in;  // [K] (need_input_bias_grad)
 };
 
 class BARACUDA_API LinearBackwardPlan : public PlanBase {
@@ -214,7 +229,10 @@ class BARACUDA_API LinearBackwardPlan : public PlanBase {
   size_t limit_ = 0;        // cuBLASLt's workspace limit (after g)
   bool tf32_ = false;
   bool fused_db_ = false;   // db through BGRADB (chosen at select())
+  bool fused_din_ = false;  // dbias_in through DGELU_BGRAD (chosen at select())
+  bool fuse_dx_ = true;     // the dx GEMM's epilogue fused (false: cuBLASLt refused it at select())
   ReduceToPlan db_reduce_;  // db = sum of g's rows, when not fused
+  ReduceToPlan din_reduce_; // dbias_in = sum of dx's rows, when not fused
   size_t reduce_offset_ = 0;  // its workspace, after g
   friend struct MatmulPlanAccess;
 };

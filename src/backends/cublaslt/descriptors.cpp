@@ -34,6 +34,8 @@ cublasLtEpilogue_t epilogue_of(Epilogue e) {
     case Epilogue::GeluAuxBias: return CUBLASLT_EPILOGUE_GELU_AUX_BIAS;
     case Epilogue::BGradA: return CUBLASLT_EPILOGUE_BGRADA;
     case Epilogue::BGradB: return CUBLASLT_EPILOGUE_BGRADB;
+    case Epilogue::DGelu: return CUBLASLT_EPILOGUE_DGELU;
+    case Epilogue::DGeluBGrad: return CUBLASLT_EPILOGUE_DGELU_BGRAD;
   }
   return CUBLASLT_EPILOGUE_DEFAULT;
 }

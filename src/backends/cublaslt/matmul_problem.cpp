@@ -28,8 +28,10 @@ DType scale_type_of(ComputeType c) {
 bool has_bias(Epilogue e) {
   return e == Epilogue::Bias || e == Epilogue::ReluBias || e == Epilogue::GeluBias || e == Epilogue::GeluAuxBias;
 }
-bool has_aux(Epilogue e) { return e == Epilogue::GeluAux || e == Epilogue::GeluAuxBias; }
-bool has_bias_grad(Epilogue e) { return e == Epilogue::BGradA || e == Epilogue::BGradB; }
+bool has_aux(Epilogue e) {
+  return e == Epilogue::GeluAux || e == Epilogue::GeluAuxBias || e == Epilogue::DGelu || e == Epilogue::DGeluBGrad;
+}
+bool has_bias_grad(Epilogue e) { return e == Epilogue::BGradA || e == Epilogue::BGradB || e == Epilogue::DGeluBGrad; }
 
 StoredShape stored_a(const MatmulProblem& p) { return p.trans_a ? StoredShape{p.k, p.m} : StoredShape{p.m, p.k}; }
 StoredShape stored_b(const MatmulProblem& p) { return p.trans_b ? StoredShape{p.n, p.k} : StoredShape{p.k, p.n}; }

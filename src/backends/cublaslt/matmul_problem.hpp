@@ -35,7 +35,12 @@ namespace baracuda::cublaslt {
 // aux_stride). BGradA / BGradB write a bias gradient instead of adding a bias:
 // BGradA the sums of op(A)'s rows over k (length m), BGradB the sums of
 // op(B)'s columns over k (length n), through the bias pointer.
-enum class Epilogue : uint8_t { None, Relu, Gelu, Bias, ReluBias, GeluBias, GeluAux, GeluAuxBias, BGradA, BGradB };
+// DGelu / DGeluBGrad read the aux matrix (a GELU input saved by a forward) and
+// write D = (alpha op(A) op(B) + ...) * gelu'(aux); DGeluBGrad also writes the
+// sums of D's rows over n (length m) through the bias pointer.
+enum class Epilogue : uint8_t {
+  None, Relu, Gelu, Bias, ReluBias, GeluBias, GeluAux, GeluAuxBias, BGradA, BGradB, DGelu, DGeluBGrad
+};
 
 // Math mode (cublasComputeType_t). F32 is exact fp32 math (no TF32): the
 // default for f32 / f16 / bf16 inputs; the Fast* modes trade precision for
@@ -64,7 +69,7 @@ struct MatmulProblem {
 };
 
 bool has_bias(Epilogue e);      // reads a bias vector
-bool has_aux(Epilogue e);       // writes the aux matrix
+bool has_aux(Epilogue e);       // writes (GeluAux*) or reads (DGelu*) the aux matrix
 bool has_bias_grad(Epilogue e); // writes a bias gradient through the bias pointer
 
 // Rows x columns of each stored operand (column-major).

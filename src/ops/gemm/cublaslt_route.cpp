@@ -42,7 +42,7 @@ std::string strides_text(int64_t rs, int64_t cs) {
 }
 
 // The operands that take part in the batch layout, by index.
-enum Op { kA, kB, kD, kC, kAux, kOps };
+enum Op { kA, kB, kD, kC, kAux, kOps };  // kAux: the aux written (GELU_AUX) or read (DGELU)
 
 // The batch structure of the problem after folding and collapsing.
 struct BatchPlan {
@@ -136,6 +136,8 @@ Result<Layout> layout_of(const Problem& p, const Route& r, const Config& cfg) {
     aux.rs = p.aux.rs;
     aux.cs = p.aux.cs;
     std::copy(p.aux.bstride, p.aux.bstride + kMaxRank, aux.bstride);
+  } else if (r.fused_dact) {
+    aux = p.dact_aux;
   }
   L.c_direct = !r.k_zero && p.has_c && p.beta != 0 && !r.copy_c;
   if (L.c_direct) c = p.c;
@@ -146,7 +148,7 @@ Result<Layout> layout_of(const Problem& p, const Route& r, const Config& cfg) {
   L.mats.m[kAux] = &aux;
   L.mats.used[kA] = L.mats.used[kB] = L.mats.used[kD] = true;
   L.mats.used[kC] = L.c_direct;
-  L.mats.used[kAux] = r.fused_aux;
+  L.mats.used[kAux] = r.fused_aux || r.fused_dact;
   L.bp = batch_plan(p, L.mats);
   L.mats = {};  // pointers into this frame's locals: not kept
   const BatchPlan& bp = L.bp;
@@ -211,11 +213,12 @@ Result<Layout> layout_of(const Problem& p, const Route& r, const Config& cfg) {
   else if (r.fused_act && p.act == GemmActivation::GeluTanh) e = r.fused_bias ? E::GeluBias : E::Gelu;
   else if (r.fused_bias) e = E::Bias;
   if (p.has_a_rowsum) e = r.orient_t ? E::BGradB : E::BGradA;
+  if (r.fused_dact) e = r.colsum_done ? E::DGeluBGrad : E::DGelu;
   q.epilogue = e;
   q.bias_type = p.dtype;
-  if (r.fused_aux) {
+  if (r.fused_aux || r.fused_dact) {
     const auto xcm = r.orient_t ? as_col_major(n, m, aux.cs, bp.rs[kAux]) : as_col_major(m, n, bp.rs[kAux], aux.cs);
-    if (!xcm.ok || xcm.trans) return unsupported(cfg.plan, "aux is not a plain matrix (internal)");
+    if (!xcm.ok || xcm.trans) return unsupported(cfg.plan, "aux is not a plain matrix (internal: the route should not fuse it)");
     q.aux_type = p.dtype;
     q.aux_ld = xcm.ld;
     q.aux_stride = bp.rank > 0 ? bp.stride[kAux][bp.rank - 1] : 0;
@@ -225,10 +228,11 @@ Result<Layout> layout_of(const Problem& p, const Route& r, const Config& cfg) {
 
 // Fused aux needs an ld that is a multiple of 8 and a 16-byte aligned
 // pointer (cuBLASLt's rule for the GELU aux matrix).
-bool aux_fusable(const Problem& p, bool orient_t) {
-  const int64_t ld = orient_t ? p.aux.rs : p.aux.cs;
-  const int64_t unit = orient_t ? p.aux.cs : p.aux.rs;
-  return (unit == 1 || (orient_t ? p.n : p.m) == 1) && ld % 8 == 0 && cublaslt::pointer_alignment(p.aux.data) >= 16;
+template <class Ptr>
+bool aux_fusable(const Problem& p, const Mat<Ptr>& aux, bool orient_t) {
+  const int64_t ld = orient_t ? aux.rs : aux.cs;
+  const int64_t unit = orient_t ? aux.cs : aux.rs;
+  return (unit == 1 || (orient_t ? p.n : p.m) == 1) && ld % 8 == 0 && cublaslt::pointer_alignment(aux.data) >= 16;
 }
 
 std::string variant_of(const Route& r, const Problem& p, const Config& cfg) {
@@ -238,6 +242,7 @@ std::string variant_of(const Route& r, const Problem& p, const Config& cfg) {
   else if (r.fused_act) v += std::string(p.act == GemmActivation::Relu ? ".relu" : ".gelu") + (r.fused_bias ? "-bias" : "");
   else if (r.fused_bias) v += ".bias";
   if (p.has_a_rowsum) v += ".bgrad";
+  if (r.fused_dact) v += r.colsum_done ? ".dgelu-bgrad" : ".dgelu";
   if (r.fold) v += ".folded";
   else if (r.lt_batch_dim >= 0) v += ".batched";
   if (r.outer_rank > 0) v += ".loop";
@@ -246,6 +251,7 @@ std::string variant_of(const Route& r, const Problem& p, const Config& cfg) {
   if (r.copy_c) v = "c-copy+" + v;
   if (p.has_bias && !r.fused_bias) v += "+bias-pass";
   if (p.act != GemmActivation::None && !r.fused_act && !r.fused_aux) v += "+" + std::string(gemm_activation_name(p.act)) + "-pass";
+  if (p.dact != GemmActivation::None && !r.fused_dact) v += "+dact-pass";
   return v;
 }
 
@@ -271,10 +277,19 @@ Result<Route> decide(const Problem& p, const Config& cfg, bool try_fuse) {
   r.fused_aux = try_fuse && fusable_dtype && p.save_aux && p.act == GemmActivation::GeluTanh;
   if (r.fused_aux) {
     const bool t = orient_of(p.out);
-    if (!plain_in(p.aux, t) || !aux_fusable(p, t)) r.fused_aux = false;  // aux in another layout: the pass form
+    if (!plain_in(p.aux, t) || !aux_fusable(p, p.aux, t)) r.fused_aux = false;  // aux in another layout: the pass form
   }
   r.to_aux = p.save_aux && !r.fused_aux;  // the pre-activation goes to aux, a pass writes out
   r.orient_t = orient_of(r.to_aux ? p.aux : p.out);
+  // The linear backward's dGELU (DGELU[_BGRAD]): tanh GELU only, the output
+  // in T orientation (the bias gradient then runs along D's rows = out's
+  // columns), its aux plain and aligned like GELU_AUX's, nothing else fused.
+  if (p.dact != GemmActivation::None) {
+    r.fused_dact = try_fuse && fusable_dtype && p.dact == GemmActivation::GeluTanh && r.orient_t && !p.has_bias &&
+                   p.act == GemmActivation::None && !p.save_aux && plain_in(p.dact_aux, true) &&
+                   aux_fusable(p, p.dact_aux, true);
+    r.colsum_done = r.fused_dact && p.has_out_colsum;
+  }
   r.fused_bias = try_fuse && p.has_bias && r.orient_t;  // cuBLASLt's bias runs along D's rows: only in T
   r.fused_act = try_fuse && act_fusable && !r.to_aux && (!p.has_bias || r.fused_bias);
   if (r.fused_aux) r.fused_act = false;
@@ -359,6 +374,8 @@ Status run_gemms(const Route& r, const Problem& p, const Config& cfg, const Stre
     if (r.fused_bias) args.bias = p.bias;
     if (p.has_a_rowsum) args.bias = p.a_rowsum;
     if (r.fused_aux) args.aux = at(p.aux.data, kAux);
+    if (r.fused_dact) args.aux = at(p.dact_aux.data, kAux);  // read by DGELU
+    if (r.colsum_done) args.bias = p.out_colsum;
     // D stands in for a missing C (run_matmul passes it as C).
     cublaslt::MatmulProblem q =
         cublaslt::with_pointer_alignment(L->lt, args.a, args.b, args.c ? args.c : args.d, args.d);
@@ -387,6 +404,8 @@ Status execute(const Route& r, const Problem& p, const Config& cfg, const Stream
   if (r.copy_c) BARACUDA_RETURN_IF_ERROR(cuda::copy_pass(stream, on_device(view_of(p.c, p), stream), dst));
   BARACUDA_RETURN_IF_ERROR(run_gemms(r, p, cfg, stream, ws, ws_bytes, capturing));
   if (p.has_bias && !r.fused_bias) BARACUDA_RETURN_IF_ERROR(cuda::affine_pass(stream, 1.0, dst, bias, dst));
+  if (p.dact != GemmActivation::None && !r.fused_dact)
+    BARACUDA_RETURN_IF_ERROR(cuda::activation_grad_pass(stream, p.dact, dst, on_device(view_of(p.dact_aux, p), stream), dst));
   if (p.act != GemmActivation::None && !r.fused_act && !r.fused_aux)
     BARACUDA_RETURN_IF_ERROR(cuda::activation_pass(stream, p.act, dst, out));
   return Status::ok();

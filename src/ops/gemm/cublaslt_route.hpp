@@ -48,6 +48,8 @@ struct Route {
   bool copy_c = false;   // c copied into dst before the GEMM
   bool to_aux = false;   // the GEMM's destination is aux (the pre-activation), else out
   bool fused_act = false, fused_bias = false, fused_aux = false;
+  bool fused_dact = false;     // the dact gradient in the epilogue (DGELU), else a pass
+  bool colsum_done = false;    // out_colsum written by the epilogue (DGELU_BGRAD); else the caller reduces
   bool orient_t = true;
   bool fold = false;     // batch folded into m
   int outer_rank = 0;    // host-loop dims (outermost first)

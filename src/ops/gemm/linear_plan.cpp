@@ -183,10 +183,20 @@ struct Views2D {
   int64_t dw_rs = 0, dw_cs = 1;
   void* db = nullptr;
   int64_t db_s = 1;
+  const void* x_aux = nullptr;  // the input activation's saved pre-activation [M, K]
+  int64_t xa_rs = 0, xa_cs = 1;
+  void* din = nullptr;          // dbias_in [K]
+  int64_t din_s = 1;
 };
 
-Problem dx_problem(DType t, int64_t M, int64_t N, int64_t K, const Views2D& v) {
+Problem dx_problem(DType t, int64_t M, int64_t N, int64_t K, const Views2D& v, GemmActivation in_act = GemmActivation::None,
+                   bool colsum = false) {
   Problem p;
+  p.dact = in_act;
+  if (in_act != GemmActivation::None) p.dact_aux = {v.x_aux, v.xa_rs, v.xa_cs, {}};
+  p.has_out_colsum = colsum;
+  p.out_colsum = v.din;
+  p.out_colsum_stride = v.din_s;
   p.dtype = t;
   p.m = M;
   p.n = K;
@@ -220,6 +230,13 @@ Status validate_backward(const LinearBackwardDescriptor& d) {
   BARACUDA_RETURN_IF_ERROR(validate_linear(kBwd, d.forward));
   if (d.need_db && !d.forward.has_bias)
     return invalid(kBwd, "need_db is set but forward.has_bias is false (there is no bias to differentiate)");
+  if (static_cast<int>(d.input_activation) > static_cast<int>(GemmActivation::Gelu))
+    return invalid(kBwd, "unknown input_activation ", static_cast<int>(d.input_activation));
+  if (d.input_activation != GemmActivation::None && !d.need_dx)
+    return invalid(kBwd, "input_activation is set but need_dx is false (it changes only dx)");
+  if (d.need_input_bias_grad && d.input_activation == GemmActivation::None)
+    return invalid(kBwd, "need_input_bias_grad is set but input_activation is none (chain the previous layer's "
+                         "activation to get its bias gradient here)");
   return Status::ok();
 }
 
@@ -263,9 +280,13 @@ Result<LinearBackwardPlan> LinearBackwardPlan::select(const Stream& stream, cons
   cfg.workspace_limit = plan.limit_;
   std::string variant = f.activation != GemmActivation::None ? std::string(gemm_activation_name(f.activation)) + "-grad-pass+" : "";
   const bool any = M * N * K > 0;
+  v.xa_rs = K;
   if (d.need_dx && M * K > 0) {
-    auto r = gemm::lt::warm(gemm::dx_problem(f.dtype, M, N, K, v), cfg);
+    gemm::lt::Config dcfg = cfg;
+    auto r = gemm::lt::warm(gemm::dx_problem(f.dtype, M, N, K, v, d.input_activation, d.need_input_bias_grad), dcfg);
     if (!r) return r.status();
+    plan.fuse_dx_ = dcfg.fuse;
+    plan.fused_din_ = r->colsum_done;
     variant += "dx:" + r->variant + " ";
   }
   if (d.need_dw && N * K > 0) {
@@ -294,6 +315,21 @@ Result<LinearBackwardPlan> LinearBackwardPlan::select(const Stream& stream, cons
   } else if (d.need_db) {
     variant += "db:fused";
   }
+  if (d.need_input_bias_grad && !plan.fused_din_) {
+    ReduceToDescriptor rd;
+    rd.dtype = f.dtype;
+    rd.shape = Dims{M, K};
+    rd.target = Dims{K};
+    PlanPreference rp;
+    rp.require_deterministic = pref.require_deterministic;
+    auto r = ReduceToPlan::select(stream, rd, rp);
+    if (!r) return r.status();
+    reduce_ws = std::max(reduce_ws, r->workspace_size());
+    plan.din_reduce_ = std::move(*r);
+    variant += " dbias_in:reduce";
+  } else if (d.need_input_bias_grad) {
+    variant += " dbias_in:fused";
+  }
   while (!variant.empty() && variant.back() == ' ') variant.pop_back();
   sku.variant = variant;
   plan.reduce_offset_ = plan.g_bytes_;
@@ -321,7 +357,13 @@ baracuda::detail::ArgCheck check_backward(const LinearBackwardPlan& plan, const 
                       "aux is given but forward.activation is none")
       .optional_output("dx", a.dx, d.need_dx, f.dtype, f.x_shape, "dx is given but need_dx is false")
       .optional_output("dw", a.dw, d.need_dw, f.dtype, plan.weight_shape(), "dw is given but need_dw is false")
-      .optional_output("db", a.db, d.need_db, f.dtype, plan.bias_shape(), "db is given but need_db is false");
+      .optional_input("x_aux", a.x_aux, d.input_activation != GemmActivation::None, f.dtype, f.x_shape,
+                      std::string("x_aux is missing (input_activation is ") + gemm_activation_name(d.input_activation) +
+                          ": pass the previous layer's saved pre-activation, or x for relu)",
+                      "x_aux is given but input_activation is none")
+      .optional_output("db", a.db, d.need_db, f.dtype, plan.bias_shape(), "db is given but need_db is false")
+      .optional_output("dbias_in", a.dbias_in, d.need_input_bias_grad, f.dtype, Dims{gemm::in_features(f)},
+                       "dbias_in is given but need_input_bias_grad is false");
   c.disjoint();
 #ifdef BARACUDA_WITH_CUDA
   if (plan.sku().backend != Backend::CpuReference)
@@ -374,10 +416,21 @@ Status MatmulPlanAccess::linear_backward_cuda(const LinearBackwardPlan& p, const
       v.w_cs = args.weight.strides[1];
       v.dx = args.dx.data;
       BARACUDA_RETURN_IF_ERROR(need_rows("dx", args.dx, &v.dx_rs, &v.dx_cs));
-      const gemm::Problem q = gemm::dx_problem(f.dtype, M, N, K, v);
-      auto r = gemm::lt::plan_route(q, cfg);
+      if (p.desc_.input_activation != GemmActivation::None) {
+        v.x_aux = args.x_aux.data;
+        BARACUDA_RETURN_IF_ERROR(need_rows("x_aux", args.x_aux, &v.xa_rs, &v.xa_cs));
+      }
+      if (p.fused_din_) {
+        v.din = args.dbias_in.data;
+        v.din_s = args.dbias_in.strides[0];
+      }
+      const gemm::Problem q =
+          gemm::dx_problem(f.dtype, M, N, K, v, p.desc_.input_activation, p.fused_din_);
+      gemm::lt::Config dcfg = cfg;
+      dcfg.fuse = p.fuse_dx_;
+      auto r = gemm::lt::plan_route(q, dcfg);
       if (!r) return r.status();
-      if (!dry) BARACUDA_RETURN_IF_ERROR(gemm::lt::execute(*r, q, cfg, stream, lt_ws, lt_bytes));
+      if (!dry) BARACUDA_RETURN_IF_ERROR(gemm::lt::execute(*r, q, dcfg, stream, lt_ws, lt_bytes));
     }
     if (p.desc_.need_dw && N * K > 0) {
       v.x = args.x.data;
@@ -400,6 +453,15 @@ Status MatmulPlanAccess::linear_backward_cuda(const LinearBackwardPlan& p, const
                        M == 0 ? 0 : (M - 1) * v.g_rs + (N - 1) * v.g_cs + 1);
       ra.y = args.db;
       if (!dry) BARACUDA_RETURN_IF_ERROR(p.db_reduce_.run(stream, Workspace{lt_ws, lt_bytes}, ra));
+    }
+    if (p.desc_.need_input_bias_grad && !p.fused_din_ && K > 0) {
+      ReduceToArgs ra;
+      int64_t rs = 0, cs = 1;
+      BARACUDA_RETURN_IF_ERROR(need_rows("dx", args.dx, &rs, &cs));
+      ra.x = TensorRef(args.dx.data, f.dtype, stream.device(), Dims{M, K}, Dims{rs, cs},
+                       M == 0 ? 0 : (M - 1) * rs + (K - 1) * cs + 1);
+      ra.y = args.dbias_in;
+      if (!dry) BARACUDA_RETURN_IF_ERROR(p.din_reduce_.run(stream, Workspace{lt_ws, lt_bytes}, ra));
     }
     return Status::ok();
 }

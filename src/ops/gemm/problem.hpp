@@ -9,6 +9,9 @@
 //     aux[t,i,j] = pre (save_aux);  out[t,i,j] = act(pre)
 //   a_rowsum[i] = sum over t, k of A[t,i,k]   (has_a_rowsum; the bias gradient
 //                                               of LinearBackward's dw GEMM)
+// With dact (the linear backward's dx GEMM of a chained layer), before the
+// activation: pre *= dact'(dact_aux[t,i,j]), and out_colsum[j] = sum over t, i
+// of out[t,i,j] (has_out_colsum; the previous layer's bias gradient).
 // beta == 0 ignores c entirely (NaN in c does not propagate), as torch.addmm
 // and cuBLASLt do.
 #pragma once
@@ -38,7 +41,11 @@ struct Problem {
   int64_t bias_stride = 1;
   void* a_rowsum = nullptr;  // [m], dtype
   int64_t a_rowsum_stride = 1;
-  bool has_c = false, has_bias = false, save_aux = false, has_a_rowsum = false;
+  GemmActivation dact = GemmActivation::None;
+  Mat<const void*> dact_aux;
+  void* out_colsum = nullptr;  // [n], dtype
+  int64_t out_colsum_stride = 1;
+  bool has_c = false, has_bias = false, save_aux = false, has_a_rowsum = false, has_out_colsum = false;
   GemmActivation act = GemmActivation::None;
   double alpha = 1.0, beta = 0.0;
 };

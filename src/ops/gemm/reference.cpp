@@ -67,10 +67,23 @@ Status run(const Problem& p) {
       if (p.has_c && p.beta != 0)
         pre += p.beta * load_f(p.c.data, t, batch_offset(p.c.bstride, p.batch, b) + i * p.c.rs + j * p.c.cs);
       if (p.has_bias) pre += load_f(p.bias, t, j * p.bias_stride);
+      if (p.dact != GemmActivation::None)
+        pre *= activation_grad(p.dact, load_f(p.dact_aux.data, t,
+                                              batch_offset(p.dact_aux.bstride, p.batch, b) + i * p.dact_aux.rs +
+                                                  j * p.dact_aux.cs));
       if (p.save_aux) store_f(p.aux.data, t, batch_offset(p.aux.bstride, p.batch, b) + i * p.aux.rs + j * p.aux.cs, pre);
       store_f(p.out.data, t, oo + j * p.out.cs, activation(p.act, pre));
     }
   });
+  if (p.has_out_colsum) {  // from the stored (rounded) out, as a separate reduction would read it
+    for (int64_t j = 0; j < p.n; ++j) {
+      double s = 0;
+      for (int64_t b = 0; b < nb; ++b)
+        for (int64_t i = 0; i < p.m; ++i)
+          s += load_f(p.out.data, t, batch_offset(p.out.bstride, p.batch, b) + i * p.out.rs + j * p.out.cs);
+      store_f(p.out_colsum, t, j * p.out_colsum_stride, s);
+    }
+  }
   if (p.has_a_rowsum) {
     for (int64_t i = 0; i < p.m; ++i) {
       double s = 0;
@@ -126,9 +139,21 @@ Status run_linear_backward(const LinearBackward& p) {
         double s = 0;
         for (int64_t j = 0; j < N; ++j)
           s += g[static_cast<size_t>(r * N + j)] * load_f(a.weight.data, t, j * a.weight.strides[0] + kk * a.weight.strides[1]);
+        if (d.input_activation != GemmActivation::None)
+          s *= activation_grad(d.input_activation,
+                               load_f(a.x_aux.data, t, row_offset(a.x_aux.shape, a.x_aux.strides, r) +
+                                                           kk * a.x_aux.strides[a.x_aux.rank() - 1]));
         store_f(a.dx.data, t, o + kk * a.dx.strides[xl], s);
       }
     });
+    if (d.need_input_bias_grad) {
+      for (int64_t kk = 0; kk < K; ++kk) {
+        double s = 0;
+        for (int64_t r = 0; r < M; ++r)
+          s += load_f(a.dx.data, t, row_offset(a.dx.shape, a.dx.strides, r) + kk * a.dx.strides[xl]);
+        store_f(a.dbias_in.data, t, kk * a.dbias_in.strides[0], s);
+      }
+    }
   }
   if (d.need_dw) {
     const int xl = a.x.rank() - 1;
