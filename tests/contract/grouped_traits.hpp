@@ -3,7 +3,8 @@
 // tests/contract/cpu_gemm.cpp and cuda_gemm.cpp beside the other GEMM plans.
 //
 // Valid descriptors are drawn directly from the header's rules: G 1..5
-// experts, K 0..9 (mostly >= 1), N 1..7, capacity T 0..12 (mostly >= 1),
+// experts, K 0..9 (mostly >= 1), N 1..7, capacity T 1..12 (the backward now
+// and then 0 while dw or db is asked for: zeros),
 // per-group or shared weights, bias and activation (save_aux with the GELUs)
 // as LinearPlan's draw. The backward draws every need_* combination the
 // header allows.
@@ -38,7 +39,7 @@ inline GroupedLinearDescriptor draw_grouped(Fuzz& f) {
   d.groups = f.range(1, 5);
   d.in_features = f.chance(0.06) ? 0 : f.range(1, 9);
   d.out_features = f.range(1, 7);
-  d.capacity = f.chance(0.06) ? 0 : f.range(1, 12);
+  d.capacity = f.range(1, 12);  // T = 0 empties every output: zero_size_descs()
   d.shared_weight = f.chance(0.3);
   const bool bias_act = f.chance(0.4);
   d.has_bias = bias_act || f.chance(0.5);
@@ -118,6 +119,12 @@ inline GroupedLinearBackwardDescriptor draw_grouped_backward(Fuzz& f) {
     if (!d.need_dx && !d.need_dw && !d.need_db) d.need_dw = true;
   }
   if (!fw.has_bias) d.need_db = false;
+  // Now and then no rows at all while dw or db is asked for: sums over
+  // nothing, zeros. K = 0 empties dx and dw: without db every output would be
+  // empty (a zero-size problem, zero_size_descs()), so K is redrawn then.
+  if ((d.need_dw || d.need_db) && f.chance(0.06)) fw.capacity = 0;
+  if (!d.need_db && fw.in_features == 0) fw.in_features = f.range(1, 9);
+  if (fw.capacity == 0 && !d.need_dw && !d.need_db) fw.capacity = f.range(1, 12);
   fw.save_aux = false;
   return d;
 }
