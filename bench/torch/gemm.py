@@ -66,7 +66,7 @@ def shape_name(M, K, N):
 def make_case(name, op, direction, dtype, batch, M, K, N, activation="none", save_aux=False):
     c = dict(name=name, op=op, dir=direction, dtype=dtype, batch=batch, M=M, K=K, N=N, activation=activation,
              save_aux=save_aux)
-    c["flops"] = (4.0 if direction == "bwd" else 2.0) * batch * M * N * K
+    c["flops"] = (8.0 if op.startswith("mlp") else 4.0 if direction == "bwd" else 2.0) * batch * M * N * K
     return c
 
 
@@ -82,6 +82,8 @@ def all_cases():
                 out.append(make_case("%s.fwd.%s.%s" % (op, dt, shape_name(M, K, N)), op, "fwd", dt, 1, M, K, N, act, aux))
             out.append(make_case("linear_gelu_tanh.bwd.%s.%s" % (dt, shape_name(M, K, N)), "linear_gelu_tanh", "bwd", dt,
                                  1, M, K, N, "gelu_tanh", False))  # save_aux as baracuda's backward descriptor
+            out.append(make_case("mlp_gelu_tanh.bwd.%s.%s" % (dt, shape_name(M, K, N)), "mlp_gelu_tanh", "bwd", dt,
+                                 1, M, K, N, "gelu_tanh", False))
     return out
 
 
@@ -92,6 +94,8 @@ def bytes_per_set(c):
     mk, kn, mn = B * M * K, B * K * N, B * M * N
     if c["op"] in ("mm", "bmm"):
         n = mk + kn + mn
+    elif c["op"].startswith("mlp"):
+        n = 3 * mk + 3 * mn + 4 * kn + N + K  # dy, x, dx; h, pre, dpre; w1, w2, dw1, dw2; db1, db2
     elif c["dir"] == "fwd":
         n = mk + kn + N + mn * (2 if c["save_aux"] else 1)
     else:
@@ -116,6 +120,15 @@ def make_fn(torch, c, compiled):
         return torch.matmul
     if c["op"] == "bmm":
         return torch.bmm
+    if c["op"].startswith("mlp"):
+        # The aten ops autograd runs for fc2(gelu_tanh(fc1(x))) (both nn.Linear):
+        # fc2's AddmmBackward0, GeluBackward0, fc1's AddmmBackward0.
+        def mlp_bwd(dy, x, h, pre, w1, w2):
+            dh = dy.mm(w2)
+            dw2, db2 = dy.t().mm(h), dy.sum(0)
+            g = aten.gelu_backward(dh, pre, approximate=appr)
+            return g.mm(w1), g.t().mm(x), g.sum(0), dw2, db2
+        return mlp_bwd
     if c["dir"] == "bwd":
         def linear_gelu_bwd(dy, x, w, pre):
             g = aten.gelu_backward(dy, pre, approximate=appr)  # GeluBackward0
@@ -142,6 +155,9 @@ def make_set(torch, c):
         return [uniform((M, K)), uniform((K, N), ws)]
     if c["op"] == "bmm":
         return [uniform((B, M, K)), uniform((B, K, N), ws)]
+    if c["op"].startswith("mlp"):  # dy, x, h, pre, w1 [N, K], w2 [K, N]
+        return [uniform((M, K)), uniform((M, K)), uniform((M, N)), uniform((M, N)), uniform((N, K), ws),
+                uniform((K, N), 1.0 / math.sqrt(max(N, 1)))]
     if c["dir"] == "bwd":
         return [uniform((M, N)), uniform((M, K)), uniform((N, K), ws), uniform((M, N))]  # dy, x, w, pre
     return [uniform((M, K)), uniform((N, K), ws), uniform((N,))]  # x, w, b
@@ -209,7 +225,7 @@ def run_case(torch, c, meta, args):
     r = dict(time_us=us, tflops=tflops, frac_ceiling=tflops / ceiling if ceiling else 0, sets=nsets)
     del launch
     torch.cuda.empty_cache()
-    if c["op"].startswith("linear"):
+    if c["op"].startswith("linear") or c["op"].startswith("mlp"):
         r.update(compiled_case(torch, c, meta, args))
     return r
 
