@@ -18,6 +18,14 @@
 //                         has no such epilogue, so a separate pass), no aux
 //   linear_gelu_tanh.bwd.<dt>.MxKxN      LinearBackwardPlan: dx, dw and db from
 //                         dy, x, w and the saved pre-activation (GeluTanh)
+//   mlp_gelu_tanh.bwd.<dt>.MxKxN         the backward of a whole MLP block
+//                         y = fc2(gelu_tanh(fc1(x))), fc1: K -> N, fc2: N -> K,
+//                         both with bias, as two chained LinearBackwardPlans:
+//                         fc2's with input_activation GeluTanh and
+//                         need_input_bias_grad (its dx GEMM's DGELU_BGRAD
+//                         epilogue gives fc1's pre-activation gradient and db),
+//                         then fc1's with activation None and need_db false.
+//                         4 GEMMs: 8*M*N*K FLOPs.
 // at the MLP shapes of GPT-2 (8192x768x3072) and Llama-7B (8192x4096x11008).
 //   grouped_linear.fwd.<dt>.E8x16384x4096x14336  GroupedLinearPlan: 8 experts
 //                         (Mixtral-like: K 4096, N 14336, per-expert weights
@@ -50,7 +58,7 @@
 namespace baracuda::bench {
 namespace {
 
-enum class Kind { Mm, LinearFwd, LinearBwd, GroupedFwd };  // Mm covers bmm (a batch > 1)
+enum class Kind { Mm, LinearFwd, LinearBwd, MlpBwd, GroupedFwd };  // Mm covers bmm (a batch > 1)
 
 // The grouped case's rows per expert (sum 16384; uneven, multiples of 16).
 constexpr int64_t kExpertRows[] = {3216, 1088, 2752, 1504, 2368, 896, 3040, 1520};
@@ -64,10 +72,10 @@ struct GemmCase {
   GemmActivation act = GemmActivation::None;
   bool save_aux = false;
 
-  bool bwd() const { return kind == Kind::LinearBwd; }
+  bool bwd() const { return kind == Kind::LinearBwd || kind == Kind::MlpBwd; }
   double flops() const {
-    const double b = kind == Kind::GroupedFwd ? 1.0 : static_cast<double>(batch);
-    return (bwd() ? 4.0 : 2.0) * b * static_cast<double>(M) * static_cast<double>(N) *
+    const double b = kind == Kind::GroupedFwd ? 1.0 : static_cast<double>(batch);  // grouped: batch = experts
+    return (kind == Kind::MlpBwd ? 8.0 : bwd() ? 4.0 : 2.0) * b * static_cast<double>(M) * static_cast<double>(N) *
            static_cast<double>(K);
   }
 };
@@ -138,6 +146,8 @@ size_t bytes_per_set(const GemmCase& c) {
     case Kind::Mm: return (mk + kn + mn) * es;
     case Kind::LinearFwd: return (mk + kn + n + mn * (c.save_aux ? 2 : 1)) * es;
     case Kind::LinearBwd: return (2 * mn + 2 * mk + 2 * kn + n) * es;  // dy, aux; x, dx; w, dw; db
+    case Kind::MlpBwd:  // dy, x, dx [M, K]; h, pre, dpre [M, N]; w1, w2, dw1, dw2; db1, db2
+      return (3 * mk + 3 * mn + 4 * kn + n + static_cast<size_t>(c.K)) * es;
     case Kind::GroupedFwd: return static_cast<size_t>(c.M * c.K + c.batch * c.K * c.N + c.M * c.N) * es;  // x, w, y
   }
   return 0;
@@ -226,6 +236,57 @@ Prepared prepare_linear_bwd(const Env& env, const GemmCase& c, Sets& sets, int n
   return {sku, w.ws.bytes, [plan, args, st, w](size_t k) { return plan.run(st, w.ws, args[k]); }};
 }
 
+// The MLP block's backward: fc2 (N -> K) chained to fc1's GELU, then fc1 (K -> N).
+Prepared prepare_mlp_bwd(const Env& env, const GemmCase& c, Sets& sets, int nsets) {
+  LinearBackwardDescriptor d2;  // fc2: x = h [M, N], out K
+  d2.forward.dtype = c.dtype;
+  d2.forward.x_shape = Dims{c.M, c.N};
+  d2.forward.out_features = c.K;
+  d2.forward.has_bias = true;
+  d2.input_activation = GemmActivation::GeluTanh;
+  d2.need_input_bias_grad = true;
+  LinearBackwardDescriptor d1;  // fc1: x [M, K], out N; its activation's gradient came from fc2
+  d1.forward.dtype = c.dtype;
+  d1.forward.x_shape = Dims{c.M, c.K};
+  d1.forward.out_features = c.N;
+  d1.forward.has_bias = true;
+  d1.need_db = false;
+  Result<LinearBackwardPlan> p2 = LinearBackwardPlan::select(env.stream, d2);
+  status_check(p2.status(), "LinearBackwardPlan::select (fc2)");
+  Result<LinearBackwardPlan> p1 = LinearBackwardPlan::select(env.stream, d1);
+  status_check(p1.status(), "LinearBackwardPlan::select (fc1)");
+  std::vector<std::pair<LinearBackwardArgs, LinearBackwardArgs>> args;
+  for (int k = 0; k < nsets; ++k) {
+    LinearBackwardArgs a2, a1;
+    a2.dy = sets.input(c.dtype, Dims{c.M, c.K}, 1.0);
+    a2.x = sets.input(c.dtype, Dims{c.M, c.N}, 1.0);                        // h
+    a2.weight = sets.input(c.dtype, Dims{c.K, c.N}, weight_scale(c.N));     // w2
+    a2.x_aux = sets.input(c.dtype, Dims{c.M, c.N}, 1.0);                    // pre1
+    a2.dx = sets.output(c.dtype, Dims{c.M, c.N});                           // dpre1
+    a2.dw = sets.output(c.dtype, Dims{c.K, c.N});
+    a2.db = sets.output(c.dtype, Dims{c.K});
+    a2.dbias_in = sets.output(c.dtype, Dims{c.N});                          // db1
+    a1.dy = a2.dx;
+    a1.x = sets.input(c.dtype, Dims{c.M, c.K}, 1.0);
+    a1.weight = sets.input(c.dtype, Dims{c.N, c.K}, weight_scale(c.K));     // w1
+    a1.dx = sets.output(c.dtype, Dims{c.M, c.K});
+    a1.dw = sets.output(c.dtype, Dims{c.N, c.K});
+    args.push_back({a2, a1});
+  }
+  status_check(p2->can_implement(args[0].first), "can_implement (fc2)");
+  status_check(p1->can_implement(args[0].second), "can_implement (fc1)");
+  const SharedWorkspace w(std::max(p2->workspace_size(), p1->workspace_size()));
+  KernelSku sku = actual_sku(p2->sku_for(env.stream, w.ws, args[0].first));
+  sku.variant = "fc2[" + sku.variant + "] fc1[" + p1->sku().variant + "]";
+  const LinearBackwardPlan plan2 = *p2, plan1 = *p1;
+  const Stream st = env.stream;
+  return {sku, w.ws.bytes, [plan2, plan1, args, st, w](size_t k) {
+            const Status s = plan2.run(st, w.ws, args[k].first);
+            if (!s) return s;
+            return plan1.run(st, w.ws, args[k].second);
+          }};
+}
+
 // 8 experts over one packed token buffer, split by kExpertRows.
 Prepared prepare_grouped(const Env& env, const GemmCase& c, Sets& sets, int nsets) {
   GroupedLinearDescriptor d;
@@ -264,6 +325,7 @@ void run_case(const Env& env, const GemmCase& c, Res& r) {
   Sets sets(env);
   const Prepared p = c.kind == Kind::Mm          ? prepare_mm(env, c, sets, r.sets)
                      : c.kind == Kind::LinearFwd ? prepare_linear(env, c, sets, r.sets)
+                     : c.kind == Kind::MlpBwd    ? prepare_mlp_bwd(env, c, sets, r.sets)
                      : c.kind == Kind::GroupedFwd ? prepare_grouped(env, c, sets, r.sets)
                                                   : prepare_linear_bwd(env, c, sets, r.sets);
   r.variant = p.sku.variant;
@@ -358,7 +420,8 @@ std::vector<GemmCase> all_cases() {
     for (const MKN& s : mlp_shapes) {
       auto linear = [&](const char* op, Kind kind, GemmActivation act, bool aux) {
         GemmCase c;
-        c.name = std::string(op) + (kind == Kind::LinearBwd ? ".bwd." : ".fwd.") + dn + "." + shape_name(s.M, s.K, s.N);
+        c.name = std::string(op) + (kind == Kind::LinearBwd || kind == Kind::MlpBwd ? ".bwd." : ".fwd.") + dn + "." +
+                 shape_name(s.M, s.K, s.N);
         c.op = op;
         c.kind = kind;
         c.dtype = dt;
@@ -373,6 +436,7 @@ std::vector<GemmCase> all_cases() {
       // The forward it differentiates saved its pre-activation; the backward's
       // descriptor has save_aux = false (there the aux is an input).
       v.push_back(linear("linear_gelu_tanh", Kind::LinearBwd, GemmActivation::GeluTanh, false));
+      v.push_back(linear("mlp_gelu_tanh", Kind::MlpBwd, GemmActivation::GeluTanh, false));
     }
     GemmCase g;
     g.kind = Kind::GroupedFwd;

@@ -77,7 +77,7 @@ def make_case(name, op, direction, dtype, batch, M, K, N, activation="none", sav
     c = dict(name=name, op=op, dir=direction, dtype=dtype, batch=batch, M=M, K=K, N=N, activation=activation,
              save_aux=save_aux)
     groups = 1 if op == "grouped_linear" else batch  # the grouped case's batch is its expert count
-    c["flops"] = (4.0 if direction == "bwd" else 2.0) * groups * M * N * K
+    c["flops"] = (8.0 if op.startswith("mlp") else 4.0 if direction == "bwd" else 2.0) * groups * M * N * K
     return c
 
 
@@ -93,6 +93,8 @@ def all_cases():
                 out.append(make_case("%s.fwd.%s.%s" % (op, dt, shape_name(M, K, N)), op, "fwd", dt, 1, M, K, N, act, aux))
             out.append(make_case("linear_gelu_tanh.bwd.%s.%s" % (dt, shape_name(M, K, N)), "linear_gelu_tanh", "bwd", dt,
                                  1, M, K, N, "gelu_tanh", False))  # save_aux as baracuda's backward descriptor
+            out.append(make_case("mlp_gelu_tanh.bwd.%s.%s" % (dt, shape_name(M, K, N)), "mlp_gelu_tanh", "bwd", dt,
+                                 1, M, K, N, "gelu_tanh", False))
         T, K, N = GROUPED_SHAPE
         out.append(make_case("grouped_linear.fwd.%s.E%dx%s" % (dt, len(EXPERT_ROWS), shape_name(T, K, N)),
                              "grouped_linear", "fwd", dt, len(EXPERT_ROWS), T, K, N))
@@ -106,6 +108,8 @@ def bytes_per_set(c):
     mk, kn, mn = B * M * K, B * K * N, B * M * N
     if c["op"] in ("mm", "bmm"):
         n = mk + kn + mn
+    elif c["op"].startswith("mlp"):
+        n = 3 * mk + 3 * mn + 4 * kn + N + K  # dy, x, dx; h, pre, dpre; w1, w2, dw1, dw2; db1, db2
     elif c["op"] == "grouped_linear":
         n = M * K + B * K * N + M * N  # x, w, y
     elif c["dir"] == "fwd":
@@ -132,6 +136,15 @@ def make_fn(torch, c, compiled):
         return torch.matmul
     if c["op"] == "bmm":
         return torch.bmm
+    if c["op"].startswith("mlp"):
+        # The aten ops autograd runs for fc2(gelu_tanh(fc1(x))) (both nn.Linear):
+        # fc2's AddmmBackward0, GeluBackward0, fc1's AddmmBackward0.
+        def mlp_bwd(dy, x, h, pre, w1, w2):
+            dh = dy.mm(w2)
+            dw2, db2 = dy.t().mm(h), dy.sum(0)
+            g = aten.gelu_backward(dh, pre, approximate=appr)
+            return g.mm(w1), g.t().mm(x), g.sum(0), dw2, db2
+        return mlp_bwd
     if c["op"] == "grouped_linear":
         bounds = expert_bounds()
 
@@ -164,6 +177,9 @@ def make_set(torch, c):
         return [uniform((M, K)), uniform((K, N), ws)]
     if c["op"] == "bmm":
         return [uniform((B, M, K)), uniform((B, K, N), ws)]
+    if c["op"].startswith("mlp"):  # dy, x, h, pre, w1 [N, K], w2 [K, N]
+        return [uniform((M, K)), uniform((M, K)), uniform((M, N)), uniform((M, N)), uniform((N, K), ws),
+                uniform((K, N), 1.0 / math.sqrt(max(N, 1)))]
     if c["op"] == "grouped_linear":  # x, w, the int32 end offsets torch._grouped_mm takes
         ends = [hi for _, hi in expert_bounds()]
         return [uniform((M, K)), uniform((B, N, K), ws), torch.tensor(ends, dtype=torch.int32, device="cuda")]
@@ -262,7 +278,7 @@ def run_case(torch, c, meta, args):
     r = dict(time_us=us, tflops=tflops, frac_ceiling=tflops / ceiling if ceiling else 0, sets=nsets)
     del launch
     torch.cuda.empty_cache()
-    if c["op"].startswith("linear"):
+    if c["op"].startswith("linear") or c["op"].startswith("mlp"):
         r.update(compiled_case(torch, c, meta, args))
     if c["op"] == "grouped_linear":
         r.update(grouped_mm_case(torch, c, meta, args))

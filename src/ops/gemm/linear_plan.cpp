@@ -21,10 +21,14 @@ namespace {
 using baracuda::detail::invalid;
 using baracuda::detail::unsupported;
 
-int64_t in_features(const LinearDescriptor& d) { return d.x_shape[d.x_shape.rank - 1]; }
+// Safe on an empty (default-constructed) plan's descriptor too: its argument
+// checks name the empty plan after building these shapes.
+int64_t in_features(const LinearDescriptor& d) {
+  return d.x_shape.rank_valid() && d.x_shape.rank >= 1 ? d.x_shape[d.x_shape.rank - 1] : 0;
+}
 Dims with_last(const Dims& s, int64_t last) {
   Dims r = s;
-  r[r.rank - 1] = last;
+  if (r.rank_valid() && r.rank >= 1) r[r.rank - 1] = last;
   return r;
 }
 
