@@ -231,6 +231,7 @@ class BARACUDA_API LinearBackwardPlan : public PlanBase {
   bool fused_db_ = false;   // db through BGRADB (chosen at select())
   bool fused_din_ = false;  // dbias_in through DGELU_BGRAD (chosen at select())
   bool fuse_dx_ = true;     // the dx GEMM's epilogue fused (false: cuBLASLt refused it at select())
+  bool bgrad_ = true, dgelu_ = true;  // PlanPreference::variant keys bgrad / dgelu
   ReduceToPlan db_reduce_;  // db = sum of g's rows, when not fused
   ReduceToPlan din_reduce_; // dbias_in = sum of dx's rows, when not fused
   size_t reduce_offset_ = 0;  // its workspace, after g

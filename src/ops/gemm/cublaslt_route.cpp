@@ -285,10 +285,10 @@ Result<Route> decide(const Problem& p, const Config& cfg, bool try_fuse) {
   // in T orientation (the bias gradient then runs along D's rows = out's
   // columns), its aux plain and aligned like GELU_AUX's, nothing else fused.
   if (p.dact != GemmActivation::None) {
-    r.fused_dact = try_fuse && fusable_dtype && p.dact == GemmActivation::GeluTanh && r.orient_t && !p.has_bias &&
+    r.fused_dact = try_fuse && cfg.dgelu && fusable_dtype && p.dact == GemmActivation::GeluTanh && r.orient_t && !p.has_bias &&
                    p.act == GemmActivation::None && !p.save_aux && plain_in(p.dact_aux, true) &&
                    aux_fusable(p, p.dact_aux, true);
-    r.colsum_done = r.fused_dact && p.has_out_colsum;
+    r.colsum_done = r.fused_dact && p.has_out_colsum && cfg.bgrad;
   }
   r.fused_bias = try_fuse && p.has_bias && r.orient_t;  // cuBLASLt's bias runs along D's rows: only in T
   r.fused_act = try_fuse && act_fusable && !r.to_aux && (!p.has_bias || r.fused_bias);

@@ -35,6 +35,8 @@ struct Config {
   bool tf32 = false;
   size_t workspace_limit = 0;
   bool fuse = true;  // fused epilogues allowed (warm() clears it when cuBLASLt refuses them)
+  bool dgelu = true;  // the DGELU epilogue allowed (PlanPreference::variant "dgelu=0" turns it off)
+  bool bgrad = true;  // bias-gradient epilogues (BGRAD*, DGELU_BGRAD) allowed ("bgrad=0")
   // The caller's names of the operands, for messages (LinearPlan: x, weight^T, y).
   const char* a_name = "a";
   const char* b_name = "b";

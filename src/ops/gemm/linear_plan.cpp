@@ -2,6 +2,7 @@
 // activation-gradient pass, then the dx and dw GEMMs with the bias gradient
 // fused into dw's epilogue where cuBLASLt has it, else a ReduceToPlan).
 #include <algorithm>
+#include <cstdlib>
 #include <optional>
 #include <string>
 
@@ -230,6 +231,31 @@ Problem dw_problem(DType t, int64_t M, int64_t N, int64_t K, const Views2D& v, b
   return p;
 }
 
+// PlanPreference::variant of the backward (default: BARACUDA_GEMM_VARIANT,
+// read at select() only): "bgrad=0|1" (the fused bias-gradient epilogues,
+// else reductions), "dgelu=0|1" (the DGELU epilogue of a chained dx, else a
+// pass). For measuring the fused forms against the separate ones.
+struct BwdHint {
+  bool bgrad = true, dgelu = true;
+};
+Result<BwdHint> parse_bwd_hint(const std::string& spec) {
+  BwdHint h;
+  size_t pos = 0;
+  while (pos < spec.size()) {
+    size_t end = spec.find(',', pos);
+    if (end == std::string::npos) end = spec.size();
+    const std::string item = spec.substr(pos, end - pos);
+    pos = end + 1;
+    if (item.empty()) continue;
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq), val = eq == std::string::npos ? "" : item.substr(eq + 1);
+    if ((key != "bgrad" && key != "dgelu") || (val != "0" && val != "1"))
+      return invalid(kBwd, "variant hint '", item, "': expected bgrad=0|1 or dgelu=0|1");
+    (key == "bgrad" ? h.bgrad : h.dgelu) = val == "1";
+  }
+  return h;
+}
+
 Status validate_backward(const LinearBackwardDescriptor& d) {
   BARACUDA_RETURN_IF_ERROR(validate_linear(kBwd, d.forward));
   if (d.need_db && !d.forward.has_bias)
@@ -251,6 +277,11 @@ Result<LinearBackwardPlan> LinearBackwardPlan::select(const Stream& stream, cons
                                                       const PlanPreference& pref) {
   LinearBackwardDescriptor d = desc;
   BARACUDA_RETURN_IF_ERROR(gemm::validate_backward(d));
+  std::string spec = pref.variant;
+  if (spec.empty())
+    if (const char* e = std::getenv("BARACUDA_GEMM_VARIANT")) spec = e;
+  auto hint = gemm::parse_bwd_hint(spec);
+  if (!hint) return hint.status();
   BARACUDA_RETURN_IF_ERROR(gemm::check_backend_preference(gemm::kBwd, stream, pref));
   LinearBackwardPlan plan;
   const LinearDescriptor& f = d.forward;
@@ -282,6 +313,8 @@ Result<LinearBackwardPlan> LinearBackwardPlan::select(const Stream& stream, cons
   cfg.device = stream.device().ordinal;
   cfg.tf32 = plan.tf32_;
   cfg.workspace_limit = plan.limit_;
+  cfg.bgrad = plan.bgrad_ = hint->bgrad;
+  cfg.dgelu = plan.dgelu_ = hint->dgelu;
   std::string variant = f.activation != GemmActivation::None ? std::string(gemm_activation_name(f.activation)) + "-grad-pass+" : "";
   const bool any = M * N * K > 0;
   v.xa_rs = K;
@@ -294,7 +327,7 @@ Result<LinearBackwardPlan> LinearBackwardPlan::select(const Stream& stream, cons
     variant += "dx:" + r->variant + " ";
   }
   if (d.need_dw && N * K > 0) {
-    plan.fused_db_ = d.need_db && M > 0 && any;
+    plan.fused_db_ = d.need_db && M > 0 && any && hint->bgrad;
     auto r = gemm::lt::warm(gemm::dw_problem(f.dtype, M, N, K, v, plan.fused_db_), cfg);
     if (!r && plan.fused_db_ && r.status().code() == StatusCode::Unsupported) {
       plan.fused_db_ = false;  // no BGRADB kernel for this dtype / layout: db by a reduction
@@ -414,6 +447,8 @@ Status MatmulPlanAccess::linear_backward_cuda(const LinearBackwardPlan& p, const
     cfg.device = p.device().ordinal;
     cfg.tf32 = p.tf32_;
     cfg.workspace_limit = p.limit_;
+    cfg.bgrad = p.bgrad_;
+    cfg.dgelu = p.dgelu_;
     if (p.desc_.need_dx && M * K > 0) {
       v.w = args.weight.data;
       v.w_rs = args.weight.strides[0];
