@@ -140,3 +140,22 @@ TEST(GemmChain, XAuxIsRequiredExactlyWhenChained) {
 }
 
 }  // namespace
+
+namespace {
+TEST(GemmChain, VariantKeysAreChecked) {
+  LinearBackwardDescriptor d;
+  d.forward.x_shape = Dims{2, 3};
+  d.forward.out_features = 4;
+  PlanPreference p;
+  for (const char* ok : {"bgrad=0", "bgrad=1", "dgelu=0", "bgrad=1,dgelu=0", ""}) {
+    p.variant = ok;
+    EXPECT_TRUE(LinearBackwardPlan::select(Stream::cpu(), d, p).status().is_ok()) << ok;
+  }
+  for (const char* bad : {"bgrad=2", "tile=1", "dgelu", "bgrad=1,x=0"}) {
+    p.variant = bad;
+    const Status st = LinearBackwardPlan::select(Stream::cpu(), d, p).status();
+    EXPECT_EQ(st.code(), StatusCode::InvalidProblem) << bad;
+    EXPECT_NE(st.message().find("variant hint"), std::string::npos) << st.message();
+  }
+}
+}  // namespace

@@ -708,6 +708,7 @@ struct BwdSpec {
   bool dx = true, dw = true, db = true;
   GemmActivation in_act = GemmActivation::None;  // chained: x = in_act(x_aux)
   bool din = false;                              // need_input_bias_grad
+  std::string variant;                           // PlanPreference::variant ("bgrad=1": the fused bias gradients)
 };
 
 std::string name(const BwdSpec& s) {
@@ -715,7 +716,7 @@ std::string name(const BwdSpec& s) {
          (s.bias ? " +bias " : " ") + gemm_activation_name(s.act) + " need" + (s.dx ? " dx" : "") +
          (s.dw ? " dw" : "") + (s.db ? " db" : "") +
          (s.in_act != GemmActivation::None ? std::string(" in_act ") + gemm_activation_name(s.in_act) : "") +
-         (s.din ? " dbias_in" : "");
+         (s.din ? " dbias_in" : "") + (s.variant.empty() ? "" : " variant " + s.variant);
 }
 
 ::testing::AssertionResult check_backward(const BwdSpec& s) {
@@ -771,7 +772,9 @@ std::string name(const BwdSpec& s) {
     ref_db = bt::all_values(dbh);
     ref_din = bt::all_values(dinh);
   }
-  auto gpu = LinearBackwardPlan::select(kGpu, d);
+  PlanPreference pref;
+  pref.variant = s.variant;
+  auto gpu = LinearBackwardPlan::select(kGpu, d, pref);
   if (!gpu) return ::testing::AssertionFailure() << name(s) << ": CUDA select: " << gpu.status().to_string();
   if (gpu->sku().backend != Backend::CuBlasLt)
     return ::testing::AssertionFailure() << name(s) << ": sku " << gpu->sku().to_string();
@@ -865,9 +868,11 @@ TEST(CudaLinearBackward, ChainedInputActivation) {
   BT_SKIP_WITHOUT_GPU();
   for (DType t : kFloatTypes)
     for (GemmActivation in_act : {GemmActivation::GeluTanh, GemmActivation::Gelu, GemmActivation::Relu})
-      for (bool din : {false, true}) {
+      for (bool din : {false, true})
+        for (const char* variant : {"", "bgrad=1", "dgelu=0"}) {
         BwdSpec s;
         s.t = t;
+        s.variant = variant;
         s.x = {4, 33, 64};  // K = 64: an aux leading dim the DGELU epilogue accepts
         s.n = 40;
         s.act = GemmActivation::None;
@@ -889,10 +894,19 @@ TEST(CudaLinearBackward, ChainedVariantNamesTheFusedEpilogue) {
   d.forward.out_features = 256;
   d.input_activation = GemmActivation::GeluTanh;
   d.need_input_bias_grad = true;
-  auto p = LinearBackwardPlan::select(kGpu, d);
+  auto p = LinearBackwardPlan::select(kGpu, d);  // defaults: DGELU fused, the bias gradient reduced
   ASSERT_TRUE(p) << p.status().to_string();
-  EXPECT_NE(p->sku().variant.find("dgelu-bgrad"), std::string::npos) << p->sku().variant;
-  EXPECT_NE(p->sku().variant.find("dbias_in:fused"), std::string::npos) << p->sku().variant;
+  EXPECT_NE(p->sku().variant.find("dx:cublaslt.dgelu "), std::string::npos) << p->sku().variant;
+  EXPECT_NE(p->sku().variant.find("dbias_in:reduce"), std::string::npos) << p->sku().variant;
+  PlanPreference fused;
+  fused.variant = "bgrad=1";
+  auto f = LinearBackwardPlan::select(kGpu, d, fused);
+  ASSERT_TRUE(f) << f.status().to_string();
+  EXPECT_NE(f->sku().variant.find("dgelu-bgrad"), std::string::npos) << f->sku().variant;
+  EXPECT_NE(f->sku().variant.find("dbias_in:fused"), std::string::npos) << f->sku().variant;
+  PlanPreference bad;
+  bad.variant = "bgrad=2";
+  EXPECT_EQ(LinearBackwardPlan::select(kGpu, d, bad).status().code(), StatusCode::InvalidProblem);
   d.input_activation = GemmActivation::Gelu;  // erf: no cuBLASLt epilogue
   auto q = LinearBackwardPlan::select(kGpu, d);
   ASSERT_TRUE(q) << q.status().to_string();

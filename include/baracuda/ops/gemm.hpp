@@ -171,9 +171,10 @@ class BARACUDA_API LinearPlan : public PlanBase {
 // derivative is taken as 0 at 0 like PyTorch's threshold_backward), then
 //   dx = g . weight      [.., K]
 //   dw = g^T . x         [N, K]  (g and x flattened to rows)
-//   db = sum of g's rows [N]     (fused into the dw GEMM as cuBLASLt's
-//                                 BGRADB epilogue where supported, else a
-//                                 reduction; the variant says which)
+//   db = sum of g's rows [N]     (a ReduceToPlan: "db:reduce"; with
+//                                 PlanPreference::variant "bgrad=1" cuBLASLt's
+//                                 BGRADB epilogue on the dw GEMM, "db:fused",
+//                                 measured slower on the H100)
 // need_* choose the outputs (frozen weights: need_dw = need_db = false; first
 // layer: need_dx = false); a tensor only an unneeded output reads is refused
 // when given. Every output is overwritten (no accumulation into dw yet).
@@ -184,10 +185,12 @@ class BARACUDA_API LinearPlan : public PlanBase {
 //   dx = (g . weight) * act_in'(x_aux)          (x_aux = x_pre; relu: x works)
 // and need_input_bias_grad adds dbias_in = sum of dx's rows, the previous
 // layer's bias gradient — so the previous layer's backward runs with
-// activation None and need_db false. For GeluTanh this is cuBLASLt's
-// DGELU_BGRAD epilogue on the dx GEMM (variant "dx:cublaslt.dgelu-bgrad"),
-// no elementwise pass at all; other activations (and f64) take a pass and a
-// reduction (the variant says "+dact-pass").
+// activation None and need_db false. For GeluTanh the activation gradient is
+// cuBLASLt's DGELU epilogue on the dx GEMM (variant "dx:cublaslt.dgelu"), no
+// elementwise pass, and dbias_in a reduction ("dbias_in:reduce"; "bgrad=1"
+// fuses it as DGELU_BGRAD, slower on the H100); other activations (and f64)
+// take a pass ("+dact-pass"). Variant keys (PlanPreference::variant, default
+// from BARACUDA_GEMM_VARIANT): bgrad=0|1 (default 0), dgelu=0|1 (default 1).
 struct LinearBackwardDescriptor {
   LinearDescriptor forward;  // the forward's descriptor as it was (its save_aux is not used here)
   bool need_dx = true, need_dw = true;

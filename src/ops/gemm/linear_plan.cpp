@@ -232,11 +232,17 @@ Problem dw_problem(DType t, int64_t M, int64_t N, int64_t K, const Views2D& v, b
 }
 
 // PlanPreference::variant of the backward (default: BARACUDA_GEMM_VARIANT,
-// read at select() only): "bgrad=0|1" (the fused bias-gradient epilogues,
-// else reductions), "dgelu=0|1" (the DGELU epilogue of a chained dx, else a
-// pass). For measuring the fused forms against the separate ones.
+// read at select() only): "bgrad=0|1" (the fused bias-gradient epilogues
+// BGRADB / DGELU_BGRAD, else ReduceToPlan reductions), "dgelu=0|1" (the
+// DGELU epilogue of a chained dx, else a pass).
+// Defaults measured on the H100 (docs/BENCHMARKS.md, 2026-11-24, bf16):
+// cuBLASLt picks much slower kernels with the bias-gradient epilogues — the
+// GPT-2 MLP block's backward took 424 us with DGELU_BGRAD + BGRADB, 298 us
+// with DGELU and two reductions (eager 328 us); Llama-7B's 4932 vs 4497 us;
+// the plain linear backward 195 vs 189 us — so bgrad defaults to 0. DGELU
+// alone wins (321 us with the pass instead): dgelu defaults to 1.
 struct BwdHint {
-  bool bgrad = true, dgelu = true;
+  bool bgrad = false, dgelu = true;
 };
 Result<BwdHint> parse_bwd_hint(const std::string& spec) {
   BwdHint h;
