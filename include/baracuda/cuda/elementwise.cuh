@@ -35,7 +35,7 @@
 //        float_to_int64, then wraps; -> bool is != 0).
 //
 // Operands: each input is a TensorRef / TensorMut view (broadcast to out's
-// shape by NumPy rules; any non-negative strides) or scalar(v), a host number
+// shape by NumPy rules; any non-negative strides) or scalar(v), a host number (never the only input: a compile error)
 // converted to C. The rules, each failure a Status naming
 // "baracuda::cuda::elementwise" and the operand (out, in0, in1, in2), as the
 // plans' argument checks (detail::check_ew_call):
@@ -253,6 +253,11 @@ template <class C, class Sig, class Fn, class... Operands>
 Status elementwise(const Stream& stream, Fn fn, const TensorMut& out, const Operands&... inputs) {
   static_assert(std::is_trivially_copyable_v<Fn>, "baracuda::cuda::elementwise: the functor is a kernel parameter "
                                                   "and must be trivially copyable");
+  // The one-input kernels read their input as a tensor (no scalar test: it
+  // cost bandwidth); a lone scalar is a fill — FactoryPlan, or pass `out`
+  // itself as the input and ignore it in the functor.
+  static_assert(sizeof...(Operands) != 1 || (!detail::kScalar<Operands> && ...),
+                "baracuda::cuda::elementwise: a one-input call needs a tensor input, not scalar()");
   using Call = detail::Call<C, Sig, Operands...>;
   typename Call::Prepared p;
   BARACUDA_RETURN_IF_ERROR(Call::prepare(stream, out, inputs..., &p));

@@ -1,5 +1,8 @@
-// fill_pass (grouped_launch.hpp): the constant as a scalar operand of the
-// elementwise template, copied into every element of the output.
+// fill_pass (grouped_launch.hpp): every element of the output set to a
+// constant, with the elementwise template over the output itself as its one
+// (ignored) input — the template's one-input kernels need a tensor input (a
+// lone scalar operand is refused at compile time; compute-sanitizer caught
+// the null read that version made).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 
@@ -13,13 +16,14 @@ namespace {
 namespace bc = baracuda::cuda;
 
 template <class C>
-struct Copy {
-  __device__ C operator()(C v) const { return v; }
+struct Constant {
+  C value;
+  __device__ C operator()(C) const { return value; }
 };
 
 template <class C, class T>
 Status fill_as(const Stream& stream, double value, const TensorMut& out) {
-  return bc::elementwise<C, T(C)>(stream, Copy<C>{}, out, bc::scalar(static_cast<C>(value)));
+  return bc::elementwise<C, T(T)>(stream, Constant<C>{static_cast<C>(value)}, out, static_cast<TensorRef>(out));
 }
 }  // namespace
 
