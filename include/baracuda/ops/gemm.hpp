@@ -70,10 +70,15 @@
 
 namespace baracuda {
 
+namespace gemm {
+struct MatmulPlanAccess;   // the family's internals (src/ops/gemm/common.hpp)
+struct GroupedPlanAccess;  // (src/ops/gemm/grouped_plan.cpp)
+}
+
 enum class GemmActivation : uint8_t { None, Relu, GeluTanh, Gelu /* exact erf */ };
 BARACUDA_API const char* gemm_activation_name(GemmActivation a);
 
-struct MatmulDescriptor {
+struct BARACUDA_API MatmulDescriptor {
   DType dtype = DType::F32;  // a, b, c, bias, out, aux: f32, f64, f16, bf16
   Dims a_shape;              // rank 1..8
   Dims b_shape;              // rank 1..8
@@ -120,7 +125,7 @@ class BARACUDA_API MatmulPlan : public PlanBase {
   bool tf32_ = false;
   bool fuse_ = true;           // fused cuBLASLt epilogues (false: cuBLASLt refused them at select())
   size_t cublaslt_limit_ = 0;  // the heuristics' workspace limit (== workspace_size() on CUDA)
-  friend struct MatmulPlanAccess;
+  friend struct gemm::MatmulPlanAccess;
 };
 
 // ---- nn.functional.linear ----------------------------------------------------------
@@ -161,7 +166,7 @@ class BARACUDA_API LinearPlan : public PlanBase {
  private:
   LinearDescriptor desc_;
   MatmulPlan inner_;  // x [M, K] . weight^T [K, N]
-  friend struct MatmulPlanAccess;
+  friend struct gemm::MatmulPlanAccess;
 };
 
 // Backward of LinearPlan. dy is the gradient of y (of the activation's output
@@ -238,7 +243,7 @@ class BARACUDA_API LinearBackwardPlan : public PlanBase {
   ReduceToPlan db_reduce_;  // db = sum of g's rows, when not fused
   ReduceToPlan din_reduce_; // dbias_in = sum of dx's rows, when not fused
   size_t reduce_offset_ = 0;  // its workspace, after g
-  friend struct MatmulPlanAccess;
+  friend struct gemm::MatmulPlanAccess;
 };
 
 // ---- Grouped linear: the experts of a mixture-of-experts layer ---------------------------
@@ -330,7 +335,7 @@ class BARACUDA_API GroupedLinearPlan : public PlanBase {
   bool tf32_ = false;
   bool fuse_ = true;   // fused epilogues (false: cuBLASLt refused them at select())
   size_t limit_ = 0;   // cuBLASLt's workspace limit
-  friend struct GroupedPlanAccess;
+  friend struct gemm::GroupedPlanAccess;
 };
 
 // Backward of GroupedLinearPlan, per group as LinearBackwardPlan: with an
@@ -386,7 +391,7 @@ class BARACUDA_API GroupedLinearBackwardPlan : public PlanBase {
   size_t g_bytes_ = 0;     // workspace: g = dy * act'(aux) [T, N] (with an activation)
   size_t ones_bytes_ = 0;  // workspace: a ones vector [T] (need_db)
   size_t limit_ = 0;       // cuBLASLt's workspace limit (after g and ones)
-  friend struct GroupedPlanAccess;
+  friend struct gemm::GroupedPlanAccess;
 };
 
 }  // namespace baracuda

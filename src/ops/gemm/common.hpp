@@ -20,12 +20,12 @@ Status check_backend_preference(const char* plan, const Stream& stream, const Pl
 
 }  // namespace baracuda::gemm
 
-namespace baracuda {
+namespace baracuda::gemm {
 struct MatmulPlanAccess {
   // MatmulPlan::select with every message naming `name`.
   static Result<MatmulPlan> select(const char* name, const Stream& stream, const MatmulDescriptor& desc,
                                    const PlanPreference& pref);
-  static const gemm::MatmulShapes shapes(const MatmulPlan& p);
+  static const MatmulShapes shapes(const MatmulPlan& p);
   // The argument list of `p`'s run(); on CUDA also cuBLASLt's layout rule,
   // naming the operands as the caller knows them.
   static baracuda::detail::ArgCheck check(const MatmulPlan& p, const gemm::MatmulShapes& s, const MatmulArgs& args,
@@ -35,4 +35,4 @@ struct MatmulPlanAccess {
   static Status linear_backward_cuda(const LinearBackwardPlan& p, const Stream& stream, Workspace ws,
                                      const LinearBackwardArgs& args, bool dry);
 };
-}  // namespace baracuda
+}  // namespace baracuda::gemm

@@ -208,7 +208,6 @@ Result<std::string> warm_one(const Problem& q, lt::Config& cfg) {
 #endif
 
 }  // namespace
-}  // namespace gemm
 
 struct GroupedPlanAccess {
   static Status forward_cuda(const GroupedLinearPlan& p, const Stream& stream, Workspace ws, const GroupedLinearArgs& a,
@@ -216,6 +215,7 @@ struct GroupedPlanAccess {
   static Status backward_cuda(const GroupedLinearBackwardPlan& p, const Stream& stream, Workspace ws,
                               const GroupedLinearBackwardArgs& a, const std::vector<int64_t>& offs, bool dry);
 };
+}  // namespace gemm
 
 // ---- GroupedLinearPlan -------------------------------------------------------------------
 Dims GroupedLinearPlan::x_shape() const { return gemm::x_shape_of(desc_); }
@@ -288,14 +288,14 @@ baracuda::detail::ArgCheck check_grouped(const GroupedLinearPlan& plan, const Gr
     c.rule([&] { return gemm::offsets_disjoint(plan.name(), a.offsets, {{"y", a.y}, {"aux", a.aux}}); });
 #ifdef BARACUDA_WITH_CUDA
   else
-    c.rule([&] { return GroupedPlanAccess::forward_cuda(plan, Stream::cpu(), Workspace{}, a, *offs, true); });
+    c.rule([&] { return gemm::GroupedPlanAccess::forward_cuda(plan, Stream::cpu(), Workspace{}, a, *offs, true); });
 #endif
   return c;
 }
 }  // namespace
 
 #ifdef BARACUDA_WITH_CUDA
-Status GroupedPlanAccess::forward_cuda(const GroupedLinearPlan& p, const Stream& stream, Workspace ws,
+Status gemm::GroupedPlanAccess::forward_cuda(const GroupedLinearPlan& p, const Stream& stream, Workspace ws,
                                        const GroupedLinearArgs& a, const std::vector<int64_t>& offs, bool dry) {
   const GroupedLinearDescriptor& d = p.desc_;
   if (d.out_features == 0) return Status::ok();
@@ -322,7 +322,7 @@ Status GroupedLinearPlan::run(const Stream& stream, Workspace ws, const GroupedL
       *this, stream, ws, check, [&] { return gemm::ref::run_grouped_linear(desc_, offs, args); },
       [&]() -> Status {
 #ifdef BARACUDA_WITH_CUDA
-        return GroupedPlanAccess::forward_cuda(*this, stream, ws, args, offs, false);
+        return gemm::GroupedPlanAccess::forward_cuda(*this, stream, ws, args, offs, false);
 #else
         return baracuda::detail::no_cuda(name());
 #endif
@@ -429,7 +429,7 @@ baracuda::detail::ArgCheck check_grouped_backward(const GroupedLinearBackwardPla
     });
 #ifdef BARACUDA_WITH_CUDA
   else
-    c.rule([&] { return GroupedPlanAccess::backward_cuda(plan, Stream::cpu(), Workspace{}, a, *offs, true); });
+    c.rule([&] { return gemm::GroupedPlanAccess::backward_cuda(plan, Stream::cpu(), Workspace{}, a, *offs, true); });
 #endif
   return c;
 }
@@ -439,7 +439,7 @@ baracuda::detail::ArgCheck check_grouped_backward(const GroupedLinearBackwardPla
 // g (the activation's gradient into the workspace, or dy itself), the ones
 // vector, then dx per group, dw and db per group (or once over every used row
 // for a shared weight). `dry`: only the routes' layout rules.
-Status GroupedPlanAccess::backward_cuda(const GroupedLinearBackwardPlan& p, const Stream& stream, Workspace ws,
+Status gemm::GroupedPlanAccess::backward_cuda(const GroupedLinearBackwardPlan& p, const Stream& stream, Workspace ws,
                                         const GroupedLinearBackwardArgs& a, const std::vector<int64_t>& offs,
                                         bool dry) {
   const GroupedLinearBackwardDescriptor& d = p.desc_;
@@ -514,7 +514,7 @@ Status GroupedLinearBackwardPlan::run(const Stream& stream, Workspace ws, const 
       *this, stream, ws, check, [&] { return gemm::ref::run_grouped_linear_backward(desc_, offs, args); },
       [&]() -> Status {
 #ifdef BARACUDA_WITH_CUDA
-        return GroupedPlanAccess::backward_cuda(*this, stream, ws, args, offs, false);
+        return gemm::GroupedPlanAccess::backward_cuda(*this, stream, ws, args, offs, false);
 #else
         return baracuda::detail::no_cuda(name());
 #endif

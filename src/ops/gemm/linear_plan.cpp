@@ -98,7 +98,7 @@ Dims LinearPlan::bias_shape() const { return Dims{desc_.out_features}; }
 Result<LinearPlan> LinearPlan::select(const Stream& stream, const LinearDescriptor& desc, const PlanPreference& pref) {
   constexpr const char* name = "LinearPlan";
   BARACUDA_RETURN_IF_ERROR(gemm::validate_linear(name, desc));
-  auto inner = MatmulPlanAccess::select(name, stream, gemm::matmul_of(desc), pref);
+  auto inner = gemm::MatmulPlanAccess::select(name, stream, gemm::matmul_of(desc), pref);
   if (!inner) return inner.status();
   LinearPlan plan;
   auto be = baracuda::detail::setup_plan(plan, name, gemm::kFamily, stream, pref, desc.dtype,
@@ -135,7 +135,7 @@ baracuda::detail::ArgCheck check_linear(const LinearPlan& plan, const MatmulPlan
   c.disjoint();
   // The inner MatmulPlan's own rules (cuBLASLt's layout on CUDA), in the caller's names.
   c.rule([&] {
-    return MatmulPlanAccess::check(inner, MatmulPlanAccess::shapes(inner), matmul_args(a), "x", "weight^T", "y").status();
+    return gemm::MatmulPlanAccess::check(inner, gemm::MatmulPlanAccess::shapes(inner), matmul_args(a), "x", "weight^T", "y").status();
   });
   return c;
 }
@@ -410,7 +410,7 @@ baracuda::detail::ArgCheck check_backward(const LinearBackwardPlan& plan, const 
   c.disjoint();
 #ifdef BARACUDA_WITH_CUDA
   if (plan.sku().backend != Backend::CpuReference)
-    c.rule([&] { return MatmulPlanAccess::linear_backward_cuda(plan, Stream::cpu(), Workspace{}, a, true); });
+    c.rule([&] { return gemm::MatmulPlanAccess::linear_backward_cuda(plan, Stream::cpu(), Workspace{}, a, true); });
 #endif
   return c;
 }
@@ -419,7 +419,7 @@ baracuda::detail::ArgCheck check_backward(const LinearBackwardPlan& plan, const 
 #ifdef BARACUDA_WITH_CUDA
 // The CUDA backward: views, routes and launches; `dry`: only the checks
 // (can_implement's layout rules), nothing launched.
-Status MatmulPlanAccess::linear_backward_cuda(const LinearBackwardPlan& p, const Stream& stream, Workspace ws,
+Status gemm::MatmulPlanAccess::linear_backward_cuda(const LinearBackwardPlan& p, const Stream& stream, Workspace ws,
                                               const LinearBackwardArgs& args, bool dry) {
     const LinearDescriptor& f = p.desc_.forward;
     const int64_t M = p.rows_, N = f.out_features, K = gemm::in_features(f);
@@ -527,7 +527,7 @@ Status LinearBackwardPlan::run(const Stream& stream, Workspace ws, const LinearB
       },
       [&]() -> Status {
 #ifdef BARACUDA_WITH_CUDA
-        return MatmulPlanAccess::linear_backward_cuda(*this, stream, ws, args, false);
+        return gemm::MatmulPlanAccess::linear_backward_cuda(*this, stream, ws, args, false);
 #else
         return baracuda::detail::no_cuda(name());
 #endif

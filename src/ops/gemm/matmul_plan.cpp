@@ -118,13 +118,13 @@ gemm::lt::Config config_of(const PlanBase& plan, bool tf32, size_t limit, bool f
 
 }  // namespace gemm
 
-const gemm::MatmulShapes MatmulPlanAccess::shapes(const MatmulPlan& p) {
+const gemm::MatmulShapes gemm::MatmulPlanAccess::shapes(const MatmulPlan& p) {
   gemm::MatmulShapes s;
   (void)gemm::matmul_shapes(p.name(), p.desc_.a_shape, p.desc_.b_shape, &s);
   return s;
 }
 
-Result<MatmulPlan> MatmulPlanAccess::select(const char* name, const Stream& stream, const MatmulDescriptor& desc,
+Result<MatmulPlan> gemm::MatmulPlanAccess::select(const char* name, const Stream& stream, const MatmulDescriptor& desc,
                                             const PlanPreference& pref) {
   MatmulPlan plan;
   gemm::MatmulShapes s;
@@ -162,10 +162,10 @@ Result<MatmulPlan> MatmulPlanAccess::select(const char* name, const Stream& stre
 }
 
 Result<MatmulPlan> MatmulPlan::select(const Stream& stream, const MatmulDescriptor& desc, const PlanPreference& pref) {
-  return MatmulPlanAccess::select("MatmulPlan", stream, desc, pref);
+  return gemm::MatmulPlanAccess::select("MatmulPlan", stream, desc, pref);
 }
 
-baracuda::detail::ArgCheck MatmulPlanAccess::check(const MatmulPlan& p, const gemm::MatmulShapes& s,
+baracuda::detail::ArgCheck gemm::MatmulPlanAccess::check(const MatmulPlan& p, const gemm::MatmulShapes& s,
                                                    const MatmulArgs& args, const char* a_name, const char* b_name,
                                                    const char* out_name) {
   gemm::lt::Config cfg = gemm::config_of(p, p.tf32_, p.cublaslt_limit_, p.fuse_);
@@ -176,12 +176,12 @@ baracuda::detail::ArgCheck MatmulPlanAccess::check(const MatmulPlan& p, const ge
 }
 
 Status MatmulPlan::can_implement(const MatmulArgs& args) const {
-  return MatmulPlanAccess::check(*this, MatmulPlanAccess::shapes(*this), args).status();
+  return gemm::MatmulPlanAccess::check(*this, gemm::MatmulPlanAccess::shapes(*this), args).status();
 }
 
 Status MatmulPlan::run(const Stream& stream, Workspace ws, const MatmulArgs& args) const {
-  const gemm::MatmulShapes s = MatmulPlanAccess::shapes(*this);
-  const auto check = MatmulPlanAccess::check(*this, s, args);
+  const gemm::MatmulShapes s = gemm::MatmulPlanAccess::shapes(*this);
+  const auto check = gemm::MatmulPlanAccess::check(*this, s, args);
   return baracuda::detail::run_plan(
       *this, stream, ws, check, [&] { return gemm::ref::run(gemm::make_matmul_problem(desc_, s, args)); },
       [&]() -> Status {
@@ -198,8 +198,8 @@ Status MatmulPlan::run(const Stream& stream, Workspace ws, const MatmulArgs& arg
 }
 
 Result<KernelSku> MatmulPlan::sku_for(const Stream& stream, Workspace ws, const MatmulArgs& args) const {
-  const gemm::MatmulShapes s = MatmulPlanAccess::shapes(*this);
-  return baracuda::detail::sku_for_run(*this, stream, ws, MatmulPlanAccess::check(*this, s, args),
+  const gemm::MatmulShapes s = gemm::MatmulPlanAccess::shapes(*this);
+  return baracuda::detail::sku_for_run(*this, stream, ws, gemm::MatmulPlanAccess::check(*this, s, args),
                                        [&]() -> Result<KernelSku> {
 #ifdef BARACUDA_WITH_CUDA
                                          const gemm::Problem p = gemm::make_matmul_problem(desc_, s, args);
