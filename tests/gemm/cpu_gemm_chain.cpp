@@ -137,6 +137,14 @@ TEST(GemmChain, XAuxIsRequiredExactlyWhenChained) {
   a.dbias_in = TensorMut::contiguous(buf.data() + 40, Device::cpu(), Dims{3}, 3);
   EXPECT_NE(chained->can_implement(a).message().find("dbias_in is given but need_input_bias_grad is false"),
             std::string::npos);
+  // And the other way: asked for but not given.
+  d.need_input_bias_grad = true;
+  auto with_din = LinearBackwardPlan::select(Stream::cpu(), d);
+  ASSERT_TRUE(with_din);
+  EXPECT_TRUE(with_din->can_implement(a).is_ok());
+  a.dbias_in = {};
+  EXPECT_NE(with_din->can_implement(a).message().find("dbias_in is missing"), std::string::npos)
+      << with_din->can_implement(a).message();
 }
 
 }  // namespace
