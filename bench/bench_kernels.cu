@@ -1,6 +1,7 @@
 // Random fill and spin kernels for baracuda_bench.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
+#include <cuda_fp8.h>
 
 #include <type_traits>
 
@@ -23,6 +24,11 @@ template <>
 __device__ __forceinline__ __half from_f32<__half>(float v) { return __float2half_rn(v); }
 template <>
 __device__ __forceinline__ __nv_bfloat16 from_f32<__nv_bfloat16>(float v) { return __float2bfloat16_rn(v); }
+
+template <>
+__device__ __forceinline__ __nv_fp8_e4m3 from_f32<__nv_fp8_e4m3>(float v) { return __nv_fp8_e4m3(v); }
+template <>
+__device__ __forceinline__ __nv_fp8_e5m2 from_f32<__nv_fp8_e5m2>(float v) { return __nv_fp8_e5m2(v); }
 
 // Bool (stored as one byte 0 / 1): true where u > 0.5, a fair coin per element.
 struct BoolByte {
@@ -68,6 +74,8 @@ cudaError_t bench_fill_uniform(void* dst, baracuda::DType dtype, size_t n, float
     case baracuda::DType::F32: return launch_fill<float>(dst, n, lo, hi, seed, stream);
     case baracuda::DType::F16: return launch_fill<__half>(dst, n, lo, hi, seed, stream);
     case baracuda::DType::BF16: return launch_fill<__nv_bfloat16>(dst, n, lo, hi, seed, stream);
+    case baracuda::DType::F8E4M3: return launch_fill<__nv_fp8_e4m3>(dst, n, lo, hi, seed, stream);
+    case baracuda::DType::F8E5M2: return launch_fill<__nv_fp8_e5m2>(dst, n, lo, hi, seed, stream);
     case baracuda::DType::Bool: return launch_fill<BoolByte>(dst, n, lo, hi, seed, stream);
     default: return cudaErrorInvalidValue;
   }

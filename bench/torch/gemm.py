@@ -29,6 +29,11 @@ allocator: no cudaMalloc inside the timing), forward under torch.no_grad():
                            through torch._grouped_mm(x, w.transpose(1, 2), offs=)
                            where it exists and runs (fields alt_us / alt_tflops, or
                            alt_error).
+    scaled_mm[_rowwise][_fast].f8e4m3.8192x8192x8192   torch._scaled_mm(a, w.t(),
+                           scale_a, scale_b, out_dtype=bf16, use_fast_accum=_fast):
+                           a [M, K] and w [N, K] float8_e4m3fn, per-tensor f32
+                           scales (or row-wise: [M, 1] and [1, N]); its %ceil is
+                           against the bf16 ceiling, as baracuda's.
 The linear cases (forward and backward) are timed a second time through
 torch.compile (compiled once before the timing, default mode; fields
 compiled_us / compiled_tflops, or compiled_error): the aux forward compiles a
@@ -56,7 +61,7 @@ NOTES = ("eager (outputs from the caching allocator); backward = the aten ops au
 ITERS, WARMUP = 30, 5
 
 DTYPES = ("bf16", "f16")
-DTYPE_SIZE = {"bf16": 2, "f16": 2}
+DTYPE_SIZE = {"bf16": 2, "f16": 2, "f8e4m3": 1}
 MM_SHAPES = ((8192, 8192, 8192), (8192, 4096, 11008), (8192, 11008, 4096), (8192, 768, 3072), (8192, 3072, 768))
 MLP_SHAPES = ((8192, 768, 3072), (8192, 4096, 11008))  # GPT-2, Llama-7B
 LINEAR_FWD = (  # op, activation, save_aux (cases/gemm.cpp's order)
@@ -73,9 +78,10 @@ def shape_name(M, K, N):
     return "%dx%dx%d" % (M, K, N)
 
 
-def make_case(name, op, direction, dtype, batch, M, K, N, activation="none", save_aux=False):
+def make_case(name, op, direction, dtype, batch, M, K, N, activation="none", save_aux=False, rowwise=False,
+              fast_accum=False):
     c = dict(name=name, op=op, dir=direction, dtype=dtype, batch=batch, M=M, K=K, N=N, activation=activation,
-             save_aux=save_aux)
+             save_aux=save_aux, rowwise=rowwise, fast_accum=fast_accum)
     groups = 1 if op == "grouped_linear" else batch  # the grouped case's batch is its expert count
     c["flops"] = (8.0 if op.startswith("mlp") else 4.0 if direction == "bwd" else 2.0) * groups * M * N * K
     return c
@@ -98,6 +104,11 @@ def all_cases():
         T, K, N = GROUPED_SHAPE
         out.append(make_case("grouped_linear.fwd.%s.E%dx%s" % (dt, len(EXPERT_ROWS), shape_name(T, K, N)),
                              "grouped_linear", "fwd", dt, len(EXPERT_ROWS), T, K, N))
+    for rowwise in (False, True):
+        for fast in (False, True):
+            op = "scaled_mm" + ("_rowwise" if rowwise else "") + ("_fast" if fast else "")
+            out.append(make_case("%s.f8e4m3.%s" % (op, shape_name(8192, 8192, 8192)), op, "fwd", "f8e4m3", 1, 8192, 8192,
+                                 8192, rowwise=rowwise, fast_accum=fast))
     return out
 
 
@@ -106,6 +117,8 @@ def bytes_per_set(c):
     cases/gemm.cpp counts them for the rotation."""
     B, M, K, N = c["batch"], c["M"], c["K"], c["N"]
     mk, kn, mn = B * M * K, B * K * N, B * M * N
+    if c["op"].startswith("scaled_mm"):
+        return mk + kn + 2 * mn  # fp8 a, b; bf16 out
     if c["op"] in ("mm", "bmm"):
         n = mk + kn + mn
     elif c["op"].startswith("mlp"):
@@ -134,6 +147,12 @@ def make_fn(torch, c, compiled):
     appr = approximate(c)
     if c["op"] == "mm":
         return torch.matmul
+    if c["op"].startswith("scaled_mm"):
+        fast = c["fast_accum"]
+
+        def scaled_mm(a, w, sa, sb):
+            return torch._scaled_mm(a, w.t(), sa, sb, out_dtype=torch.bfloat16, use_fast_accum=fast)
+        return scaled_mm
     if c["op"] == "bmm":
         return torch.bmm
     if c["op"].startswith("mlp"):
@@ -166,9 +185,16 @@ def make_fn(torch, c, compiled):
 
 def make_set(torch, c):
     """One buffer set: the operands of make_fn's function, uniform(-scale, scale)."""
-    dt = torch_dtype(torch, c["dtype"])
     B, M, K, N = c["batch"], c["M"], c["K"], c["N"]
     ws = 1.0 / math.sqrt(max(K, 1))
+    if c["op"].startswith("scaled_mm"):  # a, w (fp8 e4m3), scale_a, scale_b (f32)
+        def fp8(shape):
+            return torch.empty(shape, dtype=torch.bfloat16, device="cuda").uniform_(-4, 4).to(torch.float8_e4m3fn)
+        sa_shape, sb_shape = ((M, 1), (1, N)) if c["rowwise"] else ((), ())
+        return [fp8((M, K)), fp8((N, K)),
+                torch.empty(sa_shape, dtype=torch.float32, device="cuda").uniform_(0.5 / 16, 1.0 / 16),
+                torch.empty(sb_shape, dtype=torch.float32, device="cuda").uniform_(0.5 * ws / 4, ws / 4)]
+    dt = torch_dtype(torch, c["dtype"])
 
     def uniform(shape, scale=1.0):
         return torch.empty(shape, dtype=dt, device="cuda").uniform_(-scale, scale)
@@ -274,7 +300,7 @@ def run_case(torch, c, meta, args):
     nsets, launch = prepare_case(torch, c, rotate_bytes(meta))
     us = common.time_median_ms(torch, launch, args.warmup, args.iters) * 1e3
     tflops = c["flops"] / (us * 1e-6) / 1e12
-    ceiling = meta.get("gemm_%s_tflops" % c["dtype"]) or 0
+    ceiling = meta.get("gemm_%s_tflops" % ("bf16" if c["dtype"] == "f8e4m3" else c["dtype"])) or 0
     r = dict(time_us=us, tflops=tflops, frac_ceiling=tflops / ceiling if ceiling else 0, sets=nsets)
     del launch
     torch.cuda.empty_cache()

@@ -1,5 +1,6 @@
 // Contract traits of the matrix multiply family: MatmulPlan, LinearPlan,
-// LinearBackwardPlan. A new GEMM plan joins with a traits struct here and one
+// LinearBackwardPlan (ScaledMatmulPlan: scaled_traits.hpp; the grouped plans:
+// grouped_traits.hpp). A new GEMM plan joins with a traits struct here and one
 // INSTANTIATE line per suite in tests/contract/cpu_gemm.cpp and cuda_gemm.cpp.
 //
 // Valid descriptors are built directly from the header's rules (not drawn
@@ -15,9 +16,10 @@
 //     GELUs), each optional.
 //   LinearBackwardPlan: GeluTanh with bias and every output; need_dx only;
 //     random need_* flags over any forward (now and then over no rows: dw, db
-//     are zeros).
-// Every optional tensor (c, bias, aux; x, weight, aux, dx, dw, db of the
-// backward) is a slot marked optional: used when its descriptor flag asks for
+//     are zeros); a quarter of those with dx chained through the previous
+//     layer's activation (input_activation, x_aux, maybe dbias_in).
+// Every optional tensor (c, bias, aux; x, weight, aux, x_aux, dx, dw, db,
+// dbias_in of the backward) is a slot marked optional: used when its descriptor flag asks for
 // it, Unused (a plausible view the plan must refuse) otherwise. MatmulPlan's
 // out may be exactly c (in place, addmm_) when c has out's shape.
 //
@@ -218,6 +220,12 @@ inline LinearBackwardDescriptor draw_linear_backward(Fuzz& f) {
       break;
   }
   if (!fw.has_bias) d.need_db = false;
+  // A chained layer now and then (llm.c's fusion): dx through the previous
+  // layer's activation gradient, maybe with that layer's bias gradient.
+  if (d.need_dx && f.chance(0.25)) {
+    d.input_activation = static_cast<GemmActivation>(f.range(1, 3));
+    d.need_input_bias_grad = f.chance(0.5);
+  }
   // Now and then no rows at all while dw or db is asked for: a sum over
   // nothing, so they are zeros (dx is empty then).
   if ((d.need_dw || d.need_db) && fw.x_shape.rank >= 2 && f.chance(0.06)) fw.x_shape[0] = 0;
@@ -241,7 +249,8 @@ inline LinearBackwardDescriptor backward(LinearDescriptor fw, bool dx = true, bo
 inline std::string describe(const LinearBackwardDescriptor& d) {
   std::ostringstream os;
   os << "LinearBackwardDescriptor{forward " << describe(d.forward) << ", need_dx " << d.need_dx << ", need_dw "
-     << d.need_dw << ", need_db " << d.need_db << "}";
+     << d.need_dw << ", need_db " << d.need_db << ", input_activation " << act_str(d.input_activation)
+     << ", need_input_bias_grad " << d.need_input_bias_grad << "}";
   return os.str();
 }
 
@@ -400,6 +409,10 @@ std::vector<DescMutator<D>> linear_mutators() {
                    d.need_dw = f.chance(0.5);
                    d.need_db = f.chance(0.5);
                  }});
+    v.push_back({"desc.input_activation_any", [](D& d, Fuzz& f) {  // any chaining, invalid combinations included
+                   d.input_activation = static_cast<GemmActivation>(f.chance(0.7) ? f.range(0, 3) : f.range(0, 255));
+                   d.need_input_bias_grad = f.chance(0.5);
+                 }});
   }
   return v;
 }
@@ -480,6 +493,17 @@ inline std::vector<std::pair<const char*, LinearBackwardDescriptor>> linear_back
   no_bias.forward = linear(DType::F32, {2, 3}, 4, false);
   no_bias.need_db = true;  // there is no bias to differentiate
   v.push_back({"need_db_without_bias", no_bias});
+  LinearBackwardDescriptor chained;
+  chained.forward = linear(DType::F32, {2, 3}, 4);
+  chained.input_activation = GemmActivation::GeluTanh;
+  chained.need_dx = false;  // input_activation changes only dx
+  v.push_back({"input_activation_without_dx", chained});
+  chained.need_dx = true;
+  chained.input_activation = GemmActivation::None;
+  chained.need_input_bias_grad = true;  // nothing to chain
+  v.push_back({"input_bias_grad_without_input_activation", chained});
+  chained.input_activation = static_cast<GemmActivation>(17);
+  v.push_back({"input_activation_unknown", chained});
   return v;
 }
 
@@ -634,6 +658,11 @@ struct LinearBackwardTraits {
     v.push_back(optional_output<Args>(d.need_dx, "dx", fw.dtype, fw.x_shape, [](Args& a, const TensorMut& t) { a.dx = t; }));
     v.push_back(optional_output<Args>(d.need_dw, "dw", fw.dtype, p.weight_shape(), [](Args& a, const TensorMut& t) { a.dw = t; }));
     v.push_back(optional_output<Args>(db, "db", fw.dtype, p.bias_shape(), [](Args& a, const TensorMut& t) { a.db = t; }));
+    // Chaining: the previous layer's saved pre-activation, and its bias gradient [K].
+    const bool chained = d.input_activation != GemmActivation::None;
+    v.push_back(optional_input<Args>(chained, "x_aux", fw.dtype, fw.x_shape, [](Args& a, const TensorMut& t) { a.x_aux = t; }));
+    v.push_back(optional_output<Args>(d.need_input_bias_grad, "dbias_in", fw.dtype, Dims{fw.x_shape[fw.x_shape.rank - 1]},
+                                      [](Args& a, const TensorMut& t) { a.dbias_in = t; }));
     return v;
   }
   static std::vector<DescMutator<Desc>> desc_mutators() { return gemm_contract::linear_mutators<Desc>(); }

@@ -128,6 +128,79 @@ class BARACUDA_API MatmulPlan : public PlanBase {
   friend struct gemm::MatmulPlanAccess;
 };
 
+// ---- fp8: torch._scaled_mm -------------------------------------------------------
+// out = act(a_scale * b_scale * (a @ b) + bias) with a [M, K] and b [K, N] in
+// fp8 (f8e4m3 / f8e5m2; e5m2 x e5m2 is Unsupported everywhere: cuBLASLt has
+// no kernel for it and PyTorch refuses it too) and out [M, N] in bf16, f16 or
+// f32, accumulated in f32 (the CPU reference in double). The scales are the
+// DEQUANTIZATION factors (what the stored fp8 values are multiplied by),
+// f32 tensors:
+//   Fp8Scaling::Tensor  a_scale [1], b_scale [1]  (one factor per tensor)
+//   Fp8Scaling::Row     a_scale [M] (a factor per row of a), b_scale [N] (per
+//                       column of b = per row of the weight b^T) — row-wise
+//                       (channel-wise) scaling; PyTorch's scales are [M, 1]
+//                       and [1, N], ours are those views reshaped to 1-D.
+//   out[i, j] = act(a_scale[i or 0] * b_scale[j or 0] * sum_k a[i,k] b[k,j] + bias[j])
+// bias (has_bias) is [N] in out's dtype; activations as MatmulDescriptor's
+// (no aux: fp8 here serves inference and the forward of fp8 training recipes,
+// whose backward uses the bf16 plans). A separate plan, not a MatmulPlan
+// dtype, because its operands differ in dtype from its output and it takes
+// the scale tensors; it is torch._scaled_mm (2-D only: flatten leading dims).
+//
+// CUDA (cuBLASLt; sm_89+, tested on sm_90): a and b must each have a unit
+// stride along K (a row-major [M, K]; b the transposed view of a row-major
+// [N, K] weight: cuBLASLt's fp8 kernels exist only for this "TN" layout), K
+// and N multiples of 16 and a's / b's leading strides multiples of 16 (its
+// 16-byte alignment rule, as torch._scaled_mm's): anything else is
+// Unsupported naming the tensor; the plan does not copy or transpose. Row
+// scales need unit strides. Scales live on the device (cuBLASLt reads them
+// there; no host synchronization). fast_accum (torch's use_fast_accum) lets
+// the tensor cores accumulate without periodic promotion to f32: faster, less
+// accurate; sku().variant then ends in ".fast-accum". The CPU reference takes
+// any shape and strides and ignores fast_accum (exact).
+enum class Fp8Scaling : uint8_t { Tensor, Row };
+
+struct ScaledMatmulDescriptor {
+  DType a_dtype = DType::F8E4M3;  // f8e4m3, f8e5m2
+  DType b_dtype = DType::F8E4M3;  // f8e4m3, f8e5m2 (not both e5m2)
+  DType out_dtype = DType::BF16;  // bf16, f16, f32: out and bias
+  Dims a_shape;                   // [M, K]
+  Dims b_shape;                   // [K, N]
+  Fp8Scaling scaling = Fp8Scaling::Tensor;
+  bool has_bias = false;          // bias [N]
+  GemmActivation activation = GemmActivation::None;
+  bool fast_accum = false;
+};
+
+struct ScaledMatmulArgs {
+  TensorRef a;        // a_shape, a_dtype
+  TensorRef b;        // b_shape, b_dtype
+  TensorRef a_scale;  // f32, a_scale_shape()
+  TensorRef b_scale;  // f32, b_scale_shape()
+  TensorRef bias;     // [N], out_dtype (has_bias)
+  TensorMut out;      // [M, N], out_dtype
+};
+
+class BARACUDA_API ScaledMatmulPlan : public PlanBase {
+ public:
+  ScaledMatmulPlan() : PlanBase("ScaledMatmulPlan") {}
+  static Result<ScaledMatmulPlan> select(const Stream& stream, const ScaledMatmulDescriptor& desc,
+                                         const PlanPreference& pref = {});
+  Status can_implement(const ScaledMatmulArgs& args) const;
+  Status run(const Stream& stream, Workspace ws, const ScaledMatmulArgs& args) const;
+  Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const ScaledMatmulArgs& args) const;
+
+  const ScaledMatmulDescriptor& descriptor() const { return desc_; }
+  Dims out_shape() const;      // [M, N]
+  Dims a_scale_shape() const;  // [1] or [M]
+  Dims b_scale_shape() const;  // [1] or [N]
+
+ private:
+  ScaledMatmulDescriptor desc_;
+  bool fuse_ = true;    // fused epilogues (false: cuBLASLt refused them at select())
+  size_t limit_ = 0;    // cuBLASLt's workspace limit
+};
+
 // ---- nn.functional.linear ----------------------------------------------------------
 // y = act(x . weight^T + bias): x [.., K] (any leading shape, rank >= 1),
 // weight [N, K] (nn.Linear's layout), bias [N], y [.., N]. One GEMM over all

@@ -77,6 +77,8 @@ Result<cudaDataType_t> data_type(const char* plan, DType t) {
     case DType::F64: return CUDA_R_64F;
     case DType::F16: return CUDA_R_16F;
     case DType::BF16: return CUDA_R_16BF;
+    case DType::F8E4M3: return CUDA_R_8F_E4M3;
+    case DType::F8E5M2: return CUDA_R_8F_E5M2;
     case DType::I8: return CUDA_R_8I;
     case DType::U8: return CUDA_R_8U;
     case DType::I32: return CUDA_R_32I;
@@ -111,6 +113,20 @@ Result<MatmulDescriptors> make_descriptors(const char* plan, const MatmulProblem
     if (!bias) return bias.status();
     set_attr(st, plan, api().cublasLtMatmulDescSetAttribute, out.op.get(), CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE, *bias,
              "setting the bias data type");
+  }
+  auto scale_mode = [](ScaleMode m) -> int32_t {
+    return m == ScaleMode::OuterVec ? CUBLASLT_MATMUL_MATRIX_SCALE_OUTER_VEC_32F : CUBLASLT_MATMUL_MATRIX_SCALE_SCALAR_32F;
+  };
+  if (p.a_scale != ScaleMode::None)
+    set_attr(st, plan, api().cublasLtMatmulDescSetAttribute, out.op.get(), CUBLASLT_MATMUL_DESC_A_SCALE_MODE,
+             scale_mode(p.a_scale), "setting A's scale mode");
+  if (p.b_scale != ScaleMode::None)
+    set_attr(st, plan, api().cublasLtMatmulDescSetAttribute, out.op.get(), CUBLASLT_MATMUL_DESC_B_SCALE_MODE,
+             scale_mode(p.b_scale), "setting B's scale mode");
+  if (p.fast_accum) {
+    const int8_t on = 1;
+    set_attr(st, plan, api().cublasLtMatmulDescSetAttribute, out.op.get(), CUBLASLT_MATMUL_DESC_FAST_ACCUM, on,
+             "setting fp8 fast accumulation");
   }
   if (has_aux(p.epilogue)) {
     auto aux = data_type(plan, p.aux_type);

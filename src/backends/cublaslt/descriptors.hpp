@@ -28,7 +28,7 @@ using MatmulDesc = std::unique_ptr<std::remove_pointer_t<cublasLtMatmulDesc_t>, 
 using MatrixLayout = std::unique_ptr<std::remove_pointer_t<cublasLtMatrixLayout_t>, MatrixLayoutDeleter>;
 using Preference = std::unique_ptr<std::remove_pointer_t<cublasLtMatmulPreference_t>, PreferenceDeleter>;
 
-// cudaDataType_t of a baracuda dtype (f32, f64, f16, bf16, i8, u8, i32);
+// cudaDataType_t of a baracuda dtype (f32, f64, f16, bf16, f8e4m3, f8e5m2, i8, u8, i32);
 // Unsupported "<plan>: cuBLASLt: dtype <name> ..." otherwise.
 Result<cudaDataType_t> data_type(const char* plan, DType t);
 

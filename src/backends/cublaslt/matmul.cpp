@@ -97,6 +97,9 @@ Status run_matmul(const char* plan, cublasLtHandle_t handle, const MatmulProblem
   if (has_aux(p.epilogue) != (args.aux != nullptr))
     return invalid(plan, has_aux(p.epilogue) ? "the epilogue writes aux but none was given"
                                              : "an aux pointer was given but the epilogue has none");
+  if ((p.a_scale != ScaleMode::None) != (args.a_scale != nullptr) ||
+      (p.b_scale != ScaleMode::None) != (args.b_scale != nullptr))
+    return invalid(plan, "a scale pointer must be given exactly for an operand with a scale mode");
   const void* c = args.c ? args.c : args.d;
   struct Op {
     const char* name;
@@ -128,6 +131,17 @@ Status run_matmul(const char* plan, cublasLtHandle_t handle, const MatmulProblem
     const cublasStatus_t s = api().cublasLtMatmulDescSetAttribute(desc->op.get(), CUBLASLT_MATMUL_DESC_EPILOGUE_AUX_POINTER,
                                                                   &args.aux, sizeof(args.aux));
     if (s != CUBLAS_STATUS_SUCCESS) return library_status(plan, s, "setting the aux pointer");
+  }
+  struct ScalePtr {
+    cublasLtMatmulDescAttributes_t attr;
+    const void* ptr;
+    const char* step;
+  };
+  for (const ScalePtr& sp : {ScalePtr{CUBLASLT_MATMUL_DESC_A_SCALE_POINTER, args.a_scale, "setting A's scale pointer"},
+                             ScalePtr{CUBLASLT_MATMUL_DESC_B_SCALE_POINTER, args.b_scale, "setting B's scale pointer"}}) {
+    if (!sp.ptr) continue;
+    const cublasStatus_t s = api().cublasLtMatmulDescSetAttribute(desc->op.get(), sp.attr, &sp.ptr, sizeof(sp.ptr));
+    if (s != CUBLAS_STATUS_SUCCESS) return library_status(plan, s, sp.step);
   }
   const Scalar alpha = scalar_of(p.scale_type, args.alpha), beta = scalar_of(p.scale_type, args.beta);
   const cublasStatus_t s =

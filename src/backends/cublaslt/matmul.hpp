@@ -50,6 +50,8 @@ struct MatmulArgs {
   void* d = nullptr;
   const void* bias = nullptr;  // the bias (Bias epilogues) or the bias gradient's output (BGrad epilogues)
   void* aux = nullptr;         // the aux output (Aux epilogues)
+  const void* a_scale = nullptr;  // device f32 (1 or m values), exactly when p.a_scale != None
+  const void* b_scale = nullptr;  // device f32 (1 or n values), exactly when p.b_scale != None
   double alpha = 1.0, beta = 0.0;
 };
 

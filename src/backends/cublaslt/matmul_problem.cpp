@@ -53,6 +53,10 @@ MatmulProblem with_pointer_alignment(MatmulProblem p, const void* a, const void*
 }
 
 Status check_problem(const char* plan, const MatmulProblem& p) {
+  if ((p.a_scale != ScaleMode::None && !is_float8(p.a_type)) || (p.b_scale != ScaleMode::None && !is_float8(p.b_type)))
+    return invalid(plan, "a scale mode is set on an operand that is not fp8");
+  if (p.fast_accum && !(is_float8(p.a_type) && is_float8(p.b_type)))
+    return invalid(plan, "fast_accum is set but the operands are not fp8");
   if (p.m < 0 || p.n < 0 || p.k < 0)
     return invalid(plan, "extents m=" + std::to_string(p.m) + ", n=" + std::to_string(p.n) + ", k=" + std::to_string(p.k) +
                              " must be >= 0");
@@ -104,7 +108,8 @@ std::vector<int64_t> heuristic_key(const MatmulProblem& p, size_t workspace_limi
           has_aux(p.epilogue) && batched ? p.aux_stride : -1,
           p.align_a,                          p.align_b,
           p.align_c,                          p.align_d,
-          static_cast<int64_t>(workspace_limit)};
+          static_cast<int64_t>(p.a_scale),    static_cast<int64_t>(p.b_scale),
+          p.fast_accum,                       static_cast<int64_t>(workspace_limit)};
 }
 
 }  // namespace baracuda::cublaslt

@@ -47,6 +47,13 @@ enum class Epilogue : uint8_t {
 // tensor-core speed on f32 inputs and must be asked for explicitly.
 enum class ComputeType : uint8_t { F32, F32FastTF32, F32FastBF16, F32FastF16, F64, I32 };
 
+// How an operand's dequantization scale is given (fp8 A / B;
+// CUBLASLT_MATMUL_DESC_{A,B}_SCALE_MODE). None: no scale pointer. Scalar: one
+// f32 for the whole matrix. OuterVec: f32 per row of op(A) (m values) or per
+// column of op(B) (n values): cuBLAS 12.9+'s channel-wise scaling, on sm_90.
+// D[i, j] = alpha * sa[i or 0] * sb[j or 0] * sum_k op(A)[i, k] op(B)[k, j] + ...
+enum class ScaleMode : uint8_t { None, Scalar, OuterVec };
+
 struct MatmulProblem {
   DType a_type = DType::F32, b_type = DType::F32, c_type = DType::F32, d_type = DType::F32;
   DType scale_type = DType::F32;  // alpha / beta (F32 for f32/f16/bf16 math, F64 for F64, I32 for I32)
@@ -60,6 +67,8 @@ struct MatmulProblem {
   DType bias_type = DType::F32;  // used by the Bias and BGrad epilogues
   DType aux_type = DType::F32;   // used by the Aux epilogues
   int64_t aux_ld = 0, aux_stride = 0;
+  ScaleMode a_scale = ScaleMode::None, b_scale = ScaleMode::None;  // fp8 operands' scales
+  bool fast_accum = false;  // fp8: CUBLASLT_MATMUL_DESC_FAST_ACCUM (fewer promotions of the accumulator)
   // Byte alignment cuBLASLt may assume for each pointer (a power of two,
   // 1..16; see pointer_alignment()). A plan selects with 16 and re-keys at
   // run time when a pointer is less aligned.
@@ -88,7 +97,7 @@ uint32_t pointer_alignment(const void* p);
 MatmulProblem with_pointer_alignment(MatmulProblem p, const void* a, const void* b, const void* c, const void* d);
 
 // InvalidProblem "<plan>: cuBLASLt: <exact problem>" when the problem is not
-// a well-formed matmul: negative extents, batch < 1 or > INT32_MAX, a leading
+// a well-formed matmul: a scale or fast_accum on a non-fp8 operand, negative extents, batch < 1 or > INT32_MAX, a leading
 // dimension below max(1, rows), a negative batch stride, an alignment that
 // is not a power of two in 1..16, a scale type that does not fit the compute type.
 Status check_problem(const char* plan, const MatmulProblem& p);

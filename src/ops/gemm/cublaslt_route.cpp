@@ -155,7 +155,14 @@ Result<Layout> layout_of(const Problem& p, const Route& r, const Config& cfg) {
   const int64_t m = bp.m, n = p.n, k = p.k;
 
   cublaslt::MatmulProblem& q = L.lt;
-  q.a_type = q.b_type = q.c_type = q.d_type = p.dtype;
+  q.a_type = r.orient_t ? b_dtype(p) : a_dtype(p);  // cuBLASLt's A is b in the T orientation
+  q.b_type = r.orient_t ? a_dtype(p) : b_dtype(p);
+  q.c_type = q.d_type = p.dtype;
+  if (p.scaled.on) {
+    const auto mode = p.scaled.rowwise ? cublaslt::ScaleMode::OuterVec : cublaslt::ScaleMode::Scalar;
+    q.a_scale = q.b_scale = mode;  // a's rows are D's columns in T and b's columns D's rows: the vectors swap with A and B
+    q.fast_accum = p.scaled.fast_accum;
+  }
   q.scale_type = scale_type_of(p.dtype);
   q.compute = p.dtype == DType::F64 ? cublaslt::ComputeType::F64
                                     : (cfg.tf32 && p.dtype == DType::F32 ? cublaslt::ComputeType::F32FastTF32
@@ -248,6 +255,7 @@ std::string variant_of(const Route& r, const Problem& p, const Config& cfg) {
   if (r.outer_rank > 0) v += ".loop";
   if (!r.orient_t) v += ".colmajor-out";
   if (cfg.tf32 && p.dtype == DType::F32) v += ".tf32";
+  if (p.scaled.on) v += std::string(p.scaled.rowwise ? ".fp8-rowwise" : ".fp8") + (p.scaled.fast_accum ? ".fast-accum" : "");
   if (r.copy_c) v = "c-copy+" + v;
   if (p.has_bias && !r.fused_bias) v += "+bias-pass";
   if (p.act != GemmActivation::None && !r.fused_act && !r.fused_aux) v += "+" + std::string(gemm_activation_name(p.act)) + "-pass";
@@ -350,7 +358,10 @@ Status run_gemms(const Route& r, const Problem& p, const Config& cfg, const Stre
   auto handle = cublaslt::device_handle(cfg.plan, cfg.device, capturing);
   if (!handle) return handle.status();
   const BatchPlan& bp = L->bp;
-  const size_t es = dtype_size(p.dtype);
+  size_t es[kOps];  // element sizes (fp8 a and b differ from the rest)
+  for (int o = 0; o < kOps; ++o) es[o] = dtype_size(p.dtype);
+  es[kA] = dtype_size(a_dtype(p));
+  es[kB] = dtype_size(b_dtype(p));
   const Mat<void*>& dst = r.to_aux ? p.aux : p.out;
   int64_t outer_count = 1;
   for (int i = 0; i < r.outer_rank; ++i) outer_count *= bp.size[i];
@@ -361,7 +372,7 @@ Status run_gemms(const Route& r, const Problem& p, const Config& cfg, const Stre
       rem /= bp.size[i];
       for (int o = 0; o < kOps; ++o) off[o] += idx * bp.stride[o][i];
     }
-    auto at = [&](auto* base, int o) { return base ? static_cast<char*>(const_cast<void*>(static_cast<const void*>(base))) + off[o] * es : nullptr; };
+    auto at = [&](auto* base, int o) { return base ? static_cast<char*>(const_cast<void*>(static_cast<const void*>(base))) + off[o] * es[o] : nullptr; };
     cublaslt::MatmulArgs args;
     const void* pa = at(p.a.data, kA);
     const void* pb = at(p.b.data, kB);
@@ -376,6 +387,10 @@ Status run_gemms(const Route& r, const Problem& p, const Config& cfg, const Stre
     if (r.fused_aux) args.aux = at(p.aux.data, kAux);
     if (r.fused_dact) args.aux = at(p.dact_aux.data, kAux);  // read by DGELU
     if (r.colsum_done) args.bias = p.out_colsum;
+    if (p.scaled.on) {
+      args.a_scale = r.orient_t ? p.scaled.b_scale : p.scaled.a_scale;
+      args.b_scale = r.orient_t ? p.scaled.a_scale : p.scaled.b_scale;
+    }
     // D stands in for a missing C (run_matmul passes it as C).
     cublaslt::MatmulProblem q =
         cublaslt::with_pointer_alignment(L->lt, args.a, args.b, args.c ? args.c : args.d, args.d);

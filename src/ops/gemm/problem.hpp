@@ -31,8 +31,21 @@ struct Mat {
   int64_t bstride[kMaxRank] = {};
 };
 
+// ScaledMatmulPlan's fp8 operands (on): a and b have their own dtypes (the
+// Problem's dtype is then out's and bias's), and every product is scaled:
+//   pre = alpha * a_scale[rowwise ? i : 0] * b_scale[rowwise ? j : 0] * sum_k A[i,k] B[k,j] + ...
+struct Scaled {
+  bool on = false;
+  DType a_dtype = DType::F8E4M3, b_dtype = DType::F8E4M3;
+  const float* a_scale = nullptr;  // 1 value, or m (rowwise), unit stride
+  const float* b_scale = nullptr;  // 1 value, or n (rowwise)
+  int64_t a_scale_stride = 1, b_scale_stride = 1;  // elements (the CPU reference; CUDA needs 1)
+  bool rowwise = false;
+  bool fast_accum = false;  // cuBLASLt's fp8 fast accumulation (the CPU reference is exact either way)
+};
+
 struct Problem {
-  DType dtype = DType::F32;
+  DType dtype = DType::F32;  // every operand's (a's and b's too unless scaled.on)
   Dims batch;  // rank 0..6
   int64_t m = 0, n = 0, k = 0;
   Mat<const void*> a, b, c;
@@ -48,7 +61,11 @@ struct Problem {
   bool has_c = false, has_bias = false, save_aux = false, has_a_rowsum = false, has_out_colsum = false;
   GemmActivation act = GemmActivation::None;
   double alpha = 1.0, beta = 0.0;
+  Scaled scaled;
 };
+
+inline DType a_dtype(const Problem& p) { return p.scaled.on ? p.scaled.a_dtype : p.dtype; }
+inline DType b_dtype(const Problem& p) { return p.scaled.on ? p.scaled.b_dtype : p.dtype; }
 
 // The torch.matmul shape rules (MatmulDescriptor's header comment).
 struct MatmulShapes {

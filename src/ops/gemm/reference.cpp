@@ -53,7 +53,7 @@ int64_t batch_offset(const int64_t* bstride, const Dims& batch, int64_t t) {
 Status run(const Problem& p) {
   const int64_t nb = shape_numel(p.batch);
   if (nb == 0 || p.m == 0 || p.n == 0) return Status::ok();
-  const DType t = p.dtype;
+  const DType t = p.dtype, ta = a_dtype(p), tb = b_dtype(p);
   baracuda::detail::parallel_for(nb * p.m, baracuda::detail::saturating_product({p.n, p.k + 1}), [&](int64_t bi) {
     const int64_t b = bi / p.m, i = bi % p.m;
     const int64_t ao = batch_offset(p.a.bstride, p.batch, b) + i * p.a.rs;
@@ -62,7 +62,10 @@ Status run(const Problem& p) {
     for (int64_t j = 0; j < p.n; ++j) {
       double acc = 0;
       for (int64_t kk = 0; kk < p.k; ++kk)
-        acc += load_f(p.a.data, t, ao + kk * p.a.cs) * load_f(p.b.data, t, bo + kk * p.b.rs + j * p.b.cs);
+        acc += load_f(p.a.data, ta, ao + kk * p.a.cs) * load_f(p.b.data, tb, bo + kk * p.b.rs + j * p.b.cs);
+      if (p.scaled.on)
+        acc *= static_cast<double>(p.scaled.a_scale[p.scaled.rowwise ? i * p.scaled.a_scale_stride : 0]) *
+               static_cast<double>(p.scaled.b_scale[p.scaled.rowwise ? j * p.scaled.b_scale_stride : 0]);
       double pre = p.alpha * acc;
       if (p.has_c && p.beta != 0)
         pre += p.beta * load_f(p.c.data, t, batch_offset(p.c.bstride, p.batch, b) + i * p.c.rs + j * p.c.cs);
@@ -89,7 +92,7 @@ Status run(const Problem& p) {
       double s = 0;
       for (int64_t b = 0; b < nb; ++b) {
         const int64_t ao = batch_offset(p.a.bstride, p.batch, b) + i * p.a.rs;
-        for (int64_t kk = 0; kk < p.k; ++kk) s += load_f(p.a.data, t, ao + kk * p.a.cs);
+        for (int64_t kk = 0; kk < p.k; ++kk) s += load_f(p.a.data, ta, ao + kk * p.a.cs);
       }
       store_f(p.a_rowsum, t, i * p.a_rowsum_stride, s);
     }
