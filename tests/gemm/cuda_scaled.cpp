@@ -198,10 +198,15 @@ TEST(CudaScaledMatmul, SizesAndLayouts) {
   Case padded;
   padded.a_pad = 16;
   EXPECT_TRUE(check(padded));
+  // A column-major out (the route's other orientation: out = a b, still "TN"
+  // for cuBLASLt); its leading dim M must keep cuBLASLt's 16-byte rule.
   Case col;
   col.out_col = true;
-  col.out = DType::F32;
-  EXPECT_TRUE(check(col));
+  col.m = 64;
+  for (DType out : kOutTypes) {
+    col.out = out;
+    EXPECT_TRUE(check(col));
+  }
 }
 
 TEST(CudaScaledMatmul, FastAccum) {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "backends/cublaslt/api.hpp"
 #include "backends/cublaslt/descriptors.hpp"
@@ -32,6 +33,18 @@ Result<std::unique_ptr<AlgoChoice>> query_heuristics(const char* plan, int devic
   if (!handle) return handle.status();
   auto desc = make_descriptors(plan, p);
   if (!desc) return desc.status();
+  // A vector (outer-vec) scale mode with no scale pointer is INVALID_VALUE to
+  // the heuristics (measured on the H100, cuBLAS 13.0), while the per-call
+  // pointers are set only at run time: a placeholder address stands in (the
+  // heuristics never read through it; each run sets the real pointers).
+  alignas(16) static const float kScalePlaceholder[4] = {1.f, 1.f, 1.f, 1.f};
+  const void* placeholder = kScalePlaceholder;
+  for (const auto& [mode, attr] : {std::pair{p.a_scale, CUBLASLT_MATMUL_DESC_A_SCALE_POINTER},
+                                   std::pair{p.b_scale, CUBLASLT_MATMUL_DESC_B_SCALE_POINTER}}) {
+    if (mode != ScaleMode::OuterVec) continue;
+    const cublasStatus_t s = api().cublasLtMatmulDescSetAttribute(desc->op.get(), attr, &placeholder, sizeof(placeholder));
+    if (s != CUBLAS_STATUS_SUCCESS) return library_status(plan, s, "setting a placeholder scale pointer");
+  }
   auto pref = make_preference(plan, p, workspace_limit);
   if (!pref) return pref.status();
   cublasLtMatmulHeuristicResult_t result{};

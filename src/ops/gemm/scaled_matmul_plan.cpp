@@ -75,6 +75,7 @@ Problem make_scaled_problem(const ScaledMatmulDescriptor& d, const MatmulShapes&
 // cuBLASLt's fp8 layout rule ("TN", 16-byte leading dims), as the argument check states it.
 Status check_fp8_layout(const ScaledMatmulDescriptor& d, const MatmulShapes& s, const ScaledMatmulArgs& a) {
   const int64_t M = s.m, N = s.n;
+  if (s.k == 0) return Status::ok();  // no GEMM runs (out = act(bias))
   if (M > 1 && a.a.strides[1] != 1)
     return unsupported(kPlan, "a has strides ", a.a.strides, ": cuBLASLt's fp8 kernels need a unit stride along K (a "
                               "row-major [M, K]; the plan does not copy)");
