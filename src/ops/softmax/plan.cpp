@@ -225,14 +225,14 @@ Status setup(PlanBase& plan, const char* name, const char* op, const Stream& str
              const Problem& p, bool backward) {
   auto be = baracuda::detail::setup_plan(plan, name, kFamily, stream, pref, p.dtype, op);
   if (!be) return be.status();
-  if (be->backend != Backend::CpuReference) {
+  if (shape_numel(p.shape) == 0) {
+    baracuda::detail::PlanAccess::sku(plan).variant = "empty";  // run() launches nothing (the shell's sku_for says so too)
+  } else if (be->backend != Backend::CpuReference) {
     const cuda::Launch l = make_launch(plan, p, backward, nullptr);
     baracuda::detail::PlanAccess::sku(plan).variant = variant_of(l);
-    if (shape_numel(p.shape) != 0) {
-      BARACUDA_RETURN_IF_ERROR(
-          baracuda::detail::check_size(name, "split workspace", {l.rows.rows, l.chunks, cuda::kPartialBytes}));
-      baracuda::detail::PlanAccess::set_workspace(plan, workspace_of(l));
-    }
+    BARACUDA_RETURN_IF_ERROR(
+        baracuda::detail::check_size(name, "split workspace", {l.rows.rows, l.chunks, cuda::kPartialBytes}));
+    baracuda::detail::PlanAccess::set_workspace(plan, workspace_of(l));
   }
   return Status::ok();
 }
