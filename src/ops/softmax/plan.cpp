@@ -82,15 +82,6 @@ cuda::Rows make_rows(const Problem& p, const int64_t* const* views, int n_views)
   return r;
 }
 
-// Dynamic shared memory the block path may use for one row (opt-in limits
-// with room for the reduction scratch and a few blocks' static memory).
-int64_t block_smem_limit(int arch) {
-  if (arch == 90 || arch == 100 || arch == 103) return 200 * 1024;
-  if (arch == 80 || arch == 87) return 160 * 1024;
-  if (arch >= 86) return 96 * 1024;
-  return 48 * 1024;
-}
-
 // Fills l.path, vec, lane_elems, block_threads and chunks from l.rows, the
 // pointers, the dtype and the device. Shared by select() (contiguous views),
 // sku_for() and run() (the actual views), so they name one choice.
@@ -113,7 +104,7 @@ void choose_path(cuda::Launch& l, int n_views, const void* const* ptrs) {
     vec = vec && baracuda::detail::is_aligned16(ptrs[k]);
     if (r.outer_rank == 1) vec = vec && r.outer_stride[k][0] % v == 0;
   }
-  const int64_t row_bytes = r.len * esize * (l.backward ? 2 : 1);
+  const int64_t row_bytes = (r.len * esize + 15) / 16 * 16 * (l.backward ? 2 : 1);  // the block path's staging
   if (r.len <= cuda::kWarpMaxLen) {
     l.path = Path::Warp;
     for (int e : cuda::kWarpLaneElems)
@@ -122,7 +113,7 @@ void choose_path(cuda::Launch& l, int n_views, const void* const* ptrs) {
         break;
       }
     l.vec = vec && l.lane_elems % v == 0;
-  } else if (row_bytes <= block_smem_limit(l.arch) && !(r.len >= cuda::kSplitMinLen && r.rows < l.sm_count)) {
+  } else if (row_bytes <= cuda::block_smem_limit(l.arch) && !(r.len >= cuda::kSplitMinLen && r.rows < l.sm_count)) {
     l.path = Path::Block;
     l.block_threads = row_bytes > 48 * 1024 ? 1024 : 256;
     l.vec = vec;

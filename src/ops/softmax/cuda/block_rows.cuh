@@ -96,10 +96,13 @@ __global__ void __launch_bounds__(kThreads) block_rows_kernel(Params p) {
 }
 
 template <class T, int kThreads, bool kBackward>
-Status launch_block(const Params& p, int sm_count, cudaStream_t stream, const char* what) {
+Status launch_block(const Params& p, int sm_count, int arch, cudaStream_t stream, const char* what) {
   static dev::SmemOptIn optin;
   const size_t smem = static_cast<size_t>(staging_bytes(p.len, sizeof(T)) * (kBackward ? 2 : 1));
-  BARACUDA_RETURN_IF_ERROR(dev::ensure_smem(optin, block_rows_kernel<T, kThreads, kBackward>, smem, what));
+  // The opt-in is made once per device (SmemOptIn), so it asks for the most
+  // any row of this path may need on this architecture, not for this row.
+  const size_t optin_bytes = std::max<size_t>(smem, static_cast<size_t>(block_smem_limit(arch)));
+  BARACUDA_RETURN_IF_ERROR(dev::ensure_smem(optin, block_rows_kernel<T, kThreads, kBackward>, optin_bytes, what));
   const int64_t grid = std::min<int64_t>(p.rows, int64_t{std::max(sm_count, 1)} * (2048 / kThreads) * 4);
   block_rows_kernel<T, kThreads, kBackward><<<static_cast<unsigned>(grid), kThreads, smem, stream>>>(p);
   return baracuda::detail::cuda_status(static_cast<int>(cudaGetLastError()), what);

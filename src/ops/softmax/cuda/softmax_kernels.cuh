@@ -50,8 +50,8 @@ Status launch_dir(const Launch& l) {
         default: return launch_warp<T, 32, kBackward>(p, l.sm_count, stream, what);
       }
     case Path::Block:
-      return l.block_threads == 1024 ? launch_block<T, 1024, kBackward>(p, l.sm_count, stream, what)
-                                     : launch_block<T, 256, kBackward>(p, l.sm_count, stream, what);
+      return l.block_threads == 1024 ? launch_block<T, 1024, kBackward>(p, l.sm_count, l.arch, stream, what)
+                                     : launch_block<T, 256, kBackward>(p, l.sm_count, l.arch, stream, what);
     case Path::Split: return launch_split<T, kBackward>(p, stream, what);
     case Path::Generic: break;
   }
