@@ -50,7 +50,7 @@
 //                         (max, sum-exp) / sums to the WORKSPACE, pass 2
 //                         merges them in chunk order and writes the output
 //                         (x is read twice; the workspace is rows x chunks x 16
-//                         bytes, reported by workspace_size())
+//                         + 16 bytes, any alignment, reported by workspace_size())
 //   "generic"             any other layout (the axis not unit-stride, or the
 //                         other dims not one row stride, e.g. softmax over a
 //                         leading axis): one thread per row with strided loops

@@ -81,7 +81,8 @@ std::string variant_of(const cuda::Launch& l) {
 }
 
 size_t workspace_of(const cuda::Launch& l) {
-  return l.path == Path::Split ? static_cast<size_t>(l.rows.rows * l.chunks * cuda::kPartialBytes) : 0;
+  // + 16: the launch aligns the workspace pointer up to 16 bytes (any pointer is accepted).
+  return l.path == Path::Split ? static_cast<size_t>(l.rows.rows * l.chunks * cuda::kPartialBytes + 16) : 0;
 }
 
 }  // namespace baracuda::softmax::detail

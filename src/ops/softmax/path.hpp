@@ -32,7 +32,8 @@ void choose_path(cuda::Launch& l, int n_views, const void* const* ptrs);
 // "warp", "block.vec16", "split.vec16", "generic", ...
 std::string variant_of(const cuda::Launch& l);
 
-// Bytes of workspace the launch needs (the split path's partials).
+// Bytes of workspace the launch needs (the split path's partials: rows x
+// chunks x kPartialBytes, + 16 for aligning any workspace pointer up to 16 bytes).
 size_t workspace_of(const cuda::Launch& l);
 
 }  // namespace baracuda::softmax::detail

@@ -120,7 +120,8 @@ Status run_cuda(const PlanBase& plan, const Problem& p, bool backward, const Str
                 const Tensors& t) {
 #ifdef BARACUDA_WITH_CUDA
   cuda::Launch l = make_launch(plan, p, backward, &t);
-  l.workspace = ws.ptr;
+  // The partials need 16-byte slots: align any workspace pointer up (workspace_of() has the pad).
+  l.workspace = ws.ptr ? reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(ws.ptr) + 15) / 16 * 16) : nullptr;
   l.stream = stream.native_handle();
   return cuda::launch(l);
 #else
