@@ -2,7 +2,6 @@
 // argument checks, the row layout of the actual views and the CUDA path
 // choice (plain C++, so sku() / sku_for() name what the kernels run), and
 // dispatch to the CPU reference or the CUDA kernels.
-#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <string>
@@ -22,7 +21,6 @@ namespace {
 constexpr baracuda::detail::Family kFamily{"Softmax", "softmax", BARACUDA_KERNELS_SOFTMAX};
 
 using baracuda::detail::invalid;
-using cuda::Path;
 
 // The fields both descriptors share, validated (axis resolved).
 struct Problem {
