@@ -1,0 +1,126 @@
+// What every softmax kernel shares: the kernel parameters, 16-byte vector and
+// element access, and the per-row math (the forward's special values and the
+// backward's formulas, as documented in baracuda/ops/softmax.hpp).
+#pragma once
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <cstdint>
+#include <type_traits>
+
+#include "cuda/numeric.cuh"
+#include "cuda/row_reduce.cuh"
+#include "cuda/vector_io.cuh"
+#include "ops/softmax/launch.hpp"
+
+namespace baracuda::softmax::cuda::kern {
+
+// Kernel arguments. Operand k: 0 output, 1 first input (x or y), 2 dy.
+struct Params {
+  void* out = nullptr;
+  const void* in0 = nullptr;
+  const void* in1 = nullptr;
+  int64_t len = 0, rows = 0;
+  int64_t row_stride[kOperands] = {};  // fast paths: row r starts at r * row_stride[k]
+  // Generic path: row coordinates over outer_shape (row-major) and element strides.
+  int outer_rank = 0;
+  int64_t outer_shape[kMaxRank] = {};
+  int64_t outer_stride[kOperands][kMaxRank] = {};
+  int64_t axis_stride[kOperands] = {};
+  double scale = 1.0;
+  int log = 0;
+  int vec = 0;
+  int64_t chunks = 0;       // split path
+  void* workspace = nullptr;  // split path: rows x chunks partials of kPartialBytes
+};
+
+// ---- element access -------------------------------------------------------------
+// W consecutive elements at p (16-byte aligned when W > 1) as accumulator values.
+template <class T, int W, class Acc>
+__device__ __forceinline__ void load_elems(const T* p, Acc (&v)[W]) {
+  if constexpr (W == 1) {
+    v[0] = dev::to_acc<Acc>(p[0]);
+  } else {
+    static_assert(W * sizeof(T) == 16, "a vector is 16 bytes");
+    const uint4 raw = *reinterpret_cast<const uint4*>(p);
+    dev::Words<16> w;
+    w.w[0] = raw.x, w.w[1] = raw.y, w.w[2] = raw.z, w.w[3] = raw.w;
+    dev::unpack<T, Acc, 16>(w, v);
+  }
+}
+
+template <class T, int W, class Acc>
+__device__ __forceinline__ void store_elems(T* p, const Acc (&v)[W]) {
+  if constexpr (W == 1) {
+    p[0] = dev::from_acc<T>(v[0]);
+  } else {
+    union {
+      T t[W];
+      uint4 raw;
+    } u;
+#pragma unroll
+    for (int i = 0; i < W; ++i) u.t[i] = dev::from_acc<T>(v[i]);
+    *reinterpret_cast<uint4*>(p) = u.raw;
+  }
+}
+
+// ---- row math -------------------------------------------------------------------
+template <class Acc>
+__device__ __forceinline__ Acc pos_inf() {
+  return dev::highest_value<Acc>();
+}
+template <class Acc>
+__device__ __forceinline__ Acc nan_value() {
+  if constexpr (std::is_same_v<Acc, float>) return __int_as_float(0x7fffffff);
+  else return __longlong_as_double(0x7fffffffffffffffLL);
+}
+
+// The forward's output of one row from the row's (max, sum-exp) of v = scale * x.
+template <class Acc>
+struct ForwardRow {
+  enum Mode { Normal, Masked, NaN };
+  Mode mode;
+  bool log;
+  Acc max, inv_sum, lse;
+
+  __device__ __forceinline__ static ForwardRow make(const dev::MaxSumExp<Acc>& s, bool log) {
+    ForwardRow r;
+    r.log = log;
+    r.max = s.max;
+    r.inv_sum = Acc(0);
+    r.lse = Acc(0);
+    if (s.sum != s.sum || s.max == pos_inf<Acc>()) {
+      r.mode = NaN;  // a NaN in the row, or +inf (inf - inf, as PyTorch)
+    } else if (s.max == dev::lowest_value<Acc>()) {
+      r.mode = Masked;  // every value -inf: 0 probabilities (log: -inf)
+    } else {
+      r.mode = Normal;
+      r.inv_sum = Acc(1) / s.sum;
+      r.lse = s.max + dev::acc_log(s.sum);
+    }
+    return r;
+  }
+  __device__ __forceinline__ Acc out(Acc v) const {
+    if (mode == Normal) return log ? v - lse : dev::acc_exp(v - max) * inv_sum;
+    if (mode == Masked) return log ? dev::lowest_value<Acc>() : Acc(0);
+    return nan_value<Acc>();
+  }
+};
+
+// Backward: the row sum's term and the gradient of one element.
+template <class Acc>
+__device__ __forceinline__ Acc backward_term(bool log, Acc y, Acc dy) {
+  return log ? dy : dy * y;
+}
+template <class Acc>
+__device__ __forceinline__ Acc backward_out(bool log, Acc scale, Acc sum, Acc y, Acc dy) {
+  return log ? scale * (dy - dev::acc_exp(y) * sum) : scale * y * (dy - sum);
+}
+
+template <class Acc>
+using MaxSumExpOp = dev::RowMaxSumExp<Acc>;
+template <class Acc>
+using SumOp = dev::RowSum<Acc>;
+
+}  // namespace baracuda::softmax::cuda::kern
