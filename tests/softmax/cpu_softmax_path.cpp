@@ -82,10 +82,15 @@ TEST(SoftmaxPath, SharedMemoryLimitPerArchAndDirection) {
   EXPECT_EQ(variant(DType::F32, {9, 50304}, -1, false, 80), "split.vec16");
   EXPECT_EQ(variant(DType::BF16, {9, 50304}, -1, false, 80), "block.vec16");
   EXPECT_EQ(variant(DType::BF16, {9, 50304}, -1, false, 75), "split.vec16");
+  // Threads: at most kBlockVecsPerThread (8) 16-byte vectors per thread, 128 .. 1024.
   const Launch big = choose(DType::F32, {9, 50304}, 1, contiguous({9, 50304}));
   EXPECT_EQ(big.block_threads, 1024);
-  const Launch small = choose(DType::F32, {9, 4096}, 1, contiguous({9, 4096}));
-  EXPECT_EQ(small.block_threads, 256);
+  const Launch small = choose(DType::F32, {9, 4096}, 1, contiguous({9, 4096}));  // 1024 vectors
+  EXPECT_EQ(small.block_threads, 128);
+  const Launch bf16 = choose(DType::BF16, {9, 16384}, 1, contiguous({9, 16384}));  // 2048 vectors
+  EXPECT_EQ(bf16.block_threads, 256);
+  const Launch f32 = choose(DType::F32, {9, 16384}, 1, contiguous({9, 16384}));  // 4096 vectors
+  EXPECT_EQ(f32.block_threads, 512);
 }
 
 TEST(SoftmaxPath, FewLongRowsSplitAcrossBlocks) {

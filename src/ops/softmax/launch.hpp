@@ -31,6 +31,9 @@ struct Rows {
 // Row lengths per lane of the warp path (one instantiation each).
 inline constexpr int kWarpLaneElems[] = {4, 8, 16, 32};
 inline constexpr int64_t kWarpMaxLen = 32 * 32;
+// Block path: threads per block chosen so that each thread stages at most
+// this many 16-byte vectors of the row (128, 256, 512 or 1024 threads).
+inline constexpr int kBlockVecsPerThread = 8;
 // Elements per block of the split path's chunks (a multiple of every vector width).
 inline constexpr int64_t kSplitChunk = 8192;
 // Rows at least this long take the split path when there are fewer rows than SMs.
@@ -59,7 +62,7 @@ struct Launch {
   Path path = Path::Generic;
   bool vec = false;        // 16-byte vectors (fast paths only)
   int lane_elems = 0;      // Warp: elements per lane (one of kWarpLaneElems)
-  int block_threads = 0;   // Block: 256 or 1024
+  int block_threads = 0;   // Block: 128, 256, 512 or 1024
   int64_t chunks = 0;      // Split: chunks per row (kSplitChunk elements each)
   void* workspace = nullptr;  // Split: rows * chunks * kPartialBytes
   void* stream = nullptr;     // cudaStream_t

@@ -44,7 +44,8 @@ __device__ __forceinline__ void block_row(const Params& p, int64_t row, T* sa, T
       Acc v[W];
       load_stage<T, W>(a + i * W, sa + i * W, v);
 #pragma unroll
-      for (int w = 0; w < W; ++w) st.add(v[w] * scale);
+      for (int w = 0; w < W; ++w) v[w] *= scale;
+      st = dev::MaxSumExp<Acc>::merge(st, fold_vector<Acc, W>(v));
     }
     st = dev::block_allreduce<Op, kThreads>(st, static_cast<typename Op::State*>(red));
     const ForwardRow<Acc> f = ForwardRow<Acc>::make(st, log);

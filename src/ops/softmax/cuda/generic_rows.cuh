@@ -4,13 +4,18 @@
 // scale * x; backward: the sum of dy * y or dy) in index order, pass 2 writes
 // the output. Over a leading axis consecutive threads are consecutive columns,
 // so the loads coalesce. Every element of a row is read and written by its one
-// thread, in place is safe; deterministic.
+// thread, in place is safe; deterministic. The fold is two-level (chunks of
+// kGenericChunk elements, each folded on its own, then merged in order): one
+// serial f32 sum over a 262,144-element row lost 1e-4 relative accuracy on the
+// H100 (the block paths' tree reductions keep ~1e-6); chunking bounds the
+// error by (chunk + len / chunk) roundings instead of len.
 #pragma once
 #include "ops/softmax/cuda/softmax_common.cuh"
 
 namespace baracuda::softmax::cuda::kern {
 
 constexpr int kGenericThreads = 256;
+constexpr int64_t kGenericChunk = 256;
 
 template <class T, bool kBackward>
 __global__ void __launch_bounds__(kGenericThreads) generic_rows_kernel(Params p) {
@@ -32,14 +37,24 @@ __global__ void __launch_bounds__(kGenericThreads) generic_rows_kernel(Params p)
     const int64_t sa = p.axis_stride[1], so = p.axis_stride[0];
     if constexpr (!kBackward) {
       dev::MaxSumExp<Acc> st = dev::MaxSumExp<Acc>::empty();
-      for (int64_t j = 0; j < p.len; ++j) st.add(dev::to_acc<Acc>(a[j * sa]) * scale);
+      for (int64_t j0 = 0; j0 < p.len; j0 += kGenericChunk) {
+        dev::MaxSumExp<Acc> c = dev::MaxSumExp<Acc>::empty();
+        const int64_t j1 = j0 + kGenericChunk < p.len ? j0 + kGenericChunk : p.len;
+        for (int64_t j = j0; j < j1; ++j) c.add(dev::to_acc<Acc>(a[j * sa]) * scale);
+        st = dev::MaxSumExp<Acc>::merge(st, c);
+      }
       const ForwardRow<Acc> f = ForwardRow<Acc>::make(st, log);
       for (int64_t j = 0; j < p.len; ++j) o[j * so] = dev::from_acc<T>(f.out(dev::to_acc<Acc>(a[j * sa]) * scale));
     } else {
       const T* g = static_cast<const T*>(p.in1) + off[2];
       const int64_t sg = p.axis_stride[2];
       Acc sum = Acc(0);
-      for (int64_t j = 0; j < p.len; ++j) sum += backward_term(log, dev::to_acc<Acc>(a[j * sa]), dev::to_acc<Acc>(g[j * sg]));
+      for (int64_t j0 = 0; j0 < p.len; j0 += kGenericChunk) {
+        Acc c = Acc(0);
+        const int64_t j1 = j0 + kGenericChunk < p.len ? j0 + kGenericChunk : p.len;
+        for (int64_t j = j0; j < j1; ++j) c += backward_term(log, dev::to_acc<Acc>(a[j * sa]), dev::to_acc<Acc>(g[j * sg]));
+        sum += c;
+      }
       for (int64_t j = 0; j < p.len; ++j)
         o[j * so] = dev::from_acc<T>(backward_out(log, scale, sum, dev::to_acc<Acc>(a[j * sa]), dev::to_acc<Acc>(g[j * sg])));
     }

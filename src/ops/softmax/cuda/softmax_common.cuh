@@ -118,6 +118,21 @@ __device__ __forceinline__ Acc backward_out(bool log, Acc scale, Acc sum, Acc y,
   return log ? scale * (dy - dev::acc_exp(y) * sum) : scale * y * (dy - sum);
 }
 
+// The (max, sum-exp) of W values at once: their max first, then one exp per
+// value, no branch per element (MaxSumExp::add rescales whenever the max
+// grows). Same special values as add(): NaN never becomes the max and poisons
+// the sum; all -inf gives max -inf.
+template <class Acc, int W>
+__device__ __forceinline__ dev::MaxSumExp<Acc> fold_vector(const Acc (&v)[W]) {
+  Acc m = dev::lowest_value<Acc>();
+#pragma unroll
+  for (int w = 0; w < W; ++w) m = v[w] > m ? v[w] : m;
+  Acc s = Acc(0);
+#pragma unroll
+  for (int w = 0; w < W; ++w) s += dev::MaxSumExp<Acc>::scale(v[w], m);
+  return {m, s};
+}
+
 template <class Acc>
 using MaxSumExpOp = dev::RowMaxSumExp<Acc>;
 template <class Acc>

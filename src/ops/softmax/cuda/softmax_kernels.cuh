@@ -50,8 +50,12 @@ Status launch_dir(const Launch& l) {
         default: return launch_warp<T, 32, kBackward>(p, l.sm_count, stream, what);
       }
     case Path::Block:
-      return l.block_threads == 1024 ? launch_block<T, 1024, kBackward>(p, l.sm_count, l.arch, stream, what)
-                                     : launch_block<T, 256, kBackward>(p, l.sm_count, l.arch, stream, what);
+      switch (l.block_threads) {
+        case 128: return launch_block<T, 128, kBackward>(p, l.sm_count, l.arch, stream, what);
+        case 256: return launch_block<T, 256, kBackward>(p, l.sm_count, l.arch, stream, what);
+        case 512: return launch_block<T, 512, kBackward>(p, l.sm_count, l.arch, stream, what);
+        default: return launch_block<T, 1024, kBackward>(p, l.sm_count, l.arch, stream, what);
+      }
     case Path::Split: return launch_split<T, kBackward>(p, stream, what);
     case Path::Generic: break;
   }
