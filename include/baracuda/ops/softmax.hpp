@@ -31,7 +31,9 @@
 // overlap is InvalidProblem. Zero-size tensors (including a zero-length axis)
 // are a no-op: nothing is read or written.
 //
-// Precision. f16 / bf16 are read, computed in f32 and rounded once; f32 in f32;
+// Precision. f16 / bf16 are read, computed in f32 and rounded once (their
+// output exp is the hardware exp2, flushing results below 2^-126 to 0: far
+// below what an f16 holds, bf16 subnormals only); f32 in f32;
 // f64 in f64. The CPU reference (Stream::cpu()) accumulates in double.
 // Deterministic: every reduction is combined in a fixed order, no atomics,
 // reruns are bit-identical.

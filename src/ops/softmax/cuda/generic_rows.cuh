@@ -44,7 +44,7 @@ __global__ void __launch_bounds__(kGenericThreads) generic_rows_kernel(Params p)
         st = dev::MaxSumExp<Acc>::merge(st, c);
       }
       const ForwardRow<Acc> f = ForwardRow<Acc>::make(st, log);
-      for (int64_t j = 0; j < p.len; ++j) o[j * so] = dev::from_acc<T>(f.out(dev::to_acc<Acc>(a[j * sa]) * scale));
+      for (int64_t j = 0; j < p.len; ++j) o[j * so] = dev::from_acc<T>(f.template out<(sizeof(T) == 2)>(dev::to_acc<Acc>(a[j * sa]) * scale));
     } else {
       const T* g = static_cast<const T*>(p.in1) + off[2];
       const int64_t sg = p.axis_stride[2];

@@ -101,8 +101,15 @@ struct ForwardRow {
     }
     return r;
   }
+  // kFast (16-bit outputs): exp through the hardware exp2 (acc_exp_nonpos;
+  // v - max <= 0), whose error is far below the output's rounding; f32 / f64
+  // outputs use the accurate exp.
+  template <bool kFast = false>
   __device__ __forceinline__ Acc out(Acc v) const {
-    if (mode == Normal) return log ? v - lse : dev::acc_exp(v - max) * inv_sum;
+    if (mode == Normal) {
+      if (log) return v - lse;
+      return (kFast ? dev::acc_exp_nonpos(v - max) : dev::acc_exp(v - max)) * inv_sum;
+    }
     if (mode == Masked) return log ? dev::lowest_value<Acc>() : Acc(0);
     return nan_value<Acc>();
   }

@@ -72,7 +72,7 @@ __device__ __forceinline__ void split_finish(const Params& p, int64_t row, int64
       Acc v[W];
       load_elems<T, W>(a + i * W, v);
 #pragma unroll
-      for (int w = 0; w < W; ++w) v[w] = f.out(v[w] * scale);
+      for (int w = 0; w < W; ++w) v[w] = f.template out<(sizeof(T) == 2)>(v[w] * scale);
       store_elems<T, W>(o + i * W, v);
     }
   } else {

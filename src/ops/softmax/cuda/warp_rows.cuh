@@ -43,7 +43,7 @@ __device__ __forceinline__ void warp_row(const Params& p, int64_t row, int lane)
       if (i < valid_vecs) {
         Acc part[W];
 #pragma unroll
-        for (int w = 0; w < W; ++w) part[w] = f.out(v[i * W + w]);
+        for (int w = 0; w < W; ++w) part[w] = f.template out<(sizeof(T) == 2)>(v[i * W + w]);
         store_elems<T, W>(o + (static_cast<int64_t>(i) * 32 + lane) * W, part);
       }
     }
