@@ -270,8 +270,9 @@ Status launch_cuda(const PlanBase& plan, cuda::Launch l, const Stream& stream, W
 }
 
 // The select epilogue of both plans: variant and workspace of contiguous views.
+// Zero rows launch nothing, except a backward's dweight / dbias (then zeros).
 void finish_setup(PlanBase& plan, const NormDescriptor& d, Backend backend, const cuda::Launch& l) {
-  if (rows_of(d) == 0) {
+  if (rows_of(d) == 0 && !(l.backward && (l.need_dweight || l.need_dbias))) {
     baracuda::detail::PlanAccess::sku(plan).variant = "empty";  // run() launches nothing
   } else if (backend != Backend::CpuReference) {
     baracuda::detail::PlanAccess::sku(plan).variant = variant_of(l);
