@@ -19,5 +19,6 @@
 #include "baracuda/ops/elementwise.hpp"
 #include "baracuda/ops/gemm.hpp"
 #include "baracuda/ops/rope.hpp"
+#include "baracuda/ops/norm.hpp"
 #include "baracuda/ops/softmax.hpp"
 #include "baracuda/version.hpp"

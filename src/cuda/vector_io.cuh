@@ -82,4 +82,35 @@ __device__ __forceinline__ void unpack(const Words<Bytes>& r, Acc (&out)[Bytes /
   }
 }
 
+// W consecutive elements at p (16-byte aligned when W > 1) as accumulator
+// values, and back (rounded once); plain loads and stores, so a kernel may
+// read back what it wrote earlier. Shared by the softmax and norm kernels.
+template <class T, int W, class Acc>
+__device__ __forceinline__ void load_elems(const T* p, Acc (&v)[W]) {
+  if constexpr (W == 1) {
+    v[0] = to_acc<Acc>(p[0]);
+  } else {
+    static_assert(W * sizeof(T) == 16, "a vector is 16 bytes");
+    const uint4 raw = *reinterpret_cast<const uint4*>(p);
+    Words<16> w;
+    w.w[0] = raw.x, w.w[1] = raw.y, w.w[2] = raw.z, w.w[3] = raw.w;
+    unpack<T, Acc, 16>(w, v);
+  }
+}
+
+template <class T, int W, class Acc>
+__device__ __forceinline__ void store_elems(T* p, const Acc (&v)[W]) {
+  if constexpr (W == 1) {
+    p[0] = from_acc<T>(v[0]);
+  } else {
+    union {
+      T t[W];
+      uint4 raw;
+    } u;
+#pragma unroll
+    for (int i = 0; i < W; ++i) u.t[i] = from_acc<T>(v[i]);
+    *reinterpret_cast<uint4*>(p) = u.raw;
+  }
+}
+
 }  // namespace baracuda::dev

@@ -7,6 +7,7 @@
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/tensor.hpp"
 #include "baracuda/ops/softmax.hpp"
+#include "core/smem_limit.hpp"
 
 namespace baracuda::softmax::cuda {
 
@@ -39,15 +40,8 @@ inline constexpr int64_t kSplitChunk = 8192;
 // Rows at least this long take the split path when there are fewer rows than SMs.
 inline constexpr int64_t kSplitMinLen = 65536;
 // Dynamic shared memory the block path may stage one row in (forward: x;
-// backward: y and dy), per architecture: below the opt-in limits (227 KiB on
-// sm_90 / sm_100, 163 KiB on sm_80 / sm_87, 99 KiB on sm_86 / sm_89 / sm_120,
-// 48 KiB without opt-in elsewhere) with room for the reduction scratch.
-inline int64_t block_smem_limit(int arch) {
-  if (arch == 90 || arch == 100 || arch == 103) return 200 * 1024;
-  if (arch == 80 || arch == 87) return 160 * 1024;
-  if (arch >= 86) return 96 * 1024;
-  return 48 * 1024;
-}
+// backward: y and dy), per architecture (core/smem_limit.hpp, shared with norm).
+inline int64_t block_smem_limit(int arch) { return baracuda::detail::row_staging_limit(arch); }
 // Bytes of one partial in the split path's workspace ((max, sum) or a sum, padded).
 inline constexpr int64_t kPartialBytes = 16;
 

@@ -1,0 +1,165 @@
+// Paths "block" (kStage = true) and "long" (kStage = false): one block of
+// kThreads per row. Thread t owns vectors t, t + kThreads, ... of the row in
+// every pass. "block" stages the row in dynamic shared memory while reading
+// it (forward: h in T; backward: x and dy), so global memory is read once;
+// "long" rows exceed shared memory and each pass re-reads its vectors from
+// global memory (mostly L2). Since a thread only ever reads back what it
+// staged or wrote itself, the next row may reuse the buffer after the
+// reductions' own barriers, and in-place outputs (y = x, dx = dy) are safe:
+// an element is written after the same thread's last read of it.
+#pragma once
+#include <algorithm>
+
+#include "core/smem_limit.hpp"
+#include "cuda/smem_optin.cuh"
+#include "ops/norm/cuda/norm_common.cuh"
+
+namespace baracuda::norm::cuda::kern {
+
+template <class T, int kThreads, int W, bool kStage>
+__device__ __forceinline__ void forward_block_row(const Params& p, int64_t row, T* stage, dev::acc_t<T>* red) {
+  using Acc = dev::acc_t<T>;
+  const int t = static_cast<int>(threadIdx.x);
+  const int64_t nv = p.len / W;
+  int64_t off[kOperands];
+  row_offsets(p, row, off);
+  const T* x = row_ptr<const T>(p, kX, off);
+  const T* res = row_ptr<const T>(p, kIn3, off);
+  T* h = row_ptr<T>(p, kIn1, off);
+  T* y = row_ptr<T>(p, kOut, off);
+  const T* again = kStage ? stage : (res ? h : x);  // where passes 2 and 3 read h
+  const Acc inv_n = Acc(1) / static_cast<Acc>(p.len);
+  Acc s = Acc(0);
+  for (int64_t i = t; i < nv; i += kThreads) {
+    Acc v[W];
+    dev::load_elems<T, W>(x + i * W, v);
+    if (res) {
+      Acc r[W];
+      dev::load_elems<T, W>(res + i * W, r);
+#pragma unroll
+      for (int k = 0; k < W; ++k) v[k] = dev::to_acc<Acc>(dev::from_acc<T>(v[k] + r[k]));  // h in T
+      dev::store_elems<T, W>(h + i * W, v);
+    }
+    if constexpr (kStage) dev::store_elems<T, W>(stage + i * W, v);
+#pragma unroll
+    for (int k = 0; k < W; ++k) s += p.rms ? v[k] * v[k] : v[k];
+  }
+  s = dev::block_allreduce<SumOp<Acc>, kThreads>(s, red);
+  Acc mean = Acc(0), var = s * inv_n;
+  if (!p.rms) {
+    mean = s * inv_n;
+    Acc q = Acc(0);
+    for (int64_t i = t; i < nv; i += kThreads) {
+      Acc v[W];
+      dev::load_elems<T, W>(again + i * W, v);
+#pragma unroll
+      for (int k = 0; k < W; ++k) q += (v[k] - mean) * (v[k] - mean);
+    }
+    var = dev::block_allreduce<SumOp<Acc>, kThreads>(q, red) * inv_n;
+  }
+  const Acc rstd = rstd_of(var, p.eps);
+  for (int64_t i = t; i < nv; i += kThreads) {
+    Acc v[W], w[W], b[W];
+    dev::load_elems<T, W>(again + i * W, v);
+    load_weight<T, W>(p, i * W, w);
+    load_bias<T, W>(p, i * W, b);
+#pragma unroll
+    for (int k = 0; k < W; ++k) v[k] = (v[k] - mean) * rstd * w[k] + b[k];
+    dev::store_elems<T, W>(y + i * W, v);
+  }
+  if (t == 0) {
+    if (p.op[kMean]) static_cast<Acc*>(p.op[kMean])[off[kMean]] = mean;
+    if (p.op[kRstd]) static_cast<Acc*>(p.op[kRstd])[off[kRstd]] = rstd;
+  }
+}
+
+template <class T, int kThreads, int W, bool kStage>
+__device__ __forceinline__ void backward_block_row(const Params& p, int64_t row, T* sx, T* sg,
+                                                   SumPair<dev::acc_t<T>>* red) {
+  using Acc = dev::acc_t<T>;
+  const int t = static_cast<int>(threadIdx.x);
+  const int64_t nv = p.len / W;
+  int64_t off[kOperands];
+  row_offsets(p, row, off);
+  const T* x = row_ptr<const T>(p, kX, off);
+  const T* dy = row_ptr<const T>(p, kIn1, off);
+  const T* dh = row_ptr<const T>(p, kIn3, off);
+  T* dx = row_ptr<T>(p, kOut, off);
+  const T* x2 = kStage ? sx : x;  // pass 2's sources
+  const T* dy2 = kStage ? sg : dy;
+  const Acc mean = p.rms ? Acc(0) : static_cast<const Acc*>(p.op[kMean])[off[kMean]];
+  const Acc rstd = static_cast<const Acc*>(p.op[kRstd])[off[kRstd]];
+  SumPair<Acc> s = SumPairOp<Acc>::init();
+  for (int64_t i = t; i < nv; i += kThreads) {
+    Acc a[W], b[W], w[W];
+    dev::load_elems<T, W>(x + i * W, a);
+    dev::load_elems<T, W>(dy + i * W, b);
+    if constexpr (kStage) {
+      dev::store_elems<T, W>(sx + i * W, a);
+      dev::store_elems<T, W>(sg + i * W, b);
+    }
+    load_weight<T, W>(p, i * W, w);
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      const Acc g = b[k] * w[k];
+      s.g += g;
+      s.gx += g * ((a[k] - mean) * rstd);
+    }
+  }
+  s = dev::block_allreduce<SumPairOp<Acc>, kThreads>(s, red);
+  const Acc inv_n = Acc(1) / static_cast<Acc>(p.len);
+  const Acc mg = p.rms ? Acc(0) : s.g * inv_n, mgx = s.gx * inv_n;
+  for (int64_t i = t; i < nv; i += kThreads) {
+    Acc a[W], b[W], w[W], extra[W];
+    dev::load_elems<T, W>(x2 + i * W, a);
+    dev::load_elems<T, W>(dy2 + i * W, b);
+    load_weight<T, W>(p, i * W, w);
+    if (dh) {
+      dev::load_elems<T, W>(dh + i * W, extra);
+    } else {
+#pragma unroll
+      for (int k = 0; k < W; ++k) extra[k] = Acc(0);
+    }
+#pragma unroll
+    for (int k = 0; k < W; ++k) a[k] = rstd * (b[k] * w[k] - mg - (a[k] - mean) * rstd * mgx) + extra[k];
+    dev::store_elems<T, W>(dx + i * W, a);
+  }
+}
+
+template <class T, int kThreads, bool kStage, bool kBackward>
+__global__ void __launch_bounds__(kThreads) block_rows_kernel(Params p) {
+  using Acc = dev::acc_t<T>;
+  extern __shared__ __align__(16) unsigned char staging[];
+  __shared__ SumPair<Acc> red[kThreads / 32];  // the forward uses it as Acc partials
+  T* s0 = reinterpret_cast<T*>(staging);
+  T* s1 = reinterpret_cast<T*>(staging + (kStage && kBackward ? staging_bytes(p.len, sizeof(T)) : 0));
+  constexpr int kV = dev::kVec16<T>;
+  for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    if constexpr (kBackward) {
+      if (p.vec) backward_block_row<T, kThreads, kV, kStage>(p, row, s0, s1, red);
+      else backward_block_row<T, kThreads, 1, kStage>(p, row, s0, s1, red);
+    } else {
+      Acc* r = reinterpret_cast<Acc*>(red);
+      if (p.vec) forward_block_row<T, kThreads, kV, kStage>(p, row, s0, r);
+      else forward_block_row<T, kThreads, 1, kStage>(p, row, s0, r);
+    }
+  }
+}
+
+template <class T, int kThreads, bool kStage, bool kBackward>
+Status launch_block(const Params& p, int sm_count, int arch, cudaStream_t stream, const char* what) {
+  size_t smem = 0;
+  if constexpr (kStage) {
+    static dev::SmemOptIn optin;
+    smem = static_cast<size_t>(staging_bytes(p.len, sizeof(T)) * (kBackward ? 2 : 1));
+    // The opt-in is made once per device (SmemOptIn), so it asks for the most
+    // any row of this path may need on this architecture, not for this row.
+    const size_t optin_bytes = std::max<size_t>(smem, static_cast<size_t>(baracuda::detail::row_staging_limit(arch)));
+    BARACUDA_RETURN_IF_ERROR(dev::ensure_smem(optin, block_rows_kernel<T, kThreads, kStage, kBackward>, optin_bytes, what));
+  }
+  const int64_t grid = std::min<int64_t>(p.rows, int64_t{std::max(sm_count, 1)} * (2048 / kThreads) * 4);
+  block_rows_kernel<T, kThreads, kStage, kBackward><<<static_cast<unsigned>(grid), kThreads, smem, stream>>>(p);
+  return baracuda::detail::cuda_status(static_cast<int>(cudaGetLastError()), what);
+}
+
+}  // namespace baracuda::norm::cuda::kern

@@ -1,0 +1,71 @@
+// Interface between the norm plans (plain C++) and the CUDA kernels
+// (src/ops/norm/cuda/). The plan builds the row layout of the actual views and
+// chooses the path (path.cpp); the kernels only execute it.
+#pragma once
+#include <cstdint>
+
+#include "baracuda/core/status.hpp"
+#include "baracuda/core/tensor.hpp"
+#include "baracuda/ops/norm.hpp"
+
+namespace baracuda::norm::cuda {
+
+enum class Path : uint8_t { Warp, Block, Long, None };
+
+// Row operands, each addressed as row offset + j (the normalized block is
+// contiguous on CUDA). Forward: y, h, x, residual, mean, rstd. Backward: dx,
+// dy, x, dh_in, mean, rstd. The stats' "row offset" is their element offset
+// (their normalized-block stride is unused). A missing operand has null data.
+inline constexpr int kOperands = 6;
+enum Operand : int { kOut = 0, kIn1 = 1, kX = 2, kIn3 = 3, kMean = 4, kRstd = 5 };
+inline constexpr int kRowTensors = 4;  // operands 0..3 hold whole rows
+
+// A call as rows: `rows` rows of `len` elements; row r's coordinates over the
+// leading axes (coalesced across operands, row-major over outer_shape) give
+// each operand's row offset.
+struct Rows {
+  int64_t len = 1;
+  int64_t rows = 1;
+  int outer_rank = 0;
+  int64_t outer_shape[kMaxRank] = {};
+  int64_t outer_stride[kOperands][kMaxRank] = {};
+};
+
+// Elements per lane of the warp path (one instantiation each).
+inline constexpr int kWarpLaneElems[] = {4, 8, 16, 32};
+inline constexpr int64_t kWarpMaxLen = 32 * 32;
+// Threads per block of the column-partial kernel (one column each) and the
+// least rows one chunk covers.
+inline constexpr int kColThreads = 256;
+inline constexpr int64_t kMinChunkRows = 16;
+
+struct Launch {
+  bool backward = false;
+  bool rms = false;
+  double eps = 0;
+  bool zero_centered = false;
+  bool need_dx = false;       // backward
+  bool need_dweight = false;  // backward: dweight computed
+  bool need_dbias = false;    // backward: dbias computed
+  DType dtype = DType::F32;
+  Rows rows;
+  void* op[kOperands] = {};   // see Operand (inputs const-cast; never written)
+  const void* weight = nullptr;
+  const void* bias = nullptr;
+  void* dweight = nullptr;
+  void* dbias = nullptr;
+  Path path = Path::None;     // the row kernel (forward, backward dx)
+  bool vec = false;           // 16-byte vectors on the row kernel
+  int lane_elems = 0;         // Warp: elements per lane (one of kWarpLaneElems)
+  int block_threads = 0;      // Block / Long: 256 or 1024
+  int64_t chunks = 0;         // backward dweight / dbias: row chunks of the column partials
+  void* workspace = nullptr;  // chunks x len x 2 accumulators (16-byte aligned)
+  void* stream = nullptr;     // cudaStream_t
+  int sm_count = 0;
+  int arch = 0;
+};
+
+Status launch_forward(const Launch& l);
+Status launch_backward(const Launch& l);
+
+}  // namespace baracuda::norm::cuda

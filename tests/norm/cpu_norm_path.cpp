@@ -1,0 +1,142 @@
+// The CUDA path choice of the norm plans (src/ops/norm/path.hpp), checked on
+// the CPU: it is plain C++, and select() / sku() / sku_for() / run() all go
+// through it, so these tests pin which kernel a layout reaches, the row
+// layout and the column-sum workspace without a GPU.
+#include <gtest/gtest.h>
+
+#include <cstdint>
+#include <string>
+
+#include "baracuda/baracuda.hpp"
+#include "ops/norm/path.hpp"
+
+using namespace baracuda;
+using baracuda::norm::cuda::Launch;
+using baracuda::norm::cuda::Path;
+namespace nc = baracuda::norm::cuda;
+
+namespace {
+
+alignas(16) const char kAligned[64] = {};
+
+// A launch over contiguous views of `shape` (last k axes normalized), all
+// four row operands and both stats present.
+Launch choose(DType t, const Dims& shape, int k, bool backward, bool weights_grad = false, int arch = 90,
+              int sm_count = 132, const void* ptr = kAligned, const Dims* row_strides = nullptr) {
+  Launch l;
+  l.dtype = t;
+  l.backward = backward;
+  l.need_dx = true;
+  l.need_dweight = l.need_dbias = weights_grad;
+  l.arch = arch;
+  l.sm_count = sm_count;
+  const Dims c = row_strides ? *row_strides : contiguous_strides(shape);
+  int64_t stats[kMaxRank] = {};
+  norm::detail::stats_lead_strides(shape, k, 1, stats);
+  const int64_t* lead[nc::kOperands] = {c.begin(), c.begin(), c.begin(), c.begin(), stats, stats};
+  l.rows = norm::detail::make_rows(shape, k, lead);
+  for (int o = 0; o < nc::kOperands; ++o) l.op[o] = const_cast<void*>(o < nc::kRowTensors ? ptr : kAligned);
+  l.weight = kAligned;
+  norm::detail::choose_path(l);
+  return l;
+}
+
+std::string variant(DType t, const Dims& shape, bool backward = false, int arch = 90) {
+  return norm::detail::variant_of(choose(t, shape, 1, backward, false, arch));
+}
+
+TEST(NormPath, ForwardByRowLength) {
+  EXPECT_EQ(variant(DType::F32, {9, 1}), "warp");
+  EXPECT_EQ(variant(DType::F32, {9, 7}), "warp");
+  EXPECT_EQ(variant(DType::F32, {9, 33}), "warp");
+  EXPECT_EQ(variant(DType::F32, {9, 768}), "warp.vec16");
+  EXPECT_EQ(variant(DType::BF16, {9, 768}), "warp.vec16");
+  EXPECT_EQ(variant(DType::F16, {9, 100}), "warp");  // 4 elements per lane: no 8-element vector
+  EXPECT_EQ(variant(DType::F32, {9, 1024}), "warp.vec16");
+  EXPECT_EQ(variant(DType::F32, {9, 1028}), "block.vec16");
+  EXPECT_EQ(variant(DType::F32, {9, 4096}), "block.vec16");
+  EXPECT_EQ(variant(DType::F32, {9, 51200}), "block.vec16");  // 200 KiB staged
+  EXPECT_EQ(variant(DType::F32, {9, 51204}), "long.vec16");
+  EXPECT_EQ(variant(DType::BF16, {9, 65536}), "block.vec16");
+  EXPECT_EQ(variant(DType::F64, {9, 65536}), "long.vec16");
+  EXPECT_EQ(variant(DType::F32, {9, 4097}), "block");  // not a whole number of vectors
+  // Smaller shared memory on other architectures.
+  EXPECT_EQ(variant(DType::F32, {9, 16384}, false, 80), "block.vec16");
+  EXPECT_EQ(variant(DType::F32, {9, 16384}, false, 75), "long.vec16");
+}
+
+TEST(NormPath, BackwardStagesTwoRowsAndAddsTheColumnSums) {
+  EXPECT_EQ(variant(DType::F32, {9, 25600}, true), "block.vec16");  // x and dy: 200 KiB
+  EXPECT_EQ(variant(DType::F32, {9, 25604}, true), "long.vec16");
+  Launch l = choose(DType::BF16, {300, 768}, 1, true, true);
+  EXPECT_EQ(norm::detail::variant_of(l), "warp.vec16+colsum");
+  l.need_dx = false;
+  norm::detail::choose_path(l);
+  EXPECT_EQ(l.path, Path::None);
+  EXPECT_EQ(norm::detail::variant_of(l), "colsum");
+}
+
+TEST(NormPath, ThreadsPerBlock) {
+  EXPECT_EQ(choose(DType::F32, {9, 4096}, 1, false).block_threads, 256);          // 16 KiB staged
+  EXPECT_EQ(choose(DType::F32, {9, 16384}, 1, false).block_threads, 1024);        // 64 KiB staged
+  EXPECT_EQ(choose(DType::F32, {9, 1 << 20}, 1, false).block_threads, 1024);      // long
+  EXPECT_EQ(choose(DType::F32, {9, 1000}, 1, false).lane_elems, 32);
+  EXPECT_EQ(choose(DType::F32, {9, 100}, 1, false).lane_elems, 4);
+  EXPECT_EQ(choose(DType::F32, {9, 129}, 1, false).lane_elems, 8);
+}
+
+TEST(NormPath, MisalignedViewsUseElements) {
+  const Dims shape{9, 768};
+  EXPECT_FALSE(choose(DType::F32, shape, 1, false, false, 90, 132, kAligned + 4).vec);  // data not 16-byte aligned
+  const Dims padded{769, 1};
+  EXPECT_FALSE(choose(DType::F32, shape, 1, false, false, 90, 132, kAligned, &padded).vec);  // row stride
+  const Dims aligned{772, 1};
+  EXPECT_TRUE(choose(DType::F32, shape, 1, false, false, 90, 132, kAligned, &aligned).vec);
+}
+
+TEST(NormPath, RowsCoalesceAcrossOperandsAndStats) {
+  // [2, 3, 4, 5] with k = 2: rows over [2, 3] (contiguous: one dim), len 20.
+  Launch l = choose(DType::F32, {2, 3, 4, 5}, 2, false);
+  EXPECT_EQ(l.rows.len, 20);
+  EXPECT_EQ(l.rows.rows, 6);
+  EXPECT_EQ(l.rows.outer_rank, 1);
+  EXPECT_EQ(l.rows.outer_stride[nc::kX][0], 20);
+  EXPECT_EQ(l.rows.outer_stride[nc::kRstd][0], 1);
+  // A padded middle axis does not coalesce with the outer one.
+  const Dims strides{100, 30, 5, 1};  // rows of 20 at a stride of 30, groups of 3 at 100
+  l = choose(DType::F32, {2, 3, 4, 5}, 2, false, false, 90, 132, kAligned, &strides);
+  EXPECT_EQ(l.rows.outer_rank, 2);
+  EXPECT_EQ(l.rows.outer_stride[nc::kX][0], 100);
+  EXPECT_EQ(l.rows.outer_stride[nc::kX][1], 30);
+  EXPECT_EQ(l.rows.outer_stride[nc::kMean][0], 3);  // stats stay row-major over [2, 3]
+  EXPECT_EQ(l.rows.outer_stride[nc::kMean][1], 1);
+  // k = rank: one row.
+  l = choose(DType::F32, {4, 5}, 2, false);
+  EXPECT_EQ(l.rows.rows, 1);
+  EXPECT_EQ(l.rows.outer_rank, 0);
+}
+
+TEST(NormPath, BlockContiguity) {
+  const Dims shape{3, 4, 5};
+  EXPECT_TRUE(norm::detail::block_contiguous(shape, 2, contiguous_strides(shape).begin()));
+  const Dims t{1, 3, 12};  // the last two axes transposed
+  EXPECT_FALSE(norm::detail::block_contiguous(shape, 2, t.begin()));
+  EXPECT_TRUE(norm::detail::block_contiguous(shape, 1, Dims{40, 5, 1}.begin()));  // padded rows
+  const Dims ones{3, 1, 5};
+  EXPECT_TRUE(norm::detail::block_contiguous(ones, 2, Dims{7, 99, 1}.begin()));  // extent-1 axes do not count
+}
+
+TEST(NormPath, ColumnSumChunksAndWorkspace) {
+  // 768 columns = 3 tiles; ~4 blocks per SM over them, at least 16 rows per chunk.
+  Launch l = choose(DType::BF16, {8192, 768}, 1, true, true, 90, 132);
+  EXPECT_EQ(l.chunks, (132 * 4 + 2) / 3);
+  EXPECT_EQ(norm::detail::workspace_of(l), static_cast<size_t>(l.chunks) * 768 * 2 * 4 + 16);
+  EXPECT_EQ(choose(DType::F32, {40, 768}, 1, true, true).chunks, 3);       // 40 rows: chunks of >= 16
+  EXPECT_EQ(choose(DType::F32, {0, 768}, 1, true, true).chunks, 1);        // zero rows still write zeros
+  EXPECT_EQ(choose(DType::F32, {4096, 1 << 20}, 1, true, true).chunks, 1); // 4096 tiles already fill the GPU
+  Launch f64 = choose(DType::F64, {64, 100}, 1, true, true);
+  EXPECT_EQ(norm::detail::workspace_of(f64), static_cast<size_t>(f64.chunks) * 100 * 2 * 8 + 16);
+  EXPECT_EQ(norm::detail::workspace_of(choose(DType::F32, {64, 100}, 1, true, false)), 0u);
+}
+
+}  // namespace
