@@ -1,4 +1,4 @@
-// What the memory-bound families (reduce, rope, elementwise, softmax) share: bytes moved
+// What the memory-bound families (reduce, rope, elementwise, softmax, norm) share: bytes moved
 // against the copy bandwidth measured when the family starts, one table and one
 // JSON schema.
 #pragma once
