@@ -72,6 +72,10 @@ struct Slot {
   // ("a,b": the output may be exactly a or exactly b). See in_place_allowed().
   const char* in_place_of = nullptr;
   bool values_checked = false;        // the plan validates its values (cu_seqlens): bad values are an error
+  // Output in the gapped layout: the trailing axes kept together (contiguous)
+  // before the gap; > 1 for a plan whose CUDA kernels need a multi-axis block
+  // contiguous (the norms' normalized axes).
+  int gap_block = 1;
   // Input values in logical (row-major) order; n values. Default: uniform in
   // [-1, 1) rounded to the dtype, never all zero.
   std::function<void(Rng&, std::vector<double>&)> values;
@@ -249,18 +253,21 @@ class GuardedBuffer {
 // ---------------------------------------------------------------------------
 // Layouts used by the suite (bt::Layout: shape, strides, offset, storage)
 // ---------------------------------------------------------------------------
-// Gaps before, between rows and after the view, keeping every stride and the
-// start a multiple of 8 elements (the CUDA attention paths need 16-byte rows):
-// the last extent is padded by 8 elements, the view starts at element 8 and
-// the storage ends 8 elements after it.
-inline bt::Layout gapped(const Dims& shape) {
+// Gaps before, between rows and after the view: the last `block` axes stay
+// contiguous and are followed by 8 elements of gap (block 1: the last extent
+// padded by 8, so a row of a multiple of 8 keeps 16-byte alignment, as the
+// CUDA attention paths need); the view starts at element 8 and the storage
+// ends 8 elements after it.
+inline bt::Layout gapped(const Dims& shape, int block = 1) {
   bt::Layout L;
   L.shape = shape;
   L.strides = Dims::of_rank(shape.rank);
   int64_t acc = 1;
+  const int pad_at = shape.rank - std::clamp(block, 1, std::max(shape.rank, 1));
   for (int i = shape.rank - 1; i >= 0; --i) {
     L.strides[i] = acc;
-    acc *= (i == shape.rank - 1 ? shape[i] + 8 : std::max<int64_t>(shape[i], 1));
+    if (i == pad_at) acc = acc * (i == shape.rank - 1 ? shape[i] : std::max<int64_t>(shape[i], 1)) + 8;
+    else acc *= std::max<int64_t>(shape[i], 1);
   }
   L.offset = 8;
   L.storage = 8 + (baracuda::shape_numel(shape) == 0 ? 0 : L.span()) + 8;
@@ -372,7 +379,7 @@ Call<Traits> make_call(const typename Traits::Plan& plan, Device device, Rng& rn
   for (size_t i = 0; i < n; ++i) {
     if (!c.used(i)) continue;
     const bool gap = c.is_output(i) && out_layout == OutputLayout::Gapped;
-    c.allocate(i, gap ? gapped(c.slots[i].shape) : bt::contiguous(c.slots[i].shape), rng, poison);
+    c.allocate(i, gap ? gapped(c.slots[i].shape, c.slots[i].gap_block) : bt::contiguous(c.slots[i].shape), rng, poison);
   }
   c.ws_bytes = plan.workspace_size();
   c.ws = std::make_unique<GuardedBuffer>(device, c.ws_bytes);

@@ -120,6 +120,15 @@ Slot<Args> optional_output(bool used, const char* name, DType t, Dims shape, voi
   return s;
 }
 
+// The CUDA kernels need the normalized block (the last k axes) of every row
+// tensor, and the whole of dweight / dbias, contiguous (norm.hpp): the CUDA
+// suite's gapped outputs put their gaps after that block, not inside it.
+template <class Args>
+std::vector<Slot<Args>> with_gap_block(std::vector<Slot<Args>> v, int normalized_dims) {
+  for (Slot<Args>& s : v) s.gap_block = normalized_dims;
+  return v;
+}
+
 }  // namespace norm_contract
 
 // ---------------------------------------------------------------------------
@@ -148,7 +157,7 @@ struct NormTraits {
     const bool rms = d.kind == baracuda::NormKind::RMSNorm;
     const Dims w = weight_shape(d), s = stats_shape(d);
     const DType st = stats_dtype(d);
-    return {input<Args>("x", d.dtype, d.shape, [](Args& a, const TensorMut& t) { a.x = t; }),
+    std::vector<Slot<Args>> v = {input<Args>("x", d.dtype, d.shape, [](Args& a, const TensorMut& t) { a.x = t; }),
             optional_input<Args>(d.residual, "residual", d.dtype, d.shape, [](Args& a, const TensorMut& t) { a.residual = t; }),
             optional_input<Args>(d.has_weight, "weight", d.dtype, w, [](Args& a, const TensorMut& t) { a.weight = t; }),
             optional_input<Args>(d.has_bias, "bias", d.dtype, w, [](Args& a, const TensorMut& t) { a.bias = t; }),
@@ -157,6 +166,7 @@ struct NormTraits {
                                                  "residual"),
             norm_contract::optional_output<Args>(d.save_stats && !rms, "mean", st, s, [](Args& a, const TensorMut& t) { a.mean = t; }),
             norm_contract::optional_output<Args>(d.save_stats, "rstd", st, s, [](Args& a, const TensorMut& t) { a.rstd = t; })};
+    return with_gap_block(std::move(v), d.normalized_dims);
   }
   static std::vector<DescMutator<Desc>> desc_mutators() { return norm_contract::forward_mutators(); }
   static std::string describe(const Desc& d) { return "NormDescriptor" + norm_contract::describe_forward(d); }
@@ -218,7 +228,7 @@ struct NormBackwardTraits {
     const bool rms = d.kind == baracuda::NormKind::RMSNorm;
     const Dims w = weight_shape(d), s = stats_shape(d);
     const DType st = stats_dtype(d);
-    return {input<Args>("dy", d.dtype, d.shape, [](Args& a, const TensorMut& t) { a.dy = t; }),
+    std::vector<Slot<Args>> v = {input<Args>("dy", d.dtype, d.shape, [](Args& a, const TensorMut& t) { a.dy = t; }),
             input<Args>("x", d.dtype, d.shape, [](Args& a, const TensorMut& t) { a.x = t; }),
             optional_input<Args>(d.has_weight && bd.need_dx, "weight", d.dtype, w, [](Args& a, const TensorMut& t) { a.weight = t; }),
             optional_input<Args>(!rms, "mean", st, s, [](Args& a, const TensorMut& t) { a.mean = t; }),
@@ -230,6 +240,7 @@ struct NormBackwardTraits {
                                                  [](Args& a, const TensorMut& t) { a.dweight = t; }),
             norm_contract::optional_output<Args>(p.computes_dbias(), "dbias", d.dtype, w,
                                                  [](Args& a, const TensorMut& t) { a.dbias = t; })};
+    return with_gap_block(std::move(v), d.normalized_dims);
   }
   static std::vector<DescMutator<Desc>> desc_mutators() {
     std::vector<DescMutator<Desc>> v;
