@@ -22,9 +22,9 @@ __global__ void __launch_bounds__(kColThreads) colsum_partials_kernel(Params p) 
   const int64_t r0 = static_cast<int64_t>(blockIdx.y) * per, r1 = std::min(p.rows, r0 + per);
   Acc sw = Acc(0), sb = Acc(0);
   // Rows over one outer dim (any contiguous or row-strided tensor): offsets by
-  // a multiply, not row_offsets' 64-bit div / mod per row; four rows' loads are
-  // issued before they are summed (the loop is latency-bound otherwise: the
-  // first version ran the bf16 backward at 20 % of the copy bandwidth).
+  // a multiply, not row_offsets' 64-bit div / mod per row (7-10 % faster on
+  // the H100; issuing four rows' loads before summing was faster at [32768,
+  // 4096] but slower at [8192, 16384]: measured, not kept).
   const bool one_dim = p.outer_rank <= 1;
   auto offsets = [&](int64_t r, int64_t(&off)[kOperands]) {
     if (one_dim) {
@@ -34,29 +34,7 @@ __global__ void __launch_bounds__(kColThreads) colsum_partials_kernel(Params p) 
       row_offsets(p, r, off);
     }
   };
-  constexpr int kU = 4;
   int64_t r = r0;
-  for (; r + kU <= r1; r += kU) {
-    Acc g[kU], h[kU];
-#pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      int64_t off[kOperands];
-      offsets(r + u, off);
-      g[u] = dev::to_acc<Acc>(static_cast<const T*>(p.op[kIn1])[off[kIn1] + col]);
-      h[u] = Acc(0);
-      if (p.dweight) {
-        const Acc mean = p.rms ? Acc(0) : static_cast<const Acc*>(p.op[kMean])[off[kMean]];
-        const Acc rstd = static_cast<const Acc*>(p.op[kRstd])[off[kRstd]];
-        const Acc xv = dev::to_acc<Acc>(static_cast<const T*>(p.op[kX])[off[kX] + col]);
-        h[u] = (xv - mean) * rstd;
-      }
-    }
-#pragma unroll
-    for (int u = 0; u < kU; ++u) {
-      if (p.dweight) sw += g[u] * h[u];
-      sb += g[u];
-    }
-  }
   for (; r < r1; ++r) {
     int64_t off[kOperands];
     offsets(r, off);
