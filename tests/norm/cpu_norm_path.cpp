@@ -127,16 +127,40 @@ TEST(NormPath, BlockContiguity) {
 }
 
 TEST(NormPath, ColumnSumChunksAndWorkspace) {
-  // 768 columns = 3 tiles; ~4 blocks per SM over them, at least 16 rows per chunk.
+  // Separate column-sum kernel: 768 bf16 columns = 3 tiles of 32 16-byte
+  // vectors; ~8 blocks per SM over them, at least 64 rows per chunk.
   Launch l = choose(DType::BF16, {8192, 768}, 1, true, true, 90, 132);
-  EXPECT_EQ(l.chunks, (132 * 4 + 2) / 3);
+  EXPECT_FALSE(l.fused_colsum);
+  EXPECT_TRUE(l.col_vec);
+  EXPECT_EQ(l.chunks, 8192 / 64);
+  EXPECT_EQ(choose(DType::BF16, {1 << 20, 768}, 1, true, true, 90, 132).chunks, (132 * 8 + 2) / 3);
   EXPECT_EQ(norm::detail::workspace_of(l), static_cast<size_t>(l.chunks) * 768 * 2 * 4 + 16);
-  EXPECT_EQ(choose(DType::F32, {40, 768}, 1, true, true).chunks, 3);       // 40 rows: chunks of >= 16
-  EXPECT_EQ(choose(DType::F32, {0, 768}, 1, true, true).chunks, 1);        // zero rows still write zeros
-  EXPECT_EQ(choose(DType::F32, {4096, 1 << 20}, 1, true, true).chunks, 1); // 4096 tiles already fill the GPU
+  EXPECT_EQ(choose(DType::F32, {40, 768}, 1, true, true).chunks, 1);        // 40 rows: one chunk (>= 64 rows each)
+  EXPECT_EQ(choose(DType::F32, {0, 768}, 1, true, true).chunks, 1);         // zero rows still write zeros
+  EXPECT_EQ(choose(DType::F32, {4096, 1 << 20}, 1, true, true).chunks, 1);  // 8192 tiles already fill the GPU
+  EXPECT_FALSE(choose(DType::F32, {64, 102}, 1, true, true).col_vec);       // 102 % 4 != 0
   Launch f64 = choose(DType::F64, {64, 100}, 1, true, true);
   EXPECT_EQ(norm::detail::workspace_of(f64), static_cast<size_t>(f64.chunks) * 100 * 2 * 8 + 16);
   EXPECT_EQ(norm::detail::workspace_of(choose(DType::F32, {64, 100}, 1, true, false)), 0u);
+}
+
+TEST(NormPath, BlockPathFusesTheColumnSums) {
+  // 4096 bf16 columns on 256 threads: 2 vectors (16 columns) per thread; 16
+  // KiB staged: min(2048 / 256, 200 KiB / 16 KiB) = 8 blocks per SM.
+  Launch l = choose(DType::BF16, {32768, 4096}, 1, true, true, 90, 132);
+  EXPECT_TRUE(l.fused_colsum);
+  EXPECT_EQ(l.chunks, 132 * 8);
+  EXPECT_EQ(norm::detail::variant_of(l), "block.vec16+colsum.fused");
+  EXPECT_EQ(norm::detail::workspace_of(l), static_cast<size_t>(132 * 8) * 4096 * 2 * 4 + 16);
+  // 16384 f32 columns on 1024 threads (128 KiB staged: one block per SM).
+  Launch f = choose(DType::F32, {8192, 16384}, 1, true, true, 90, 132);
+  EXPECT_TRUE(f.fused_colsum);
+  EXPECT_EQ(f.chunks, 132);
+  EXPECT_EQ(choose(DType::F32, {100, 16384}, 1, true, true, 90, 132).chunks, 100);  // at most one chunk per row
+  EXPECT_FALSE(choose(DType::F32, {9, 4097}, 1, true, true).fused_colsum);          // 17 columns per thread
+  EXPECT_FALSE(choose(DType::BF16, {64, 8192}, 1, true, true).fused_colsum);        // 4 vectors per thread
+  EXPECT_FALSE(choose(DType::F64, {64, 2048}, 1, true, true).fused_colsum);         // f64: separate kernel
+  EXPECT_FALSE(choose(DType::F32, {9, 4096}, 1, true, false).fused_colsum);         // no weight gradients
 }
 
 }  // namespace

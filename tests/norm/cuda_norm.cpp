@@ -350,6 +350,34 @@ TEST(NormCuda, EachOptionalOutputAndInput) {
     }
 }
 
+// The block path's fused column sums with several rows per block (the grid
+// is at most 8 blocks per SM): vectors and elements, 256 and 1024 threads,
+// both kinds, the fused residual, in place.
+TEST(NormCuda, FusedColumnSumsOverManyRows) {
+  BT_SKIP_WITHOUT_GPU();
+  struct S {
+    DType t;
+    int64_t rows, len, pad;
+  };
+  for (const S& s : {S{DType::BF16, 3000, 4096, 0}, S{DType::F16, 2500, 2048, 0}, S{DType::F32, 600, 16384, 0},
+                     S{DType::F32, 1200, 3000, 3}, S{DType::BF16, 1100, 1032, 0}})
+    for (NormKind kind : {kLN, kRMS}) {
+      Case c = make(kind, s.t, {s.rows, s.len}, 1, true, kind == kLN, kind == kRMS);
+      c.row_pad = s.pad;
+      c.rg = kind == kRMS;
+      std::string got;
+      EXPECT_TRUE(check_backward(c, &got));
+      EXPECT_NE(got.find("+colsum.fused"), std::string::npos) << got;
+      c.dx = false;  // the same sums from the separate kernel
+      c.rg = false;
+      EXPECT_TRUE(check_backward(c, &got));
+      EXPECT_EQ(got, "colsum");
+    }
+  Case c = make(kLN, DType::BF16, {3000, 4096}, 1, true, true);
+  c.in_place = true;
+  EXPECT_TRUE(check_backward(c));
+}
+
 TEST(NormCuda, InPlace) {
   BT_SKIP_WITHOUT_GPU();
   for (NormKind kind : {kLN, kRMS})
@@ -371,7 +399,7 @@ TEST(NormCuda, VariantsNameThePath) {
   };
   // f32: warp up to 1024, staged block up to 200 KiB (backward: x and dy), then long.
   for (const V& v : {V{7, "warp", "warp+colsum"}, V{768, "warp.vec16", "warp.vec16+colsum"},
-                     V{4096, "block.vec16", "block.vec16+colsum"}, V{32768, "block.vec16", "long.vec16+colsum"},
+                     V{4096, "block.vec16", "block.vec16+colsum.fused"}, V{32768, "block.vec16", "long.vec16+colsum"},
                      V{65536, "long.vec16", "long.vec16+colsum"}}) {
     std::string got;
     Case c = make(kLN, DType::F32, {4, v.len}, 1, true, true);

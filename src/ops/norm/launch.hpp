@@ -34,10 +34,14 @@ struct Rows {
 // Elements per lane of the warp path (one instantiation each).
 inline constexpr int kWarpLaneElems[] = {4, 8, 16, 32};
 inline constexpr int64_t kWarpMaxLen = 32 * 32;
-// Threads per block of the column-partial kernel (one column each) and the
-// least rows one chunk covers.
+// Threads per block of the column-partial kernel (8 warps over a chunk's
+// rows, each lane one vector of columns) and the least rows one chunk covers.
 inline constexpr int kColThreads = 256;
-inline constexpr int64_t kMinChunkRows = 16;
+inline constexpr int64_t kMinChunkRows = 64;
+// The block path's dx kernel sums dweight / dbias itself ("fused") when each
+// thread owns at most this many columns of a row (its partials stay in
+// registers across rows): 16 (f32 / f16 / bf16; f64 never fuses).
+inline constexpr int kFusedColsPerThread = 16;
 
 struct Launch {
   bool backward = false;
@@ -59,6 +63,8 @@ struct Launch {
   int lane_elems = 0;         // Warp: elements per lane (one of kWarpLaneElems)
   int block_threads = 0;      // Block / Long: 256 or 1024
   int64_t chunks = 0;         // backward dweight / dbias: row chunks of the column partials
+  bool fused_colsum = false;  // backward: the Block dx kernel writes the partials (its grid = chunks)
+  bool col_vec = false;       // backward: colsum_partials_kernel reads 16-byte vectors
   void* workspace = nullptr;  // chunks x len x 2 accumulators (16-byte aligned)
   void* stream = nullptr;     // cudaStream_t
   int sm_count = 0;

@@ -3,6 +3,7 @@
 #include "ops/norm/path.hpp"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "core/align.hpp"
 #include "core/layout.hpp"
@@ -64,9 +65,22 @@ void choose_path(cuda::Launch& l) {
   l.lane_elems = 0;
   l.block_threads = 0;
   l.chunks = 0;
-  if (l.backward && (l.need_dweight || l.need_dbias)) {
-    const int64_t tiles = (r.len + cuda::kColThreads - 1) / cuda::kColThreads;
-    const int64_t want = std::max<int64_t>(1, (int64_t{std::max(l.sm_count, 1)} * 4 + tiles - 1) / tiles);
+  l.fused_colsum = false;
+  l.col_vec = false;
+  const bool colsum = l.backward && (l.need_dweight || l.need_dbias);
+  if (colsum) {
+    // colsum_partials_kernel: 16-byte vectors when dy's and x's rows allow;
+    // about 8 blocks (of kColThreads) per SM over the column tiles.
+    bool cv = r.len % v == 0;
+    for (int o : {int{cuda::kIn1}, int{cuda::kX}}) {
+      if (!l.op[o]) continue;
+      cv = cv && baracuda::detail::is_aligned16(l.op[o]);
+      for (int d = 0; d < r.outer_rank; ++d) cv = cv && r.outer_stride[o][d] % v == 0;
+    }
+    l.col_vec = cv;
+    const int64_t tile_cols = 32 * (cv ? v : 1);
+    const int64_t tiles = (r.len + tile_cols - 1) / tile_cols;
+    const int64_t want = std::max<int64_t>(1, (int64_t{std::max(l.sm_count, 1)} * 8 + tiles - 1) / tiles);
     const int64_t most = std::max<int64_t>(1, (r.rows + cuda::kMinChunkRows - 1) / cuda::kMinChunkRows);
     l.chunks = std::min(want, most);
   }
@@ -77,7 +91,9 @@ void choose_path(cuda::Launch& l) {
     vec = vec && baracuda::detail::is_aligned16(l.op[o]);
     for (int d = 0; d < r.outer_rank; ++d) vec = vec && r.outer_stride[o][d] % v == 0;
   }
-  const int64_t row_bytes = (r.len * esize + 15) / 16 * 16 * (l.backward ? 2 : 1);
+  // (Rows beyond 2^40 elements cannot be staged; the bound keeps the product from overflowing.)
+  const int64_t row_bytes =
+      r.len > (int64_t{1} << 40) ? INT64_MAX : (r.len * esize + 15) / 16 * 16 * (l.backward ? 2 : 1);
   if (r.len <= cuda::kWarpMaxLen) {
     l.path = Path::Warp;
     for (int e : cuda::kWarpLaneElems)
@@ -90,6 +106,18 @@ void choose_path(cuda::Launch& l) {
     l.path = Path::Block;
     l.block_threads = row_bytes > 48 * 1024 ? 1024 : 256;
     l.vec = vec;
+    // Fused column sums: each thread's columns fit kFusedColsPerThread
+    // (registers); one chunk per block of a grid of the blocks that fit the
+    // SMs at once (threads and staging), so each block's partials cover many
+    // rows. f64 keeps the separate kernel (fewer instantiations).
+    const int64_t w = l.vec ? v : 1;
+    const int64_t per_thread = (r.len / w + l.block_threads - 1) / l.block_threads * w;
+    if (colsum && l.dtype != DType::F64 && r.rows > 0 && per_thread <= cuda::kFusedColsPerThread) {
+      const int64_t by_threads = 2048 / l.block_threads;
+      const int64_t by_smem = std::max<int64_t>(1, baracuda::detail::row_staging_limit(l.arch) / row_bytes);
+      l.fused_colsum = true;
+      l.chunks = std::min(r.rows, int64_t{std::max(l.sm_count, 1)} * std::min(by_threads, by_smem));
+    }
   } else {
     l.path = Path::Long;
     l.block_threads = 1024;
@@ -106,7 +134,7 @@ std::string variant_of(const cuda::Launch& l) {
     case Path::None: break;
   }
   if (l.vec) s += ".vec16";
-  if (l.chunks > 0) s += s.empty() ? "colsum" : "+colsum";
+  if (l.chunks > 0) s += s.empty() ? "colsum" : l.fused_colsum ? "+colsum.fused" : "+colsum";
   return s;
 }
 

@@ -34,11 +34,15 @@ void stats_lead_strides(const Dims& shape, int k, int64_t s, int64_t* out);
 //   else                               -> Long (1024 threads)
 // vec: the used row operands' and weight / bias pointers 16-byte aligned, their
 // row strides and len multiples of a 16-byte vector (Warp: lane_elems too).
-// chunks (dweight / dbias): about 4 blocks per SM over the column tiles, each
-// chunk at least kMinChunkRows rows.
+// dweight / dbias (colsum.cuh): fused into the Block path's dx kernel
+// (fused_colsum; not f64) when each thread owns at most kFusedColsPerThread
+// columns: chunks = the blocks that fit the SMs at once (at most rows).
+// Otherwise colsum_partials_kernel: col_vec when dy's and x's rows allow
+// 16-byte vectors; chunks: about 8 blocks per SM over the column tiles of
+// 32 vectors, each chunk at least kMinChunkRows rows.
 void choose_path(cuda::Launch& l);
 
-// "warp", "block.vec16", "long", "warp.vec16+colsum", "colsum", ...
+// "warp", "block.vec16", "long", "warp.vec16+colsum", "block.vec16+colsum.fused", "colsum", ...
 std::string variant_of(const cuda::Launch& l);
 
 // Bytes of workspace the launch needs (the column partials: chunks x len x 2

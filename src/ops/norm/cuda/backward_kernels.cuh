@@ -1,8 +1,12 @@
-// Norm backward: launch_backward_typed<T> runs the column partials of dweight
-// / dbias first (colsum.cuh; they read dy, which dx may overwrite in place),
-// then dx on the path the plan chose (warp_rows.cuh / block_rows.cuh);
-// instantiated per dtype as listed in ../manifest.cmake.
+// Norm backward: launch_backward_typed<T> runs dx on the path the plan chose
+// (warp_rows.cuh / block_rows.cuh) and the column sums of dweight / dbias
+// (colsum.cuh): fused into the block path's dx kernel, then the final
+// kernel; or, unfused, the partials kernel and the final kernel BEFORE dx
+// (they read dy, which dx may overwrite in place). Instantiated per dtype as
+// listed in ../manifest.cmake.
 #pragma once
+#include <type_traits>
+
 #include "core/cuda_device.hpp"
 #include "ops/norm/cuda/block_rows.cuh"
 #include "ops/norm/cuda/colsum.cuh"
@@ -16,7 +20,20 @@ Status launch_backward_typed(const Launch& l) {
   const Params p = params_of(l);
   const auto stream = static_cast<cudaStream_t>(l.stream);
   const char* what = "NormBackwardPlan: kernel launch";
-  if (p.chunks > 0 && p.len > 0) BARACUDA_RETURN_IF_ERROR(launch_colsum<T>(p, stream, what));
+  const bool colsum = p.chunks > 0 && p.len > 0;
+  if constexpr (!std::is_same_v<T, double>) {
+    if (colsum && p.fused_colsum) {
+      const Status st = l.block_threads == 1024
+                            ? launch_block<T, 1024, true, true, true>(p, l.sm_count, l.arch, stream, what)
+                            : launch_block<T, 256, true, true, true>(p, l.sm_count, l.arch, stream, what);
+      BARACUDA_RETURN_IF_ERROR(st);
+      return launch_colsum_final<T>(p, stream, what);
+    }
+  }
+  if (colsum) {
+    BARACUDA_RETURN_IF_ERROR(launch_colsum_partials<T>(p, stream, what));
+    BARACUDA_RETURN_IF_ERROR(launch_colsum_final<T>(p, stream, what));
+  }
   if (p.rows == 0) return Status::ok();
   switch (l.path) {
     case Path::Warp:

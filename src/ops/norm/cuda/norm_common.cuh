@@ -31,6 +31,8 @@ struct Params {
   int zero_centered = 0;
   int vec = 0;
   int64_t chunks = 0;         // column partials (backward)
+  int fused_colsum = 0;       // the Block dx kernel writes the partials (grid = chunks)
+  int col_vec = 0;            // colsum_partials_kernel: 16-byte vectors
   void* workspace = nullptr;  // chunks x len sums of dy * x_hat, then chunks x len sums of dy
 };
 
@@ -53,6 +55,8 @@ inline Params params_of(const Launch& l) {
   p.zero_centered = l.zero_centered ? 1 : 0;
   p.vec = l.vec ? 1 : 0;
   p.chunks = l.chunks;
+  p.fused_colsum = l.fused_colsum ? 1 : 0;
+  p.col_vec = l.col_vec ? 1 : 0;
   p.workspace = l.workspace;
   return p;
 }
