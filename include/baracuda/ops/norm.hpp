@@ -75,13 +75,18 @@
 //   "long[.vec16]"   longer rows: one block per row re-reading the row from
 //                    global memory (L2) for each pass (LayerNorm forward 3
 //                    reads, RMSNorm 2; backward 2 of x and dy)
-//   backward: the dx path's name, then "+colsum" when dweight / dbias are
-//   computed (two kernels: column partials, then the chunk-order sum), or
-//   "colsum" alone without dx.
+//   backward: the dx path's name, then "+colsum.fused" when the block path's
+//   dx kernel also sums dweight / dbias (each thread owns the same columns in
+//   every row of its block and keeps their partials in registers; f32 / f16 /
+//   bf16 rows of at most 16 columns per thread), else "+colsum" (a separate
+//   partials kernel reading dy and x again, before dx is written); "colsum"
+//   alone without dx. Either way a final kernel sums the partials in chunk
+//   order: deterministic, no atomics.
 // ".vec16": 16-byte loads and stores (every row tensor's data pointer and row
 // stride, weight and bias 16-byte aligned, N a multiple of the vector).
-// Order of the backward's kernels: the column partials run before dx is
-// written, so dx may overwrite dy in place.
+// In place (dx = dy) is safe on every path: each thread writes an element of
+// dx after its own last read of it, and the separate partials kernel runs
+// before dx is written.
 #pragma once
 #include <cstdint>
 
