@@ -34,9 +34,6 @@ struct Rows {
 // Elements per lane of the warp path (one instantiation each).
 inline constexpr int kWarpLaneElems[] = {4, 8, 16, 32};
 inline constexpr int64_t kWarpMaxLen = 32 * 32;
-// Forward block path: threads per block chosen so that each thread stages at
-// most this many 16-byte vectors of the row (128, 256, 512 or 1024 threads).
-inline constexpr int kBlockVecsPerThread = 8;
 // Threads per block of the column-partial kernel (8 warps over a chunk's
 // rows, each lane one vector of columns) and the least rows one chunk covers.
 inline constexpr int kColThreads = 256;
@@ -64,7 +61,7 @@ struct Launch {
   Path path = Path::None;     // the row kernel (forward, backward dx)
   bool vec = false;           // 16-byte vectors on the row kernel
   int lane_elems = 0;         // Warp: elements per lane (one of kWarpLaneElems)
-  int block_threads = 0;      // Block: 128 .. 1024 (forward), 256 or 1024 (backward); Long: 1024
+  int block_threads = 0;      // Block / Long: 256 or 1024
   int64_t chunks = 0;         // backward dweight / dbias: row chunks of the column partials
   bool fused_colsum = false;  // backward: the Block dx kernel writes the partials (its grid = chunks)
   bool col_vec = false;       // backward: colsum_partials_kernel reads 16-byte vectors

@@ -104,17 +104,7 @@ void choose_path(cuda::Launch& l) {
     l.vec = vec && l.lane_elems % v == 0;
   } else if (row_bytes <= baracuda::detail::row_staging_limit(l.arch)) {
     l.path = Path::Block;
-    if (l.backward) {
-      l.block_threads = row_bytes > 48 * 1024 ? 1024 : 256;
-    } else {
-      // Forward: enough threads that each stages at most kBlockVecsPerThread
-      // 16-byte vectors, 128 .. 1024 (more rows in flight per SM on short
-      // rows, as softmax measured).
-      const int64_t vectors = (r.len * esize + 15) / 16;
-      int threads = 128;
-      while (threads < 1024 && threads * cuda::kBlockVecsPerThread < vectors) threads *= 2;
-      l.block_threads = threads;
-    }
+    l.block_threads = row_bytes > 48 * 1024 ? 1024 : 256;
     l.vec = vec;
     // Fused column sums: each thread's columns fit kFusedColsPerThread
     // (registers); one chunk per block of a grid of the blocks that fit the

@@ -30,8 +30,7 @@ void stats_lead_strides(const Dims& shape, int k, int64_t s, int64_t* out);
 // l.sm_count:
 //   no dx (backward)                   -> None
 //   len <= kWarpMaxLen                 -> Warp (lane_elems: the least of kWarpLaneElems covering len)
-//   staged row(s) fit row_staging_limit(arch) -> Block (forward: 128 .. 1024 threads, each staging at most
-//                                       kBlockVecsPerThread vectors; backward: 1024 threads above 48 KiB, else 256)
+//   staged row(s) fit row_staging_limit(arch) -> Block (1024 threads above 48 KiB, else 256)
 //   else                               -> Long (1024 threads)
 // vec: the used row operands' and weight / bias pointers 16-byte aligned, their
 // row strides and len multiples of a 16-byte vector (Warp: lane_elems too).

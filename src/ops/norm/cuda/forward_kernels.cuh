@@ -28,12 +28,8 @@ Status launch_forward_typed(const Launch& l) {
         default: return launch_warp<T, 32, false>(p, l.sm_count, stream, what);
       }
     case Path::Block:
-      switch (l.block_threads) {
-        case 128: return launch_block<T, 128, true, false>(p, l.sm_count, l.arch, stream, what);
-        case 256: return launch_block<T, 256, true, false>(p, l.sm_count, l.arch, stream, what);
-        case 512: return launch_block<T, 512, true, false>(p, l.sm_count, l.arch, stream, what);
-        default: return launch_block<T, 1024, true, false>(p, l.sm_count, l.arch, stream, what);
-      }
+      return l.block_threads == 1024 ? launch_block<T, 1024, true, false>(p, l.sm_count, l.arch, stream, what)
+                                     : launch_block<T, 256, true, false>(p, l.sm_count, l.arch, stream, what);
     case Path::Long: return launch_block<T, 1024, false, false>(p, l.sm_count, l.arch, stream, what);
     case Path::None: break;
   }
