@@ -19,9 +19,9 @@
 //            tensor on the plan's device): count = the number of distinct
 //            valid indices other than padding_idx; unique_rows[0..count) holds
 //            them in ascending order and dweight_compact[k, :] the gradient of
-//            row unique_rows[k]. Entries from count on are NOT written (left as
-//            they were): read count first (for sparse / row-wise optimizer
-//            updates).
+//            row unique_rows[k]. Entries from count on are filled: unique_rows
+//            -1 and zero gradient rows, so every element is written (read
+//            count first, for sparse / row-wise optimizer updates).
 // Accumulation: f16 / bf16 / f32 in f32, f64 in f64, rounded once to
 // grad_dtype. grad_dtype is the table's dtype, or F32 for a 16-bit table
 // ("bf16 tables with f32 gradient accumulation": the f32 sums are stored
@@ -124,8 +124,8 @@ struct EmbeddingBackwardArgs {
   TensorRef indices;          // S, index_dtype
   TensorRef dout;             // S + [D], forward.dtype
   TensorMut dweight;          // Dense: [V, D], grad_dtype (every row written)
-  TensorMut unique_rows;      // Compact: [n], index_dtype (first count written)
-  TensorMut dweight_compact;  // Compact: [n, D], grad_dtype (first count rows written)
+  TensorMut unique_rows;      // Compact: [n], index_dtype (-1 from count on)
+  TensorMut dweight_compact;  // Compact: [n, D], grad_dtype (zero rows from count on)
   TensorMut count;            // Compact: rank 0, I64
 };
 

@@ -95,7 +95,7 @@ Status backward_typed(const char* plan, const EmbeddingBackwardDescriptor& bd, c
   if (dense)
     for (int64_t v = 0; v < d.num_embeddings; ++v)
       for (int64_t j = 0; j < D; ++j) store_f(g.data, bd.grad_dtype, v * gr + j * gc, 0.0);
-  std::vector<Acc> acc(static_cast<size_t>(D));
+  std::vector<Acc> acc(pairs.empty() ? 0 : static_cast<size_t>(D));
   int64_t runs = 0;
   for (size_t b = 0; b < pairs.size();) {
     size_t e = b;
@@ -112,7 +112,13 @@ Status backward_typed(const char* plan, const EmbeddingBackwardDescriptor& bd, c
     ++runs;
     b = e;
   }
-  if (!dense) store_i(a.count.data, DType::I64, 0, runs);
+  if (!dense) {  // entries from count on: row -1, zero gradient (every element written)
+    store_i(a.count.data, DType::I64, 0, runs);
+    for (int64_t k = runs; k < static_cast<int64_t>(idx.size()); ++k) {
+      store_i(a.unique_rows.data, d.index_dtype, k * a.unique_rows.strides[0], -1);
+      for (int64_t j = 0; j < D; ++j) store_f(g.data, bd.grad_dtype, k * gr + j * gc, 0.0);
+    }
+  }
   return Status::ok();
 }
 

@@ -6,7 +6,8 @@
 //   dense:   task row v reads its run [row_start[v], row_start[v + 1]); an
 //            empty run writes zeros, so every row of dweight is written;
 //   compact: task i works when sorted entry i starts a run; run_id (an
-//            inclusive scan of the run starts) numbers its output row.
+//            inclusive scan of the run starts) numbers its output row; task i
+//            also fills output row i when i >= count (row -1, zeros).
 // A chunk covers 32 * kBwdVecsPerLane units of a row: 16-byte vectors of dout
 // (Vec), else single elements; with Vec the last D % W columns are summed
 // element by element by chunk 0.
@@ -111,9 +112,17 @@ __global__ void __launch_bounds__(kWarpsPerBlock * 32)
   const int64_t tasks = l.n * chunks;
   const int64_t warps = static_cast<int64_t>(gridDim.x) * kWarpsPerBlock;
   const uint32_t skip = static_cast<uint32_t>(l.V);
-  if (blockIdx.x == 0 && threadIdx.x == 0) *static_cast<int64_t*>(l.count) = run_id[l.n - 1];  // n >= 1 here
+  const int64_t count = run_id[l.n - 1];  // n >= 1 here
+  if (blockIdx.x == 0 && threadIdx.x == 0) *static_cast<int64_t*>(l.count) = count;
   for (int64_t t = static_cast<int64_t>(blockIdx.x) * kWarpsPerBlock + (threadIdx.x >> 5); t < tasks; t += warps) {
     const int64_t i = t / chunks, chunk = t - i * chunks;
+    if (i >= count) {  // output row i is past count: row -1, zero gradient
+      sum_run<T, G, Vec>(l, pos, 0, 0, static_cast<G*>(l.grad) + i * l.g_row_stride, chunk, lane);
+      if (chunk == 0 && lane == 0) {
+        if (l.index_dtype == DType::I32) static_cast<int32_t*>(l.unique_rows)[i * l.unique_stride] = -1;
+        else static_cast<int64_t*>(l.unique_rows)[i * l.unique_stride] = -1;
+      }
+    }
     const uint32_t key = keys[i];
     if (key == skip || (i > 0 && keys[i - 1] == key)) continue;  // not the start of a run
     const int64_t e = lower_bound_u32(keys, l.n, key + 1);  // key < V < 2^31 - 1
