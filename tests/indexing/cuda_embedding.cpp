@@ -48,9 +48,9 @@ EmbeddingBackwardDescriptor bwd(const EmbeddingDescriptor& f, EmbeddingGradLayou
 }
 
 std::string what(const EmbeddingBackwardDescriptor& b) {
-  return std::string(dtype_name(b.forward.dtype)) + " idx " + dtype_name(b.forward.index_dtype) + " D " +
+  return std::string(dtype_name(b.forward.dtype)) + " idx " + std::string(dtype_name(b.forward.index_dtype)) + " D " +
          std::to_string(b.forward.embedding_dim) + " n " + std::to_string(shape_numel(b.forward.index_shape)) + " grad " +
-         dtype_name(b.grad_dtype) + " " + embedding_grad_layout_name(b.layout);
+         std::string(dtype_name(b.grad_dtype)) + " " + embedding_grad_layout_name(b.layout);
 }
 
 void expect_forward_matches(const EmbeddingDescriptor& d, const bt::EmbData& e, const bt::EmbLayouts& L,
