@@ -58,9 +58,10 @@
 //             contributions lie together in position order; Dense: one warp per
 //             (table row, column chunk) finds its run by binary search and sums
 //             it (zeros when empty); Compact: a scan numbers the runs and one
-//             warp per (run, column chunk) sums it. workspace_size() = the
-//             error word + keys / positions (double-buffered) + the sort's (and
-//             scan's) temporary storage. The CUDA backward needs V and n below
+//             warp per (run, column chunk) sums it. workspace_size() = an
+//             alignment pad (any workspace pointer works) + the error word +
+//             keys / positions (double-buffered) + row starts (dense) + the
+//             sort's (and scan's) temporary storage. The CUDA backward needs V and n below
 //             2^31 (Unsupported otherwise).
 #pragma once
 #include <cstdint>

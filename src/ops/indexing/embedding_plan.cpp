@@ -30,6 +30,14 @@ namespace {
 constexpr baracuda::detail::Family kFamily{"Indexing", "indexing", BARACUDA_KERNELS_INDEXING};
 constexpr const char* kFwd = "EmbeddingPlan";
 constexpr const char* kBwd = "EmbeddingBackwardPlan";
+// Any workspace pointer is aligned up to 256 bytes (the error word's atomics
+// and the sort's arrays need it); workspace_size() includes the pad.
+constexpr size_t kWorkspaceAlign = 256;
+[[maybe_unused]] void* aligned_workspace(void* p) {
+  return p ? reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(p) + kWorkspaceAlign - 1) / kWorkspaceAlign *
+                                     kWorkspaceAlign)
+           : nullptr;
+}
 // The CUDA backward sorts 32-bit keys (the row, V for a skipped index) and
 // 32-bit positions.
 constexpr int64_t kCudaBackwardLimit = (int64_t{1} << 31) - 1;
@@ -214,7 +222,7 @@ Status check_indices_of(const PlanBase& plan, const Dims& index_shape, int64_t V
   BARACUDA_RETURN_IF_ERROR(guard.status());
   int64_t bad = -1;
 #ifdef BARACUDA_WITH_CUDA
-  BARACUDA_RETURN_IF_ERROR(cuda::read_error_word(plan.name(), stream.native_handle(), ws.ptr, &bad));
+  BARACUDA_RETURN_IF_ERROR(cuda::read_error_word(plan.name(), stream.native_handle(), aligned_workspace(ws.ptr), &bad));
 #else
   return baracuda::detail::no_cuda(plan.name());
 #endif
@@ -251,7 +259,7 @@ Result<EmbeddingPlan> EmbeddingPlan::select(const Stream& stream, const Embeddin
     baracuda::detail::PlanAccess::sku(plan).variant = forward_variant(forward_launch(plan.desc_, nullptr));
   }
   if (be->backend != Backend::CpuReference && plan.sku().variant != "empty")
-    baracuda::detail::PlanAccess::set_workspace(plan, indexing::cuda::kErrorWordBytes);
+    baracuda::detail::PlanAccess::set_workspace(plan, kWorkspaceAlign + indexing::cuda::kErrorWordBytes);
   return plan;
 }
 
@@ -271,7 +279,7 @@ Status EmbeddingPlan::run(const Stream& stream, Workspace ws, const EmbeddingArg
       [&]() -> Status {
 #ifdef BARACUDA_WITH_CUDA
         indexing::cuda::ForwardLaunch l = forward_launch(desc_, &a);
-        l.error_word = ws.ptr;
+        l.error_word = aligned_workspace(ws.ptr);
         l.stream = stream.native_handle();
         return indexing::cuda::launch_forward(l);
 #else
@@ -329,7 +337,8 @@ Result<EmbeddingBackwardPlan> EmbeddingBackwardPlan::select(const Stream& stream
   baracuda::detail::DeviceGuard guard(stream.device().ordinal);  // CUB's size queries read the current device
   BARACUDA_RETURN_IF_ERROR(guard.status());
   baracuda::detail::PlanAccess::set_workspace(
-      plan, indexing::cuda::kErrorWordBytes + indexing::cuda::backward_workspace(n, desc.forward.num_embeddings, compact).total);
+      plan, kWorkspaceAlign + indexing::cuda::kErrorWordBytes +
+                indexing::cuda::backward_workspace(n, desc.forward.num_embeddings, compact).total);
 #endif
   return plan;
 }
@@ -353,7 +362,7 @@ Status EmbeddingBackwardPlan::run(const Stream& stream, Workspace ws, const Embe
       [&]() -> Status {
 #ifdef BARACUDA_WITH_CUDA
         indexing::cuda::BackwardLaunch l = backward_launch(desc_, &a);
-        l.workspace = ws.ptr;
+        l.workspace = aligned_workspace(ws.ptr);
         l.ws = indexing::cuda::backward_workspace(l.n, l.V, l.compact);
         l.stream = stream.native_handle();
         return indexing::cuda::launch_backward(l);
