@@ -20,5 +20,6 @@
 #include "baracuda/ops/gemm.hpp"
 #include "baracuda/ops/rope.hpp"
 #include "baracuda/ops/norm.hpp"
+#include "baracuda/ops/indexing.hpp"
 #include "baracuda/ops/softmax.hpp"
 #include "baracuda/version.hpp"

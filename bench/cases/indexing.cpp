@@ -1,0 +1,125 @@
+// Family "indexing": EmbeddingPlan / EmbeddingBackwardPlan (dense gradient),
+// bandwidth against the device's own copy bandwidth (bench/torch/indexing.py
+// times PyTorch eager F.embedding and its weight gradient on the same case
+// names). Issue 13's shapes, bf16 table, i64 indices uniform in [0, V):
+//   embedding.{fwd,bwd}.bf16.<V>x<D>x<tokens>   (50304, 768, 8192), (128256, 4096, 8192)
+//  * bytes counted (what the op must move): forward the indices read, the
+//    looked-up rows read and out written (tokens x D each); backward the
+//    indices and dout read, the dense dweight (V x D) written;
+//  * inputs never come from L2: independent buffer sets rotated until one
+//    sweep touches >= max(4 x L2, 256 MiB) (at most 16 sets; the backward's
+//    dweight is shared, it is written whole every run); the workspace is the plan's.
+#include <algorithm>
+#include <optional>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "../bandwidth.hpp"
+
+namespace baracuda::bench {
+namespace {
+
+void run_case(const Env& env, const BandwidthCase& c, BandwidthResult& r) {
+  const int64_t V = c.shape[0], D = c.shape[1], T = c.shape[2];
+  EmbeddingDescriptor fd;
+  fd.dtype = c.dtype;
+  fd.index_dtype = DType::I64;
+  fd.num_embeddings = V;
+  fd.embedding_dim = D;
+  fd.index_shape = Dims{T};
+  std::optional<EmbeddingPlan> fwd;
+  std::optional<EmbeddingBackwardPlan> bwd;
+  size_t ws_bytes = 0;
+  if (c.bwd) {
+    EmbeddingBackwardDescriptor d;
+    d.forward = fd;
+    d.grad_dtype = c.dtype;
+    auto p = EmbeddingBackwardPlan::select(env.stream, d);
+    status_check(p.status(), "EmbeddingBackwardPlan::select");
+    bwd = *p;
+    record_sku(r, bwd->sku());
+    ws_bytes = bwd->workspace_size();
+  } else {
+    auto p = EmbeddingPlan::select(env.stream, fd);
+    status_check(p.status(), "EmbeddingPlan::select");
+    fwd = *p;
+    record_sku(r, fwd->sku());
+    ws_bytes = fwd->workspace_size();
+  }
+  const size_t es = dtype_size(c.dtype), rows = static_cast<size_t>(T) * static_cast<size_t>(D) * es;
+  const size_t table = static_cast<size_t>(V) * static_cast<size_t>(D) * es, idx_bytes = static_cast<size_t>(T) * 8;
+  const size_t per_run = c.bwd ? idx_bytes + rows + table : idx_bytes + 2 * rows;
+  r.bytes = static_cast<double>(per_run);
+  const size_t per_set = c.bwd ? idx_bytes + rows : idx_bytes + rows + table;
+  r.sets = static_cast<int>(std::clamp<size_t>((env.rotate_bytes + per_set - 1) / per_set, 1, 16));
+  uint64_t seed = 13;
+  std::mt19937_64 rng(seed);
+  auto indices = [&] {
+    std::vector<int64_t> h(static_cast<size_t>(T));
+    for (auto& v : h) v = std::uniform_int_distribution<int64_t>(0, V - 1)(rng);
+    Buffer b = device_buffer(idx_bytes, 16);
+    status_check(b.copy_from_host(h.data(), idx_bytes), "indices upload");
+    return b;
+  };
+  auto filled = [&](size_t bytes, size_t count) {
+    Buffer b = device_buffer(bytes, 16);
+    cuda_check(bench_fill_uniform(b.data(), c.dtype, count, -1.f, 1.f, seed++, env.cs), "fill");
+    return b;
+  };
+  std::vector<Buffer> keep;
+  Buffer ws = device_buffer(std::max<size_t>(ws_bytes, 16), 16);
+  const Workspace wks(ws.data(), ws_bytes);
+  const Dims ishape{T}, rshape{T, D}, tshape{V, D};
+  double ms = 0;
+  if (c.bwd) {
+    Buffer dw = device_buffer(table, 16);
+    std::vector<EmbeddingBackwardArgs> args;
+    for (int s = 0; s < r.sets; ++s) {
+      EmbeddingBackwardArgs a;
+      keep.push_back(indices());
+      a.indices = keep.back().view(DType::I64, ishape);
+      keep.push_back(filled(rows, static_cast<size_t>(T * D)));
+      a.dout = keep.back().view(c.dtype, rshape);
+      a.dweight = dw.view_mut(c.dtype, tshape);
+      args.push_back(a);
+    }
+    status_check(bwd->can_implement(args[0]), "can_implement");
+    ms = time_median_ms(env.cs, env.warmup, env.iters, [&](int i) {
+      status_check(bwd->run(env.stream, wks, args[static_cast<size_t>(i % r.sets)]), "run");
+    });
+    keep.push_back(std::move(dw));
+  } else {
+    std::vector<EmbeddingArgs> args;
+    for (int s = 0; s < r.sets; ++s) {
+      EmbeddingArgs a;
+      keep.push_back(filled(table, static_cast<size_t>(V * D)));
+      a.weight = keep.back().view(c.dtype, tshape);
+      keep.push_back(indices());
+      a.indices = keep.back().view(DType::I64, ishape);
+      keep.push_back(device_buffer(rows, 16));
+      a.out = keep.back().view_mut(c.dtype, rshape);
+      args.push_back(a);
+    }
+    status_check(fwd->can_implement(args[0]), "can_implement");
+    ms = time_median_ms(env.cs, env.warmup, env.iters, [&](int i) {
+      status_check(fwd->run(env.stream, wks, args[static_cast<size_t>(i % r.sets)]), "run");
+    });
+  }
+  r.us = ms * 1e3;
+}
+
+}  // namespace
+
+void register_indexing(Registry& reg) {
+  reg.add_family(Family{"indexing", "", 30, 5, bandwidth_start("baracuda_indexing_bench")});
+  const Dims shapes[] = {Dims{50304, 768, 8192}, Dims{128256, 4096, 8192}};
+  for (bool bwd : {false, true})
+    for (const Dims& s : shapes) {
+      BandwidthCase c{{}, "embedding", bwd, DType::BF16, s, Dims{}};
+      c.name = c.op + (bwd ? ".bwd." : ".fwd.") + std::string(dtype_name(c.dtype)) + "." + join(s, "x");
+      reg.add_case(bandwidth_case("indexing", c, [c](Env& env, BandwidthResult& r) { run_case(env, c, r); }));
+    }
+}
+
+}  // namespace baracuda::bench

@@ -1,0 +1,87 @@
+"""Family "indexing": PyTorch eager F.embedding and its weight gradient on the cases of baracuda_bench --family indexing.
+
+    python3 bench/torch_bench.py --family indexing [--json PATH] [--filter SUBSTR] [--iters N] [--warmup N] [--list]
+
+Same names, byte counting and method as bench/cases/indexing.cpp, so
+bench/compare.py can join the two JSON files by case name:
+  * forward under no_grad: F.embedding(idx, w) with idx int64 uniform in [0, V);
+  * backward: torch.autograd.grad(out, w, dout) on a graph built once per buffer
+    set (retain_graph): the dense weight gradient (embedding_dense_backward);
+  * bytes counted as baracuda's (what the op must move), whatever PyTorch moves;
+  * rotation among independent buffer sets touching >= max(4 x L2, 256 MiB);
+    warm-up, then `iters` runs each between its own pair of CUDA events, median.
+"""
+from . import common
+
+TOOL = "torch_indexing"
+NOTES = "eager F.embedding; backward = autograd.grad(out, weight, dout) on a prebuilt graph (dense gradient)"
+ITERS, WARMUP = 30, 5
+
+SHAPES = [(50304, 768, 8192), (128256, 4096, 8192)]
+DTYPES = ["bf16"]
+DTYPE_SIZE = {"bf16": 2}
+
+
+def case_name(direction, dtype, shape):
+    return "embedding.%s.%s.%s" % (direction, dtype, "x".join(map(str, shape)))
+
+
+def all_cases():
+    out = []
+    for direction in ("fwd", "bwd"):
+        for dtype in DTYPES:
+            for shape in SHAPES:
+                out.append(dict(name=case_name(direction, dtype, shape), op="embedding", dir=direction, dtype=dtype,
+                                shape=list(shape), axes=[]))
+    return out
+
+
+def counted_bytes(c):
+    V, D, T = c["shape"]
+    es = DTYPE_SIZE[c["dtype"]]
+    rows = T * D * es
+    return T * 8 + rows + V * D * es if c["dir"] == "bwd" else T * 8 + 2 * rows
+
+
+def prepare_case(torch, c, rotate_bytes):
+    F = torch.nn.functional
+    dt = {"bf16": torch.bfloat16}[c["dtype"]]
+    V, D, T = c["shape"]
+    es = DTYPE_SIZE[c["dtype"]]
+    bwd = c["dir"] == "bwd"
+    counted = counted_bytes(c)
+    per_set = T * 8 + T * D * es + (0 if bwd else V * D * es)
+    nsets = max(1, min(16, -(-rotate_bytes // per_set)))
+
+    def indices():
+        return torch.randint(0, V, (T,), dtype=torch.int64, device="cuda")
+
+    sets = []
+    if bwd:
+        w = torch.empty((V, D), dtype=dt, device="cuda").uniform_(-1, 1).requires_grad_()
+        for _ in range(nsets):
+            out = F.embedding(indices(), w)
+            dout = torch.empty((T, D), dtype=dt, device="cuda").uniform_(-1, 1)
+            sets.append((out, w, dout))
+
+        def launch(i):
+            out, weight, dout = sets[i % nsets]
+            torch.autograd.grad(out, weight, dout, retain_graph=True)
+    else:
+        for _ in range(nsets):
+            sets.append((indices(), torch.empty((V, D), dtype=dt, device="cuda").uniform_(-1, 1)))
+
+        def launch(i):
+            idx, weight = sets[i % nsets]
+            with torch.no_grad():
+                F.embedding(idx, weight)
+
+    return counted, nsets, launch
+
+
+start = common.bandwidth_start
+row = common.bandwidth_row
+
+
+def run_case(torch, c, meta, args):
+    return common.bandwidth_case(torch, prepare_case, c, meta, args)

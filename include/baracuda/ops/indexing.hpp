@@ -1,0 +1,151 @@
+// Indexing family. First plans: EmbeddingPlan (torch.nn.functional.embedding)
+// and EmbeddingBackwardPlan (its weight gradient, deterministic).
+//
+// Forward. weight [V, D] (V = num_embeddings, D = embedding_dim), indices of
+// any shape S (rank 0..7, zero-size allowed), out of shape S + [D]:
+//   out[s..., :] = weight[indices[s...], :]
+// padding_idx rows are read normally in the forward (as PyTorch: only their
+// gradient is special).
+//
+// Backward. dout of shape S + [D] (the table's dtype); the gradient of every
+// table row is the sum of the dout rows whose index names it, summed in index
+// order (the position order of the row-major flattened index tensor), with no
+// atomics: identical results on every run. padding_idx gets no gradient.
+//   Dense:   dweight [V, D] of grad_dtype; EVERY row is written: rows never
+//            indexed and the padding_idx row are zero (as PyTorch's dense
+//            gradient).
+//   Compact: unique_rows [n] (n = numel(S), the index dtype),
+//            dweight_compact [n, D] (grad_dtype) and count (a rank-0 I64
+//            tensor on the plan's device): count = the number of distinct
+//            valid indices other than padding_idx; unique_rows[0..count) holds
+//            them in ascending order and dweight_compact[k, :] the gradient of
+//            row unique_rows[k]. Entries from count on are filled: unique_rows
+//            -1 and zero gradient rows, so every element is written (read
+//            count first, for sparse / row-wise optimizer updates).
+// Accumulation: f16 / bf16 / f32 in f32, f64 in f64, rounded once to
+// grad_dtype. grad_dtype is the table's dtype, or F32 for a 16-bit table
+// ("bf16 tables with f32 gradient accumulation": the f32 sums are stored
+// unrounded). The CPU reference uses the same accumulator and the same order,
+// so CPU and CUDA results are bit-identical.
+//
+// Indices (I32 or I64) must lie in [0, V): PyTorch's embedding accepts no
+// negative index. padding_idx (has_padding_idx) may be negative and then
+// counts from the end (padding_idx + V), as PyTorch; it must lie in [-V, V).
+//   CPU:  run() checks every index first and returns InvalidProblem naming the
+//         first bad one (lowest position) before writing anything.
+//   CUDA: an index cannot be checked before launch. A bad index never reads or
+//         writes out of bounds: the forward writes ZEROS for its output row,
+//         the backward skips its contribution. The kernels record the lowest
+//         bad position in an error word in the workspace (reset by every
+//         run()). check_indices(stream, ws) synchronizes the stream, reads the
+//         word and returns InvalidProblem naming that position (Ok when every
+//         index was valid). Call it after run() with the same workspace and
+//         before another run() reuses the workspace; it is not capture-safe
+//         (it synchronizes: Unsupported while the stream captures). A CPU plan's
+//         check_indices returns Ok (its run() already reported bad indices).
+//
+// Tensors: weight and dweight may have any non-negative strides (the CUDA fast
+// path wants unit column strides, 16-byte aligned rows); indices any strides;
+// out / dout / dweight_compact any strides of shape S + [D] / [n, D]. Outputs
+// must overlap no input and no other output.
+//
+// CUDA algorithms (sku().variant):
+//   forward   "warp[.vec16]": one warp per output row, 16-byte vectors when
+//             every row of weight and out is 16-byte aligned with unit column
+//             stride, element copies otherwise.
+//   backward  "sorted[.vec16]": the (index, position) pairs are sorted with a
+//             stable radix sort (CUB) into the workspace, so each row's
+//             contributions lie together in position order; Dense: one warp per
+//             (table row, column chunk) finds its run by binary search and sums
+//             it (zeros when empty); Compact: a scan numbers the runs and one
+//             warp per (run, column chunk) sums it. workspace_size() = an
+//             alignment pad (any workspace pointer works) + the error word +
+//             keys / positions (double-buffered) + row starts (dense) + the
+//             sort's (and scan's) temporary storage. The CUDA backward needs V and n below
+//             2^31 (Unsupported otherwise).
+#pragma once
+#include <cstdint>
+
+#include "baracuda/core/dtype.hpp"
+#include "baracuda/core/export.hpp"
+#include "baracuda/core/plan.hpp"
+#include "baracuda/core/sku.hpp"
+#include "baracuda/core/status.hpp"
+#include "baracuda/core/stream.hpp"
+#include "baracuda/core/tensor.hpp"
+
+namespace baracuda {
+
+struct EmbeddingDescriptor {
+  DType dtype = DType::F32;        // weight and out: f32, f64, f16, bf16
+  DType index_dtype = DType::I64;  // indices: I32 or I64
+  int64_t num_embeddings = 0;      // V >= 0
+  int64_t embedding_dim = 0;       // D >= 0
+  Dims index_shape;                // S: rank <= 7 (out has rank + 1), any extents >= 0
+  bool has_padding_idx = false;
+  int64_t padding_idx = 0;         // in [-V, V); negative counts from the end
+};
+
+struct EmbeddingArgs {
+  TensorRef weight;   // [V, D], dtype
+  TensorRef indices;  // S, index_dtype
+  TensorMut out;      // S + [D], dtype
+};
+
+class BARACUDA_API EmbeddingPlan : public PlanBase {
+ public:
+  EmbeddingPlan() : PlanBase("EmbeddingPlan") {}  // empty until assigned from select() (PlanBase)
+  static Result<EmbeddingPlan> select(const Stream& stream, const EmbeddingDescriptor& desc,
+                                      const PlanPreference& pref = {});
+  Status can_implement(const EmbeddingArgs& args) const;
+  Status run(const Stream& stream, Workspace ws, const EmbeddingArgs& args) const;  // CUDA workspace: the error word
+  Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const EmbeddingArgs& args) const;
+  // CUDA: synchronizes the stream and reports the first out-of-range index the
+  // last run() with this workspace met (see the header comment). CPU: Ok.
+  Status check_indices(const Stream& stream, Workspace ws) const;
+
+  // padding_idx resolved to [0, V) when has_padding_idx.
+  const EmbeddingDescriptor& descriptor() const { return desc_; }
+  Dims out_shape() const;  // index_shape + [embedding_dim]
+
+ private:
+  EmbeddingDescriptor desc_;
+};
+
+enum class EmbeddingGradLayout : uint8_t { Dense, Compact };
+BARACUDA_API const char* embedding_grad_layout_name(EmbeddingGradLayout l);
+
+struct EmbeddingBackwardDescriptor {
+  EmbeddingDescriptor forward;
+  DType grad_dtype = DType::F32;  // dweight / dweight_compact: forward.dtype, or F32 for a 16-bit table
+  EmbeddingGradLayout layout = EmbeddingGradLayout::Dense;
+};
+
+struct EmbeddingBackwardArgs {
+  TensorRef indices;          // S, index_dtype
+  TensorRef dout;             // S + [D], forward.dtype
+  TensorMut dweight;          // Dense: [V, D], grad_dtype (every row written)
+  TensorMut unique_rows;      // Compact: [n], index_dtype (-1 from count on)
+  TensorMut dweight_compact;  // Compact: [n, D], grad_dtype (zero rows from count on)
+  TensorMut count;            // Compact: rank 0, I64
+};
+
+class BARACUDA_API EmbeddingBackwardPlan : public PlanBase {
+ public:
+  EmbeddingBackwardPlan() : PlanBase("EmbeddingBackwardPlan") {}
+  static Result<EmbeddingBackwardPlan> select(const Stream& stream, const EmbeddingBackwardDescriptor& desc,
+                                              const PlanPreference& pref = {});
+  Status can_implement(const EmbeddingBackwardArgs& args) const;
+  Status run(const Stream& stream, Workspace ws, const EmbeddingBackwardArgs& args) const;
+  Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const EmbeddingBackwardArgs& args) const;
+  Status check_indices(const Stream& stream, Workspace ws) const;  // as EmbeddingPlan's
+
+  const EmbeddingBackwardDescriptor& descriptor() const { return desc_; }  // padding_idx resolved
+  Dims dout_shape() const;     // index_shape + [embedding_dim]
+  Dims dweight_shape() const;  // Dense: [V, D]; Compact: [n, D]
+
+ private:
+  EmbeddingBackwardDescriptor desc_;
+};
+
+}  // namespace baracuda

@@ -1,0 +1,8 @@
+// The indexing plans in the contract suite, CPU checks and fuzz (tests/contract/suite.hpp).
+#include "contract/indexing_traits.hpp"
+#include "contract/cpu_suite.hpp"
+
+namespace contract {
+INSTANTIATE_TYPED_TEST_SUITE_P(EmbeddingPlan, PlanContract, ::testing::Types<EmbeddingTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(EmbeddingBackwardPlan, PlanContract, ::testing::Types<EmbeddingBackwardTraits>);
+}  // namespace contract

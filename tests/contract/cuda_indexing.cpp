@@ -1,0 +1,8 @@
+// The indexing plans in the contract suite, CUDA checks (skip without a GPU).
+#include "contract/indexing_traits.hpp"
+#include "contract/cuda_suite.hpp"
+
+namespace contract {
+INSTANTIATE_TYPED_TEST_SUITE_P(EmbeddingPlan, PlanContractCuda, ::testing::Types<EmbeddingTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(EmbeddingBackwardPlan, PlanContractCuda, ::testing::Types<EmbeddingBackwardTraits>);
+}  // namespace contract

@@ -1,0 +1,246 @@
+// Contract traits of the indexing family: EmbeddingPlan, EmbeddingBackwardPlan.
+// A new indexing plan joins with a traits struct here and one INSTANTIATE line
+// per suite in tests/contract/cpu_indexing.cpp and cuda_indexing.cpp.
+//
+// Index values come from the slot's value generator, in range [0, V) (a bad
+// index is an error on the CPU). The compact backward's problems mostly use
+// distinct indices (V >= 256, a cycled permutation: count = n) and sometimes
+// the dense problems' duplicates (the fuzz's broadcast views, layout_any):
+// both write every element (the rows past count: -1 and zeros).
+#pragma once
+
+#include <algorithm>
+#include <numeric>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "baracuda/ops/indexing.hpp"
+#include "contract/fuzz.hpp"
+#include "contract/harness.hpp"
+#include "contract/reduce_traits.hpp"  // reduce_contract::add_dims_mutators
+
+namespace contract {
+namespace indexing_contract {
+
+using baracuda::EmbeddingBackwardDescriptor;
+using baracuda::EmbeddingDescriptor;
+using baracuda::EmbeddingGradLayout;
+
+inline constexpr DType kFp[] = {DType::F32, DType::F64, DType::F16, DType::BF16};
+
+inline EmbeddingDescriptor make(DType t, DType it, int64_t V, int64_t D, Dims shape) {
+  EmbeddingDescriptor d;
+  d.dtype = t;
+  d.index_dtype = it;
+  d.num_embeddings = V;
+  d.embedding_dim = D;
+  d.index_shape = shape;
+  return d;
+}
+
+// Rank 0..3, extents 1..4 (rarely 0).
+inline Dims index_shape(Fuzz& f) {
+  Dims s;
+  const int r = static_cast<int>(f.range(0, 3));
+  for (int i = 0; i < r; ++i) s.push_back(f.chance(0.05) ? 0 : f.range(1, 4));
+  return s;
+}
+
+inline EmbeddingDescriptor valid_forward(Fuzz& f) {
+  EmbeddingDescriptor d = make(kFp[f.range(0, 3)], f.chance(0.5) ? DType::I32 : DType::I64, f.range(1, 12),
+                               f.range(1, 9), index_shape(f));
+  if (f.chance(0.1)) d.embedding_dim = 0;
+  d.has_padding_idx = f.chance(0.4);
+  if (d.has_padding_idx) d.padding_idx = f.range(-d.num_embeddings, d.num_embeddings - 1);
+  return d;
+}
+
+// Index values in [0, V): random (duplicates) or, for `distinct`, a cycled permutation.
+inline std::function<void(Rng&, std::vector<double>&)> index_values(int64_t V, bool distinct) {
+  return [V, distinct](Rng& rng, std::vector<double>& v) {
+    if (V <= 0) return;
+    if (!distinct) {
+      for (double& x : v) x = static_cast<double>(std::uniform_int_distribution<int64_t>(0, V - 1)(rng));
+      return;
+    }
+    std::vector<int64_t> perm(static_cast<size_t>(std::min<int64_t>(V, int64_t{1} << 16)));  // fuzzed V may be huge
+    std::iota(perm.begin(), perm.end(), int64_t{0});
+    std::shuffle(perm.begin(), perm.end(), rng);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = static_cast<double>(perm[i % perm.size()]);
+  };
+}
+
+inline std::string describe_forward(const EmbeddingDescriptor& d) {
+  std::ostringstream os;
+  os << "{dtype " << baracuda::dtype_name(d.dtype) << ", index_dtype " << baracuda::dtype_name(d.index_dtype)
+     << ", num_embeddings " << d.num_embeddings << ", embedding_dim " << d.embedding_dim << ", index_shape "
+     << dims_str(d.index_shape) << ", padding_idx " << (d.has_padding_idx ? std::to_string(d.padding_idx) : "none")
+     << "}";
+  return os.str();
+}
+
+inline std::vector<std::pair<const char*, EmbeddingDescriptor>> invalid_forward() {
+  auto with = [](auto fn) {
+    EmbeddingDescriptor d = make(DType::F32, DType::I64, 5, 3, {4});
+    fn(d);
+    return d;
+  };
+  return {{"dtype_int", with([](EmbeddingDescriptor& d) { d.dtype = DType::I32; })},
+          {"index_dtype_float", with([](EmbeddingDescriptor& d) { d.index_dtype = DType::F32; })},
+          {"num_embeddings_negative", with([](EmbeddingDescriptor& d) { d.num_embeddings = -1; })},
+          {"embedding_dim_negative", with([](EmbeddingDescriptor& d) { d.embedding_dim = -1; })},
+          {"index_shape_negative", with([](EmbeddingDescriptor& d) { d.index_shape = Dims{2, -3}; })},
+          {"index_shape_rank_8", with([](EmbeddingDescriptor& d) { d.index_shape = Dims{1, 1, 1, 1, 1, 1, 1, 1}; })},
+          {"weight_overflow", with([](EmbeddingDescriptor& d) { d.num_embeddings = d.embedding_dim = int64_t{1} << 40; })},
+          {"padding_idx_past_v", with([](EmbeddingDescriptor& d) { d.has_padding_idx = true, d.padding_idx = 5; })},
+          {"padding_idx_below_minus_v", with([](EmbeddingDescriptor& d) { d.has_padding_idx = true, d.padding_idx = -6; })}};
+}
+
+inline std::vector<DescMutator<EmbeddingDescriptor>> forward_mutators(bool padding) {
+  std::vector<DescMutator<EmbeddingDescriptor>> m;
+  reduce_contract::add_dims_mutators<EmbeddingDescriptor>(m, &EmbeddingDescriptor::index_shape, "index_shape");
+  m.push_back({"desc.dtype_any", [](EmbeddingDescriptor& d, Fuzz& f) { d.dtype = f.any_dtype(); }});
+  m.push_back({"desc.index_dtype_any", [](EmbeddingDescriptor& d, Fuzz& f) { d.index_dtype = f.any_dtype(); }});
+  m.push_back({"desc.num_embeddings_any", [](EmbeddingDescriptor& d, Fuzz& f) { d.num_embeddings = f.any_int(); }});
+  m.push_back({"desc.embedding_dim_any", [](EmbeddingDescriptor& d, Fuzz& f) { d.embedding_dim = f.any_int(); }});
+  if (padding)
+    m.push_back({"desc.padding_idx_any", [](EmbeddingDescriptor& d, Fuzz& f) {
+                   d.has_padding_idx = true;
+                   d.padding_idx = f.any_int();
+                 }});
+  return m;
+}
+
+}  // namespace indexing_contract
+
+// ---------------------------------------------------------------------------
+struct EmbeddingTraits {
+  using Plan = baracuda::EmbeddingPlan;
+  using Desc = baracuda::EmbeddingDescriptor;
+  using Args = baracuda::EmbeddingArgs;
+  static constexpr const char* kName = "EmbeddingPlan";
+  static Desc valid_desc(Rng& rng) {
+    Fuzz f(rng);
+    return indexing_contract::valid_forward(f);
+  }
+  static std::vector<Desc> zero_size_descs() {
+    using indexing_contract::make;
+    return {make(DType::F32, DType::I64, 5, 3, {0}), make(DType::BF16, DType::I32, 4, 0, {3, 2}),
+            make(DType::F64, DType::I64, 0, 4, {2, 0})};
+  }
+  static std::vector<std::pair<const char*, Desc>> invalid_descs() { return indexing_contract::invalid_forward(); }
+  static std::vector<Desc> workspace_descs() {
+    return {indexing_contract::make(DType::F32, DType::I64, 100, 64, {8, 16})};  // the error word
+  }
+  static std::vector<Slot<Args>> slots(const Plan& p) {
+    const Desc& d = p.descriptor();
+    auto idx = input<Args>("indices", d.index_dtype, d.index_shape, [](Args& a, const TensorMut& t) { a.indices = t; });
+    idx.values = indexing_contract::index_values(d.num_embeddings, false);
+    idx.values_checked = true;
+    return {input<Args>("weight", d.dtype, {d.num_embeddings, d.embedding_dim}, [](Args& a, const TensorMut& t) { a.weight = t; }),
+            idx, output<Args>("out", d.dtype, p.out_shape(), [](Args& a, const TensorMut& t) { a.out = t; })};
+  }
+  static std::vector<DescMutator<Desc>> desc_mutators() { return indexing_contract::forward_mutators(true); }
+  static std::string describe(const Desc& d) { return "EmbeddingDescriptor" + indexing_contract::describe_forward(d); }
+};
+
+struct EmbeddingBackwardTraits {
+  using Plan = baracuda::EmbeddingBackwardPlan;
+  using Desc = baracuda::EmbeddingBackwardDescriptor;
+  using Args = baracuda::EmbeddingBackwardArgs;
+  static constexpr const char* kName = "EmbeddingBackwardPlan";
+
+  static Desc backward_of(const baracuda::EmbeddingDescriptor& f, baracuda::EmbeddingGradLayout layout =
+                                                                        baracuda::EmbeddingGradLayout::Dense) {
+    Desc d;
+    d.forward = f;
+    d.grad_dtype = f.dtype;
+    d.layout = layout;
+    return d;
+  }
+  static Desc valid_desc(Rng& rng) {
+    Fuzz f(rng);
+    Desc d = backward_of(indexing_contract::valid_forward(f));
+    if ((d.forward.dtype == DType::F16 || d.forward.dtype == DType::BF16) && f.chance(0.5)) d.grad_dtype = DType::F32;
+    if (f.chance(0.4)) {  // compact: distinct indices, no padding (see the header comment)
+      d.layout = baracuda::EmbeddingGradLayout::Compact;
+      d.forward.num_embeddings = f.range(256, 300);
+      d.forward.has_padding_idx = false;
+      d.forward.padding_idx = 0;
+    }
+    return d;
+  }
+  static std::vector<Desc> zero_size_descs() {
+    using indexing_contract::make;
+    // Dense dweight rows are written even without indices (zeros), and compact
+    // always writes count: only an empty dweight is a zero-size problem.
+    return {backward_of(make(DType::F32, DType::I64, 5, 0, {3})), backward_of(make(DType::BF16, DType::I32, 0, 4, {0, 2}))};
+  }
+  static std::vector<std::pair<const char*, Desc>> invalid_descs() {
+    std::vector<std::pair<const char*, Desc>> v;
+    for (const auto& [label, f] : indexing_contract::invalid_forward()) v.push_back({label, backward_of(f)});
+    Desc g = backward_of(indexing_contract::make(DType::F32, DType::I64, 5, 3, {4}));
+    g.grad_dtype = DType::F64;
+    Desc l = g;
+    l.grad_dtype = DType::F32;
+    l.layout = static_cast<baracuda::EmbeddingGradLayout>(9);
+    v.push_back({"grad_dtype_f64_for_f32", g});
+    v.push_back({"layout_unknown", l});
+    return v;
+  }
+  static std::vector<Desc> workspace_descs() {
+    using indexing_contract::make;
+    return {backward_of(make(DType::F32, DType::I64, 100, 64, {8, 16})),
+            backward_of(make(DType::BF16, DType::I32, 1000, 32, {300}), baracuda::EmbeddingGradLayout::Compact)};
+  }
+  static std::vector<Slot<Args>> slots(const Plan& p) {
+    const Desc& bd = p.descriptor();
+    const baracuda::EmbeddingDescriptor& d = bd.forward;
+    const bool compact = bd.layout == baracuda::EmbeddingGradLayout::Compact;
+    const int64_t n = baracuda::shape_numel(d.index_shape);
+    auto idx = input<Args>("indices", d.index_dtype, d.index_shape, [](Args& a, const TensorMut& t) { a.indices = t; });
+    idx.values = indexing_contract::index_values(d.num_embeddings, compact);
+    idx.values_checked = true;
+    auto opt_out = [](bool used, const char* name, DType t, Dims shape, void (*bind)(Args&, const TensorMut&)) {
+      Slot<Args> s = output<Args>(name, t, shape, bind);
+      s.optional = true;
+      if (!used) s.role = Role::Unused;
+      return s;
+    };
+    return {idx,
+            input<Args>("dout", d.dtype, p.dout_shape(), [](Args& a, const TensorMut& t) { a.dout = t; }),
+            opt_out(!compact, "dweight", bd.grad_dtype, {d.num_embeddings, d.embedding_dim},
+                    [](Args& a, const TensorMut& t) { a.dweight = t; }),
+            opt_out(compact, "unique_rows", d.index_dtype, {n}, [](Args& a, const TensorMut& t) { a.unique_rows = t; }),
+            opt_out(compact, "dweight_compact", bd.grad_dtype, {n, d.embedding_dim},
+                    [](Args& a, const TensorMut& t) { a.dweight_compact = t; }),
+            opt_out(compact, "count", DType::I64, {}, [](Args& a, const TensorMut& t) { a.count = t; })};
+  }
+  static std::vector<DescMutator<Desc>> desc_mutators() {
+    std::vector<DescMutator<Desc>> v;
+    // padding_idx only for dense problems: the compact ones rely on every index contributing.
+    for (const auto& m : indexing_contract::forward_mutators(false))
+      v.push_back({m.name, [apply = m.apply](Desc& d, Fuzz& f) { apply(d.forward, f); }});
+    v.push_back({"desc.padding_idx_dense", [](Desc& d, Fuzz& f) {
+                   if (d.layout != baracuda::EmbeddingGradLayout::Dense) return;
+                   d.forward.has_padding_idx = true;
+                   d.forward.padding_idx = f.any_int();
+                 }});
+    v.push_back({"desc.grad_dtype_any", [](Desc& d, Fuzz& f) { d.grad_dtype = f.any_dtype(); }});
+    v.push_back({"desc.layout_any", [](Desc& d, Fuzz& f) {
+                   d.layout = static_cast<baracuda::EmbeddingGradLayout>(f.range(0, 3));
+                   if (d.layout == baracuda::EmbeddingGradLayout::Compact) d.forward.has_padding_idx = false;
+                 }});
+    return v;
+  }
+  static std::string describe(const Desc& d) {
+    std::ostringstream os;
+    os << "EmbeddingBackwardDescriptor{forward " << indexing_contract::describe_forward(d.forward) << ", grad_dtype "
+       << baracuda::dtype_name(d.grad_dtype) << ", layout " << static_cast<int>(d.layout) << "}";
+    return os.str();
+  }
+};
+
+}  // namespace contract
