@@ -29,10 +29,11 @@ Views contiguous(const Dims& shape) {
 }
 
 Launch choose(DType t, const Dims& shape, int axis, const Views& v, bool backward = false, int arch = 90,
-              int sm_count = 132) {
+              int sm_count = 132, bool log = false) {
   Launch l;
   l.dtype = t;
   l.backward = backward;
+  l.log = log;
   l.arch = arch;
   l.sm_count = sm_count;
   const int n = backward ? 3 : 2;
@@ -45,6 +46,11 @@ Launch choose(DType t, const Dims& shape, int axis, const Views& v, bool backwar
 std::string variant(DType t, const Dims& shape, int axis = -1, bool backward = false, int arch = 90, int sm = 132) {
   const int a = axis < 0 ? axis + shape.rank : axis;
   return softmax::detail::variant_of(choose(t, shape, a, contiguous(shape), backward, arch, sm));
+}
+
+// The backward's choice on contiguous rows over the last axis (log: the forward was log_softmax).
+std::string backward_variant(DType t, const Dims& shape, bool log, int arch = 90) {
+  return softmax::detail::variant_of(choose(t, shape, shape.rank - 1, contiguous(shape), true, arch, 132, log));
 }
 
 TEST(SoftmaxPath, ContiguousRowsByLength) {
@@ -76,9 +82,19 @@ TEST(SoftmaxPath, WarpLaneElementsCoverTheRow) {
 }
 
 TEST(SoftmaxPath, SharedMemoryLimitPerArchAndDirection) {
-  // f32 50304: 201,216 bytes fit sm_90's 200 KiB staging; the backward stages y and dy.
+  // f32 50304: 201,216 bytes fit sm_90's 200 KiB staging; the softmax
+  // backward stages y and dy, the log_softmax backward only dy.
   EXPECT_EQ(variant(DType::F32, {9, 50304}), "block.vec16");
   EXPECT_EQ(variant(DType::F32, {9, 50304}, -1, true), "split.vec16");
+  EXPECT_EQ(backward_variant(DType::F32, {9, 50304}, true), "block.vec16");
+  EXPECT_EQ(backward_variant(DType::F32, {9, 50304}, false), "split.vec16");
+  // The limits exactly: 200 KiB is 51,200 f32 elements staged once, 25,600 twice.
+  EXPECT_EQ(backward_variant(DType::F32, {9, 51200}, true), "block.vec16");
+  EXPECT_EQ(backward_variant(DType::F32, {9, 51204}, true), "split.vec16");
+  EXPECT_EQ(backward_variant(DType::F32, {9, 25600}, false), "block.vec16");
+  EXPECT_EQ(backward_variant(DType::F32, {9, 25604}, false), "split.vec16");
+  EXPECT_EQ(backward_variant(DType::BF16, {9, 50304}, true, 80), "block.vec16");   // 100,608 bytes of 160 KiB
+  EXPECT_EQ(backward_variant(DType::BF16, {9, 50304}, false, 80), "split.vec16");  // twice that
   EXPECT_EQ(variant(DType::F32, {9, 50304}, -1, false, 80), "split.vec16");
   EXPECT_EQ(variant(DType::BF16, {9, 50304}, -1, false, 80), "block.vec16");
   EXPECT_EQ(variant(DType::BF16, {9, 50304}, -1, false, 75), "split.vec16");
@@ -91,6 +107,32 @@ TEST(SoftmaxPath, SharedMemoryLimitPerArchAndDirection) {
   EXPECT_EQ(bf16.block_threads, 256);
   const Launch f32 = choose(DType::F32, {9, 16384}, 1, contiguous({9, 16384}));  // 4096 vectors
   EXPECT_EQ(f32.block_threads, 512);
+}
+
+// f64 has no short-row kernels (launch.hpp: has_short_row_kernels): what
+// the warp path and the smaller blocks would take goes to 1024-thread blocks.
+TEST(SoftmaxPath, F64ShortRowsTakeTheBlockPathWith1024Threads) {
+  for (int64_t len : {1, 7, 33, 1000, 1024, 1026, 4096}) {
+    for (bool backward : {false, true}) {
+      const Launch l = choose(DType::F64, {3, len}, 1, contiguous({3, len}), backward);
+      EXPECT_EQ(l.path, Path::Block) << len;
+      EXPECT_EQ(l.block_threads, 1024) << len;
+      EXPECT_EQ(l.lane_elems, 0) << len;
+      EXPECT_EQ(l.vec, len % 2 == 0) << len;  // two f64 per 16-byte vector
+    }
+  }
+  EXPECT_EQ(variant(DType::F64, {67, 1000}), "block.vec16");
+  EXPECT_EQ(variant(DType::F64, {129, 7}), "block");
+  EXPECT_EQ(variant(DType::F64, {129, 7}, -1, false, 75), "block");  // fits the smallest staging (48 KiB)
+  EXPECT_EQ(backward_variant(DType::F64, {129, 1024}, false, 75), "block.vec16");
+  // The other dtypes keep the warp path and sized blocks for the same rows.
+  EXPECT_EQ(variant(DType::F32, {67, 1000}), "warp.vec16");
+  EXPECT_EQ(choose(DType::F32, {3, 4096}, 1, contiguous({3, 4096})).block_threads, 128);
+  // Long f64 rows: unchanged (block by the staging limit, split beyond it).
+  EXPECT_EQ(variant(DType::F64, {7, 25600}), "block.vec16");  // 204,800 bytes: sm_90's 200 KiB
+  EXPECT_EQ(variant(DType::F64, {7, 25602}), "split.vec16");
+  EXPECT_EQ(variant(DType::F64, {2, 1 << 20}), "split.vec16");
+  EXPECT_EQ(variant(DType::F64, {300, 257}, 0), "generic");
 }
 
 TEST(SoftmaxPath, FewLongRowsSplitAcrossBlocks) {

@@ -323,6 +323,15 @@ TEST(SoftmaxCuda, VariantsPerLength) {
   }
   EXPECT_EQ(SoftmaxPlan::select(kGpu, {DType::F32, Dims{64, 50}, 0}, bespoke()).value().sku().variant, "generic");
   EXPECT_EQ(SoftmaxBackwardPlan::select(kGpu, {DType::F32, Dims{8, 4096}}, bespoke()).value().sku().variant, "block.vec16");
+  // f64 has no warp path (block, 1024 threads); the log_softmax backward stages only dy, so f32 rows of
+  // 50304 fit the block path on sm_90 where the softmax backward's y and dy do not.
+  EXPECT_EQ(SoftmaxPlan::select(kGpu, {DType::F64, Dims{8, 1000}}, bespoke()).value().sku().variant, "block.vec16");
+  if (SoftmaxPlan::select(kGpu, {DType::F32, Dims{8, 1000}}, bespoke()).value().sku().arch == 90) {
+    EXPECT_EQ(SoftmaxBackwardPlan::select(kGpu, {DType::F32, Dims{9, 50304}, -1, true}, bespoke()).value().sku().variant,
+              "block.vec16");
+    EXPECT_EQ(SoftmaxBackwardPlan::select(kGpu, {DType::F32, Dims{9, 50304}, -1, false}, bespoke()).value().sku().variant,
+              "split.vec16");
+  }
   EXPECT_EQ(SoftmaxPlan::select(kGpu, {DType::F32, Dims{0, 4096}}, bespoke()).value().sku().variant, "empty");
 }
 

@@ -42,10 +42,14 @@
 // run() re-derives it from the actual views, see sku_for()):
 //   "warp[.vec16]"        rows of up to 32 * 32 elements (2 KiB .. 8 KiB):
 //                         one warp per row, the row held in registers
+//                         (f32, f16, bf16; f64 rows this short take "block")
 //   "block[.vec16]"       rows that fit the block's shared memory (about
-//                         200 KiB on sm_90, 96 KiB on sm_80, 48 KiB before;
-//                         backward: y and dy together): one block per row,
-//                         the row staged in shared memory, so x is read once
+//                         200 KiB on sm_90, 160 KiB on sm_80, 96 KiB on
+//                         sm_86 / sm_89, 48 KiB before; softmax backward: y
+//                         and dy together, log_softmax backward: dy only):
+//                         one block per row, the row staged in shared
+//                         memory, so x is read once (f64: 1024 threads per
+//                         block, also for the rows "warp" takes in the others)
 //   "split[.vec16]"       longer rows (e.g. 262,144 or 1M elements), or rows of
 //                         >= 64K elements too few to fill the GPU: each row is
 //                         split across blocks; pass 1 writes per-chunk partial

@@ -39,9 +39,19 @@ inline constexpr int kBlockVecsPerThread = 8;
 inline constexpr int64_t kSplitChunk = 8192;
 // Rows at least this long take the split path when there are fewer rows than SMs.
 inline constexpr int64_t kSplitMinLen = 65536;
-// Dynamic shared memory the block path may stage one row in (forward: x;
-// backward: y and dy), per architecture (core/smem_limit.hpp, shared with norm).
+// Dynamic shared memory the block path may stage rows in, per architecture
+// (core/smem_limit.hpp, shared with norm).
 inline int64_t block_smem_limit(int arch) { return baracuda::detail::row_staging_limit(arch); }
+// Rows the block path stages: x (forward), dy (log_softmax backward:
+// dx = scale * (dy - exp(y) * sum(dy)) needs only sum(dy) before the output),
+// y and dy (softmax backward: sum(dy * y)).
+inline constexpr int block_staged_rows(bool backward, bool log) { return backward && !log ? 2 : 1; }
+// Whether a dtype has the short-row kernels: the warp path and the block path
+// below 1024 threads. f64 has not (its kernels took twice the nvcc time of
+// the others', for a dtype rarely used in softmax): its short rows take the
+// block path with 1024 threads, which handles any length up to the staging
+// limit (choose_path).
+inline constexpr bool has_short_row_kernels(DType t) { return t != DType::F64; }
 // Bytes of one partial in the split path's workspace ((max, sum) or a sum, padded).
 inline constexpr int64_t kPartialBytes = 16;
 
@@ -56,7 +66,7 @@ struct Launch {
   Path path = Path::Generic;
   bool vec = false;        // 16-byte vectors (fast paths only)
   int lane_elems = 0;      // Warp: elements per lane (one of kWarpLaneElems)
-  int block_threads = 0;   // Block: 128, 256, 512 or 1024
+  int block_threads = 0;   // Block: 128, 256, 512 or 1024 (f64: 1024 only)
   int64_t chunks = 0;      // Split: chunks per row (kSplitChunk elements each)
   void* workspace = nullptr;  // Split: rows * chunks * kPartialBytes
   void* stream = nullptr;     // cudaStream_t

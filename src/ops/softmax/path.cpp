@@ -55,8 +55,12 @@ void choose_path(cuda::Launch& l, int n_views, const void* const* ptrs) {
     vec = vec && baracuda::detail::is_aligned16(ptrs[k]);
     if (r.outer_rank == 1) vec = vec && r.outer_stride[k][0] % v == 0;
   }
-  const int64_t row_bytes = (r.len * esize + 15) / 16 * 16 * (l.backward ? 2 : 1);  // the block path's staging
-  if (r.len <= cuda::kWarpMaxLen) {
+  // The block path's staging: one or two rows, each padded to 16 bytes.
+  const int64_t row_bytes = (r.len * esize + 15) / 16 * 16 * cuda::block_staged_rows(l.backward, l.log);
+  // Without the short-row kernels (f64), rows of up to kWarpMaxLen take the
+  // block path with 1024 threads (they always fit its staging).
+  const bool short_kernels = cuda::has_short_row_kernels(l.dtype);
+  if (r.len <= cuda::kWarpMaxLen && short_kernels) {
     l.path = Path::Warp;
     for (int e : cuda::kWarpLaneElems)
       if (32 * int64_t{e} >= r.len) {
@@ -71,7 +75,7 @@ void choose_path(cuda::Launch& l, int n_views, const void* const* ptrs) {
     // on the H100: 256 threads on 4096-element bf16 rows held 55 % of the
     // copy bandwidth), 128 .. 1024.
     const int64_t vectors = (r.len * esize + 15) / 16;
-    int threads = 128;
+    int threads = short_kernels ? 128 : 1024;
     while (threads < 1024 && threads * cuda::kBlockVecsPerThread < vectors) threads *= 2;
     l.block_threads = threads;
     l.vec = vec;

@@ -17,14 +17,17 @@ namespace baracuda::softmax::detail {
 cuda::Rows make_rows(const Dims& shape, int axis, const int64_t* const* views, int n_views);
 
 // Fills l.path, vec, lane_elems, block_threads and chunks from l.rows, the
-// operands' data pointers `ptrs` (alignment), l.dtype, l.backward, l.arch and
-// l.sm_count:
+// operands' data pointers `ptrs` (alignment), l.dtype, l.backward, l.log,
+// l.arch and l.sm_count:
 //   fast (every operand's axis unit-stride, at most one outer dim):
-//     len <= kWarpMaxLen                                   -> Warp
-//     staged row fits block_smem_limit(arch), and not
-//     (len >= kSplitMinLen with fewer rows than SMs)        -> Block (1024 threads above 48 KiB)
+//     len <= kWarpMaxLen (not f64)                         -> Warp
+//     staged rows (block_staged_rows: softmax backward 2,
+//     else 1) fit block_smem_limit(arch), and not
+//     (len >= kSplitMinLen with fewer rows than SMs)        -> Block (128 .. 1024 threads; f64: 1024)
 //     else                                                 -> Split (ceil(len / kSplitChunk) chunks)
 //   otherwise                                              -> Generic
+// f64 has no short-row kernels (launch.hpp: has_short_row_kernels): its rows
+// of up to kWarpMaxLen take the block path with 1024 threads.
 // vec: every pointer 16-byte aligned, row strides and len multiples of a
 // 16-byte vector (Warp: and the lane's element count too).
 void choose_path(cuda::Launch& l, int n_views, const void* const* ptrs);

@@ -1,10 +1,13 @@
 // Path "block": one block of kThreads per row, the row staged in dynamic
-// shared memory (forward: x; backward: y and dy), so the inputs are read from
-// global memory once. Thread t owns vectors t, t + kThreads, ... of the row;
-// it folds them while staging, the block combines the partials
-// (block_allreduce), and the thread reads back exactly the vectors it staged
-// to write the output: no thread reads another's staging, so the next row
-// may reuse the buffer without a barrier beyond the reduction's own.
+// shared memory (forward: x; softmax backward: y and dy), so the inputs are
+// read from global memory once. The log_softmax backward stages only dy:
+// dx = scale * (dy - exp(y) * sum(dy)) needs nothing of y before the sum, so
+// y is read once, in the second pass (half the shared memory: twice the rows
+// per SM, and rows twice as long fit). Thread t owns vectors t, t + kThreads,
+// ... of the row; it folds them while staging, the block combines the
+// partials (block_allreduce), and the thread reads back exactly the vectors
+// it staged to write the output: no thread reads another's staging, so the
+// next row may reuse the buffer without a barrier beyond the reduction's own.
 #pragma once
 #include "cuda/smem_optin.cuh"
 #include "ops/softmax/cuda/softmax_common.cuh"
@@ -56,6 +59,26 @@ __device__ __forceinline__ void block_row(const Params& p, int64_t row, T* sa, T
       for (int w = 0; w < W; ++w) v[w] = f.template out<(sizeof(T) == 2)>(v[w] * scale);
       store_elems<T, W>(o + i * W, v);
     }
+  } else if (log) {
+    // sg is unused: dy is staged in sa, the only buffer.
+    using Op = SumOp<Acc>;
+    const T* g = static_cast<const T*>(p.in1) + row * p.row_stride[2];
+    Acc s = Op::init();
+    for (int64_t i = t; i < nv; i += kThreads) {
+      Acc dy[W];
+      load_stage<T, W>(g + i * W, sa + i * W, dy);
+#pragma unroll
+      for (int w = 0; w < W; ++w) s += dy[w];
+    }
+    const Acc sum = dev::block_allreduce<Op, kThreads>(s, static_cast<Acc*>(red));
+    for (int64_t i = t; i < nv; i += kThreads) {
+      Acc y[W], dy[W];
+      load_elems<T, W>(a + i * W, y);
+      load_elems<T, W>(sa + i * W, dy);
+#pragma unroll
+      for (int w = 0; w < W; ++w) y[w] = backward_out(true, scale, sum, y[w], dy[w]);
+      store_elems<T, W>(o + i * W, y);
+    }
   } else {
     using Op = SumOp<Acc>;
     const T* g = static_cast<const T*>(p.in1) + row * p.row_stride[2];
@@ -65,7 +88,7 @@ __device__ __forceinline__ void block_row(const Params& p, int64_t row, T* sa, T
       load_stage<T, W>(a + i * W, sa + i * W, y);
       load_stage<T, W>(g + i * W, sg + i * W, dy);
 #pragma unroll
-      for (int w = 0; w < W; ++w) s += backward_term(log, y[w], dy[w]);
+      for (int w = 0; w < W; ++w) s += backward_term(false, y[w], dy[w]);
     }
     const Acc sum = dev::block_allreduce<Op, kThreads>(s, static_cast<Acc*>(red));
     for (int64_t i = t; i < nv; i += kThreads) {
@@ -73,7 +96,7 @@ __device__ __forceinline__ void block_row(const Params& p, int64_t row, T* sa, T
       load_elems<T, W>(sa + i * W, y);
       load_elems<T, W>(sg + i * W, dy);
 #pragma unroll
-      for (int w = 0; w < W; ++w) y[w] = backward_out(log, scale, sum, y[w], dy[w]);
+      for (int w = 0; w < W; ++w) y[w] = backward_out(false, scale, sum, y[w], dy[w]);
       store_elems<T, W>(o + i * W, y);
     }
   }
@@ -88,7 +111,8 @@ __global__ void __launch_bounds__(kThreads) block_rows_kernel(Params p) {
   extern __shared__ __align__(16) unsigned char staging[];
   __shared__ dev::MaxSumExp<Acc> red[kThreads / 32];  // also holds the backward's Acc partials
   T* sa = reinterpret_cast<T*>(staging);
-  T* sg = reinterpret_cast<T*>(staging + (kBackward ? staging_bytes(p.len, sizeof(T)) : 0));
+  const int64_t sg_offset = block_staged_rows(kBackward, p.log != 0) == 2 ? staging_bytes(p.len, sizeof(T)) : 0;
+  T* sg = reinterpret_cast<T*>(staging + sg_offset);  // the softmax backward's dy (unused otherwise)
   constexpr int kV = dev::kVec16<T>;
   for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
     if (p.vec) block_row<T, kThreads, kV, kBackward>(p, row, sa, sg, red);
@@ -99,7 +123,7 @@ __global__ void __launch_bounds__(kThreads) block_rows_kernel(Params p) {
 template <class T, int kThreads, bool kBackward>
 Status launch_block(const Params& p, int sm_count, int arch, cudaStream_t stream, const char* what) {
   static dev::SmemOptIn optin;
-  const size_t smem = static_cast<size_t>(staging_bytes(p.len, sizeof(T)) * (kBackward ? 2 : 1));
+  const size_t smem = static_cast<size_t>(staging_bytes(p.len, sizeof(T)) * block_staged_rows(kBackward, p.log != 0));
   // The opt-in is made once per device (SmemOptIn), so it asks for the most
   // any row of this path may need on this architecture, not for this row.
   const size_t optin_bytes = std::max<size_t>(smem, static_cast<size_t>(block_smem_limit(arch)));

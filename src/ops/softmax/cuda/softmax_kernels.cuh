@@ -1,10 +1,13 @@
-// Softmax CUDA kernels: the four algorithm templates and launch_typed<T>,
-// instantiated per dtype as listed in ../manifest.cmake (generated TUs;
-// softmax_launch.cu dispatches). The path was chosen by the plan
-// (plan.cpp: choose_path) and arrives in the Launch.
+// Softmax CUDA kernels: the four algorithm templates and
+// launch_forward_typed<T> / launch_backward_typed<T>, instantiated per dtype
+// and direction as listed in ../manifest.cmake (generated TUs, so each TU
+// compiles one direction's kernels; softmax_launch.cu dispatches). The path
+// was chosen by the plan (path.cpp: choose_path) and arrives in the Launch.
 #pragma once
 #include <algorithm>
+#include <string>
 
+#include "baracuda/core/cuda_types.hpp"
 #include "core/cuda_device.hpp"
 #include "ops/softmax/cuda/block_rows.cuh"
 #include "ops/softmax/cuda/generic_rows.cuh"
@@ -36,38 +39,54 @@ inline Params params_of(const Launch& l) {
   return p;
 }
 
+// One direction's paths. Without the short-row kernels (f64: launch.hpp's
+// has_short_row_kernels) only the block path's 1024-thread kernel, split and
+// generic exist; choose_path never asks such a dtype for the others.
 template <class T, bool kBackward>
 Status launch_dir(const Launch& l) {
+  static_assert(sizeof(kWarpLaneElems) / sizeof(kWarpLaneElems[0]) == 4 && kWarpLaneElems[0] == 4 &&
+                    kWarpLaneElems[3] == 32 && kWarpMaxLen == 32 * 32,
+                "the warp cases mirror kWarpLaneElems");
   const Params p = params_of(l);
   const auto stream = static_cast<cudaStream_t>(l.stream);
   const char* what = kBackward ? "SoftmaxBackwardPlan: kernel launch" : "SoftmaxPlan: kernel launch";
   switch (l.path) {
-    case Path::Warp:
-      switch (l.lane_elems) {
-        case 4: return launch_warp<T, 4, kBackward>(p, l.sm_count, stream, what);
-        case 8: return launch_warp<T, 8, kBackward>(p, l.sm_count, stream, what);
-        case 16: return launch_warp<T, 16, kBackward>(p, l.sm_count, stream, what);
-        default: return launch_warp<T, 32, kBackward>(p, l.sm_count, stream, what);
-      }
+    case Path::Generic: return launch_generic<T, kBackward>(p, l.sm_count, stream, what);
+    case Path::Split: return launch_split<T, kBackward>(p, stream, what);
     case Path::Block:
+      if (l.block_threads == 1024) return launch_block<T, 1024, kBackward>(p, l.sm_count, l.arch, stream, what);
+      break;
+    case Path::Warp: break;
+  }
+  if constexpr (has_short_row_kernels(dtype_of_v<T>)) {
+    if (l.path == Path::Block) {
       switch (l.block_threads) {
         case 128: return launch_block<T, 128, kBackward>(p, l.sm_count, l.arch, stream, what);
         case 256: return launch_block<T, 256, kBackward>(p, l.sm_count, l.arch, stream, what);
         case 512: return launch_block<T, 512, kBackward>(p, l.sm_count, l.arch, stream, what);
-        default: return launch_block<T, 1024, kBackward>(p, l.sm_count, l.arch, stream, what);
       }
-    case Path::Split: return launch_split<T, kBackward>(p, stream, what);
-    case Path::Generic: break;
+    } else {
+      switch (l.lane_elems) {
+        case 4: return launch_warp<T, 4, kBackward>(p, l.sm_count, stream, what);
+        case 8: return launch_warp<T, 8, kBackward>(p, l.sm_count, stream, what);
+        case 16: return launch_warp<T, 16, kBackward>(p, l.sm_count, stream, what);
+        case 32: return launch_warp<T, 32, kBackward>(p, l.sm_count, stream, what);
+      }
+    }
   }
-  return launch_generic<T, kBackward>(p, l.sm_count, stream, what);
+  // Not reached from a plan: choose_path picks only kernels that exist.
+  return Status(StatusCode::Unsupported, std::string(what) + ": no " + (l.path == Path::Warp ? "warp" : "block") +
+                                             " kernel of this shape for " + std::string(dtype_name(l.dtype)));
 }
 
 template <class T>
-Status launch_typed(const Launch& l) {
-  static_assert(sizeof(kWarpLaneElems) / sizeof(kWarpLaneElems[0]) == 4 && kWarpLaneElems[0] == 4 &&
-                    kWarpLaneElems[3] == 32 && kWarpMaxLen == 32 * 32,
-                "launch_dir's warp cases mirror kWarpLaneElems");
-  return l.backward ? launch_dir<T, true>(l) : launch_dir<T, false>(l);
+Status launch_forward_typed(const Launch& l) {
+  return launch_dir<T, false>(l);
+}
+
+template <class T>
+Status launch_backward_typed(const Launch& l) {
+  return launch_dir<T, true>(l);
 }
 
 }  // namespace baracuda::softmax::cuda::kern
