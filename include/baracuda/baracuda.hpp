@@ -21,4 +21,5 @@
 #include "baracuda/ops/rope.hpp"
 #include "baracuda/ops/norm.hpp"
 #include "baracuda/ops/softmax.hpp"
+#include "baracuda/ops/loss.hpp"
 #include "baracuda/version.hpp"
