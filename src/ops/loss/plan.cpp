@@ -199,6 +199,7 @@ cuda::Launch backward_launch(const PlanBase& plan, const CrossEntropyBackwardDes
 
 Status launch_cuda(const PlanBase& plan, cuda::Launch l, const Stream& stream, Workspace ws) {
 #ifdef BARACUDA_WITH_CUDA
+  (void)plan;  // the kernels name their plan in their errors
   const WorkspaceLayout w = workspace_layout(l);
   // The scratch needs 8- and 16-byte slots: align any workspace pointer up (workspace_layout() has the pad).
   auto* base = ws.ptr ? reinterpret_cast<unsigned char*>((reinterpret_cast<uintptr_t>(ws.ptr) + 15) / 16 * 16) : nullptr;
