@@ -3,7 +3,7 @@
 
     python3 bench/compare.py OURS.json [TORCH.json] [--family F] [--markdown PATH] [--out PATH] [--summary-only]
 
-The family (reduce, rope, elementwise, softmax, norm, indexing: bandwidth; attention, gemm: TFLOP/s) is read
+The family (reduce, rope, elementwise, softmax, norm, indexing, loss: bandwidth; attention, gemm: TFLOP/s) is read
 from OURS.json (--family overrides). TORCH.json may be missing: ours alone is shown.
 
 Bandwidth families print, per case: our time, torch's time, speedup = torch_us /
@@ -437,14 +437,15 @@ def family_of(ours):
         "baracuda_bench": "reduce", "baracuda_rope_bench": "rope",
         "baracuda_elementwise_bench": "elementwise", "baracuda_gemm_bench": "gemm",
         "baracuda_softmax_bench": "softmax", "baracuda_norm_bench": "norm",
-        "baracuda_indexing_bench": "indexing"}.get(ours.get("tool"), "reduce")
+        "baracuda_indexing_bench": "indexing",
+        "baracuda_loss_bench": "loss"}.get(ours.get("tool"), "reduce")
 
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("ours")
     ap.add_argument("torch", nargs="?")
-    ap.add_argument("--family", choices=("reduce", "attention", "attn", "rope", "elementwise", "ew", "gemm", "softmax", "norm", "indexing"),
+    ap.add_argument("--family", choices=("reduce", "attention", "attn", "rope", "elementwise", "ew", "gemm", "softmax", "norm", "indexing", "loss"),
                     help="default: read from OURS.json")
     ap.add_argument("--markdown", help="write a markdown report here")
     ap.add_argument("--out", help="write the combined JSON here")

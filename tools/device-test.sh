@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The one script run on the GPU machine, from the repository root:
 #   configure (from scratch) + build, ctest, examples (quickstart, attention_block, custom_elementwise), and with
-#   BENCH=1 the benchmarks (reduction, attention, RoPE, elementwise, GEMM, softmax, norm, indexing) against PyTorch.
+#   BENCH=1 the benchmarks (reduction, attention, RoPE, elementwise, GEMM, softmax, norm, indexing, loss) against PyTorch.
 #
 #   RESULTS=$OUT BENCH=1 tools/device-test.sh
 #
@@ -19,7 +19,7 @@
 #   CTEST_TIMEOUT per-test timeout in seconds (default 300)
 #   BENCH         1: run the benchmarks (default 0)
 #   BENCH_SET     which baracuda_bench families, each against PyTorch
-#                 (default "reduce attn rope ew gemm softmax norm indexing"; attn = attention,
+#                 (default "reduce attn rope ew gemm softmax norm indexing loss"; attn = attention,
 #                 ew = elementwise)
 #   BENCH_FILTER  only bench cases whose name contains this (e.g. "sum.fwd")
 #   BENCH_ITERS   timed iterations per case (default: each family's own,
@@ -37,7 +37,7 @@ CTEST_TIMEOUT=${CTEST_TIMEOUT:-300}
 BENCH=${BENCH:-0}
 BENCH_FILTER=${BENCH_FILTER:-}
 BENCH_ITERS=${BENCH_ITERS:-}
-BENCH_SET=${BENCH_SET:-reduce attn rope ew gemm softmax norm indexing}
+BENCH_SET=${BENCH_SET:-reduce attn rope ew gemm softmax norm indexing loss}
 
 mkdir -p "$RESULTS"
 RESULTS=$(cd "$RESULTS" && pwd)
@@ -144,7 +144,7 @@ if [[ "$BENCH" == 1 ]]; then
   [[ -n "$BENCH_ITERS" ]] && BARGS+=(--iters "$BENCH_ITERS")
   for SET in $BENCH_SET; do
     case "$SET" in
-      reduce|rope|gemm|softmax|norm|indexing) FAMILY=$SET ;;
+      reduce|rope|gemm|softmax|norm|indexing|loss) FAMILY=$SET ;;
       attn|attention) FAMILY=attention ;;
       ew|elementwise) FAMILY=elementwise ;;
       *) fail "bench: unknown set $SET"; continue ;;

@@ -22,4 +22,5 @@
 #include "baracuda/ops/norm.hpp"
 #include "baracuda/ops/indexing.hpp"
 #include "baracuda/ops/softmax.hpp"
+#include "baracuda/ops/loss.hpp"
 #include "baracuda/version.hpp"

@@ -1,0 +1,35 @@
+// The cross-entropy plans' CUDA path choice and workspace layout, plain C++
+// (no CUDA headers), so that select() / sku() / sku_for() name exactly what
+// the kernels run, and the CPU tests can check the choice without a GPU.
+#pragma once
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+#include "ops/loss/launch.hpp"
+
+namespace baracuda::loss::detail {
+
+// Fills l.path, vec, stage, threads and chunks from l.rows, l.classes,
+// l.dtype, l.mode, l.arch, l.sm_count and the pointers / row strides of
+// logits, dlogits (Backward / Fused) and probability targets:
+//   classes >= kSplitMinLen and rows < SMs      -> Split (ceil(classes / kSplitChunk) chunks)
+//   otherwise                                    -> Block (kSmallThreads up to kSmallRowVectors
+//                                                   16-byte vectors per row, else kLargeThreads;
+//                                                   Fused: stage the row when it fits stage_limit)
+// vec: every such pointer 16-byte aligned, row strides and classes multiples
+// of a 16-byte vector.
+void choose_path(cuda::Launch& l);
+
+// "block", "block.vec16", "split.vec16", ...
+std::string variant_of(const cuda::Launch& l);
+
+// Byte offsets of the workspace's parts from its 16-byte aligned start
+// (-1: not used) and the bytes to ask for (+ 16 to align any pointer up).
+struct WorkspaceLayout {
+  int64_t divisor = -1, row_loss = -1, partials = -1;
+  size_t bytes = 0;
+};
+WorkspaceLayout workspace_layout(const cuda::Launch& l);
+
+}  // namespace baracuda::loss::detail
