@@ -88,9 +88,16 @@ TYPED_TEST_P(PlanContractCuda, GraphCaptureReplayMatchesDirectRun) {
       ASSERT_EQ(cudaGraphLaunch(g.exec, g.stream), cudaSuccess);
       ASSERT_EQ(cudaStreamSynchronize(g.stream), cudaSuccess);
       for (size_t i = 0; i < c.slots.size(); ++i)
-        if (c.bufs[i] && c.is_output(i))
-          EXPECT_TRUE(c.bufs[i]->read() == direct[i]) << c.slots[i].name << ": replay " << replay
-                                                      << " differs from the direct run; " << T::describe(desc);
+        if (c.bufs[i] && c.is_output(i)) {
+          const std::vector<uint8_t> got = c.bufs[i]->read();
+          size_t first = 0;  // the first differing byte, for the message
+          while (first < got.size() && first < direct[i].size() && got[first] == direct[i][first]) ++first;
+          EXPECT_TRUE(got == direct[i]) << c.slots[i].name << ": replay " << replay << " differs from the direct run"
+                                        << " (first at byte " << first << " of " << got.size() << ": replay "
+                                        << (first < got.size() ? int{got[first]} : -1) << ", direct "
+                                        << (first < direct[i].size() ? int{direct[i][first]} : -1) << "); "
+                                        << T::describe(desc);
+        }
     }
     EXPECT_EQ(c.guard_damage(), "");
   }
