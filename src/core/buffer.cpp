@@ -85,7 +85,12 @@ Status Buffer::copy_from_host(const void* src, size_t bytes, size_t offset) {
     return Status::ok();
   }
 #ifdef BARACUDA_WITH_CUDA
-  return detail::cuda_status(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "Buffer::copy_from_host");
+  // cudaMemcpy from pageable host memory may return before the DMA into the
+  // device lands (it is ordered on the default stream only): wait for it, so
+  // work on any other stream (non-blocking ones included) sees the data.
+  BARACUDA_RETURN_IF_ERROR(
+      detail::cuda_status(cudaMemcpy(dst, src, bytes, cudaMemcpyHostToDevice), "Buffer::copy_from_host"));
+  return detail::cuda_status(cudaStreamSynchronize(0), "Buffer::copy_from_host");
 #else
   return Status(StatusCode::Unsupported, "Buffer: CPU-only build");
 #endif
@@ -113,7 +118,9 @@ Status Buffer::fill_bytes(uint8_t value) {
     return Status::ok();
   }
 #ifdef BARACUDA_WITH_CUDA
-  return detail::cuda_status(cudaMemset(ptr_, value, bytes_), "Buffer::fill_bytes");
+  // cudaMemset is asynchronous for device memory: wait, as copy_from_host does.
+  BARACUDA_RETURN_IF_ERROR(detail::cuda_status(cudaMemset(ptr_, value, bytes_), "Buffer::fill_bytes"));
+  return detail::cuda_status(cudaStreamSynchronize(0), "Buffer::fill_bytes");
 #else
   return Status(StatusCode::Unsupported, "Buffer: CPU-only build");
 #endif

@@ -25,10 +25,11 @@ class BARACUDA_API Buffer {
   size_t bytes() const { return bytes_; }
   Device device() const { return device_; }
 
-  // Copies between this buffer and host memory (synchronous).
+  // Copies between this buffer and host memory (synchronous: on return the
+  // data is in place, visible to work on any stream, non-blocking ones too).
   Status copy_from_host(const void* src, size_t bytes, size_t offset = 0);
   Status copy_to_host(void* dst, size_t bytes, size_t offset = 0) const;
-  // Fills every byte with `value` (synchronous).
+  // Fills every byte with `value` (synchronous, as the copies).
   Status fill_bytes(uint8_t value);
 
   // Views over the whole buffer: capacity is bytes / dtype_size.
