@@ -36,7 +36,7 @@ __device__ __forceinline__ void load_maybe_stage(const T* src, T* dst, bool stag
 
 // Vectors whose loads each thread issues before folding them (pass 1) or
 // computing their gradients (pass 2). Measured on the H100 (bf16, 8192 rows
-// of 50304 / 128256, 22:05 run, every kernel capped at 64 registers): 1 ->
+// of 50304 / 128256, 21:45 run, every kernel capped at 64 registers): 1 ->
 // fwd 424 / 898 us, with_grad 816 / 2486; 2 -> 374 / 780, 733 / 2221; 4 ->
 // spills, 383 / 837, 1066 / 2901.
 inline constexpr int kUnroll = 2;
