@@ -102,6 +102,13 @@ __device__ __forceinline__ T load_ro(const T* p) {
 }
 
 // ---- NaN-aware comparisons -------------------------------------------------------
+// A quiet NaN of the accumulator type (float or double), made from its bits.
+template <class Acc>
+__device__ __forceinline__ Acc quiet_nan() {
+  if constexpr (std::is_same_v<Acc, float>) return __int_as_float(0x7fffffff);
+  else return __longlong_as_double(0x7fffffffffffffffLL);
+}
+
 template <class T>
 __device__ __forceinline__ bool is_nan(T x) {
   if constexpr (std::is_floating_point_v<T>) {

@@ -2,6 +2,8 @@
 // shared by select() (contiguous views), sku_for() and run() (the actual views).
 #include "ops/softmax/path.hpp"
 
+#include <cstdint>
+
 #include "core/align.hpp"
 #include "core/layout.hpp"
 
@@ -56,7 +58,10 @@ void choose_path(cuda::Launch& l, int n_views, const void* const* ptrs) {
     if (r.outer_rank == 1) vec = vec && r.outer_stride[k][0] % v == 0;
   }
   // The block path's staging: one or two rows, each padded to 16 bytes.
-  const int64_t row_bytes = (r.len * esize + 15) / 16 * 16 * cuda::block_staged_rows(l.backward, l.log);
+  // (Rows beyond 2^40 elements cannot be staged; the bound keeps the product from overflowing.)
+  const int64_t row_bytes = r.len > (int64_t{1} << 40)
+                                ? INT64_MAX
+                                : (r.len * esize + 15) / 16 * 16 * cuda::block_staged_rows(l.backward, l.log);
   // Without the short-row kernels (f64), rows of up to kWarpMaxLen take the
   // block path with 1024 threads (they always fit its staging).
   const bool short_kernels = cuda::has_short_row_kernels(l.dtype);

@@ -115,7 +115,7 @@ __device__ __forceinline__ void block_row(const Launch& l, int64_t row, T* stage
   }
   if constexpr (M != Mode::Forward) {
     T* o = static_cast<T*>(l.dlogits) + row * l.dlogits_rs;
-    const Acc g = ri.skip ? Acc(0) : ri.bad ? nan_value<Acc>() : row_grad_scale<T, Acc>(l, row);
+    const Acc g = ri.skip ? Acc(0) : ri.bad ? dev::quiet_nan<Acc>() : row_grad_scale<T, Acc>(l, row);
     const Acc K = (ri.need_coef ? b : Acc(0)) + ri.tw + Acc(2) * static_cast<Acc>(l.z) * ri.zw * lse;
     auto grad_vec = [&](int64_t i, Acc(&v)[W], const Acc(&p)[W]) {
 #pragma unroll

@@ -21,11 +21,6 @@ namespace baracuda::loss::cuda::kern {
 using dev::load_elems;
 using dev::store_elems;
 
-template <class Acc>
-__device__ __forceinline__ Acc nan_value() {
-  if constexpr (std::is_same_v<Acc, float>) return __int_as_float(0x7fffffff);
-  else return __longlong_as_double(0x7fffffffffffffffLL);
-}
 
 // Partial state of a row (or part of one).
 template <class Acc>
@@ -116,7 +111,7 @@ __device__ __forceinline__ Acc term(Acc coef, Acc v) {
 template <class T, class Acc>
 __device__ __forceinline__ Acc row_loss(const Launch& l, const RowInfo<T>& r, Acc lse, Acc a, Acc b, Acc xt) {
   if (r.skip) return Acc(0);
-  if (r.bad) return nan_value<Acc>();
+  if (r.bad) return dev::quiet_nan<Acc>();
   Acc v = Acc(0);
   if (!l.probs) v += term(r.tw, lse - xt);
   if (r.need_coef) v += term(b, lse) - a;

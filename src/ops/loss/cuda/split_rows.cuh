@@ -94,7 +94,7 @@ __device__ __forceinline__ void split_finish(const Launch& l, int64_t row, int64
     const T* x = static_cast<const T*>(l.logits) + row * l.logits_rs;
     const T* pt = l.probs ? static_cast<const T*>(l.target) + row * l.target_s : nullptr;
     T* o = static_cast<T*>(l.dlogits) + row * l.dlogits_rs;
-    const Acc g = ri.skip ? Acc(0) : ri.bad ? nan_value<Acc>() : row_grad_scale<T, Acc>(l, row);
+    const Acc g = ri.skip ? Acc(0) : ri.bad ? dev::quiet_nan<Acc>() : row_grad_scale<T, Acc>(l, row);
     const Acc K = (ri.need_coef ? b : Acc(0)) + ri.tw + Acc(2) * static_cast<Acc>(l.z) * ri.zw * lse;
     for (int64_t i = begin + threadIdx.x; i < end; i += kSplitThreads) {
       Acc v[W], p[W] = {};

@@ -44,11 +44,6 @@ template <class Acc>
 __device__ __forceinline__ Acc pos_inf() {
   return dev::highest_value<Acc>();
 }
-template <class Acc>
-__device__ __forceinline__ Acc nan_value() {
-  if constexpr (std::is_same_v<Acc, float>) return __int_as_float(0x7fffffff);
-  else return __longlong_as_double(0x7fffffffffffffffLL);
-}
 
 // The forward's output of one row from the row's (max, sum-exp) of v = scale * x.
 template <class Acc>
@@ -85,7 +80,7 @@ struct ForwardRow {
       return (kFast ? dev::acc_exp_nonpos(v - max) : dev::acc_exp(v - max)) * inv_sum;
     }
     if (mode == Masked) return log ? dev::lowest_value<Acc>() : Acc(0);
-    return nan_value<Acc>();
+    return dev::quiet_nan<Acc>();
   }
 };
 
