@@ -146,16 +146,34 @@ TEST(NormPath, ColumnSumChunksAndWorkspace) {
 
 TEST(NormPath, BlockPathFusesTheColumnSums) {
   // 4096 bf16 columns on 256 threads: 2 vectors (16 columns) per thread; 16
-  // KiB staged: min(2048 / 256, 200 KiB / 16 KiB) = 8 blocks per SM.
+  // KiB staged, double-buffered (prefetch): min(4 resident by registers,
+  // 200 KiB / 32 KiB) = 4 blocks per SM.
   Launch l = choose(DType::BF16, {32768, 4096}, 1, true, true, 90, 132);
   EXPECT_TRUE(l.fused_colsum);
-  EXPECT_EQ(l.chunks, 132 * 8);
-  EXPECT_EQ(norm::detail::variant_of(l), "block.vec16+colsum.fused");
-  EXPECT_EQ(norm::detail::workspace_of(l), static_cast<size_t>(132 * 8) * 4096 * 2 * 4 + 16);
-  // 16384 f32 columns on 1024 threads (128 KiB staged: one block per SM).
+  EXPECT_TRUE(l.prefetch);
+  EXPECT_EQ(l.chunks, 132 * 4);
+  EXPECT_EQ(norm::detail::variant_of(l), "block.vec16.prefetch+colsum.fused");
+  EXPECT_EQ(norm::detail::workspace_of(l), static_cast<size_t>(132 * 4) * 4096 * 2 * 4 + 16);
+  EXPECT_EQ(choose(DType::F32, {32768, 4096}, 1, true, true, 90, 132).chunks, 132 * 3);  // f32 on 256: 3
+  // 16384 bf16 columns on 1024 threads: 64 KiB staged, 128 KiB double-buffered.
+  Launch h = choose(DType::BF16, {8192, 16384}, 1, true, true, 90, 132);
+  EXPECT_TRUE(h.prefetch);
+  EXPECT_EQ(h.chunks, 132);
+  // 16384 f32 columns on 1024 threads (128 KiB staged: one block per SM; two
+  // rows do not fit, so no prefetch).
   Launch f = choose(DType::F32, {8192, 16384}, 1, true, true, 90, 132);
   EXPECT_TRUE(f.fused_colsum);
+  EXPECT_FALSE(f.prefetch);
   EXPECT_EQ(f.chunks, 132);
+  const Launch u = choose(DType::F32, {64, 4096}, 1, true, true, 90, 132, kAligned + 4);  // no 16-byte vectors
+  EXPECT_TRUE(u.fused_colsum);
+  EXPECT_FALSE(u.prefetch);
+  // Unaligned views never need more chunks (workspace) than aligned ones.
+  EXPECT_LE(u.chunks, choose(DType::F32, {64, 4096}, 1, true, true, 90, 132).chunks);
+  EXPECT_LE(choose(DType::F32, {1200, 3000}, 1, true, true, 90, 132, kAligned + 4).chunks,
+            choose(DType::F32, {1200, 3000}, 1, true, true, 90, 132).chunks);
+  EXPECT_LE(choose(DType::BF16, {1200, 4000}, 1, true, true, 90, 132, kAligned + 2).chunks,
+            choose(DType::BF16, {1200, 4000}, 1, true, true, 90, 132).chunks);
   EXPECT_EQ(choose(DType::F32, {100, 16384}, 1, true, true, 90, 132).chunks, 100);  // at most one chunk per row
   EXPECT_FALSE(choose(DType::F32, {9, 4097}, 1, true, true).fused_colsum);          // 17 columns per thread
   EXPECT_FALSE(choose(DType::BF16, {64, 8192}, 1, true, true).fused_colsum);        // 4 vectors per thread

@@ -351,8 +351,9 @@ TEST(NormCuda, EachOptionalOutputAndInput) {
 }
 
 // The block path's fused column sums with several rows per block (the grid
-// is at most 8 blocks per SM): vectors and elements, 256 and 1024 threads,
-// both kinds, the fused residual, in place.
+// is at most 4 blocks per SM): vectors (double-buffered: "prefetch") and
+// elements, 256 and 1024 threads, one row per block, both kinds, the fused
+// residual, in place.
 TEST(NormCuda, FusedColumnSumsOverManyRows) {
   BT_SKIP_WITHOUT_GPU();
   struct S {
@@ -360,7 +361,8 @@ TEST(NormCuda, FusedColumnSumsOverManyRows) {
     int64_t rows, len, pad;
   };
   for (const S& s : {S{DType::BF16, 3000, 4096, 0}, S{DType::F16, 2500, 2048, 0}, S{DType::F32, 600, 16384, 0},
-                     S{DType::F32, 1200, 3000, 3}, S{DType::BF16, 1100, 1032, 0}})
+                     S{DType::F32, 1200, 3000, 3}, S{DType::BF16, 1100, 1032, 0}, S{DType::BF16, 700, 16384, 0},
+                     S{DType::BF16, 100, 16384, 0}})
     for (NormKind kind : {kLN, kRMS}) {
       Case c = make(kind, s.t, {s.rows, s.len}, 1, true, kind == kLN, kind == kRMS);
       c.row_pad = s.pad;
@@ -399,7 +401,7 @@ TEST(NormCuda, VariantsNameThePath) {
   };
   // f32: warp up to 1024, staged block up to 200 KiB (backward: x and dy), then long.
   for (const V& v : {V{7, "warp", "warp+colsum"}, V{768, "warp.vec16", "warp.vec16+colsum"},
-                     V{4096, "block.vec16", "block.vec16+colsum.fused"}, V{32768, "block.vec16", "long.vec16+colsum"},
+                     V{4096, "block.vec16", "block.vec16.prefetch+colsum.fused"}, V{32768, "block.vec16", "long.vec16+colsum"},
                      V{65536, "long.vec16", "long.vec16+colsum"}}) {
     std::string got;
     Case c = make(kLN, DType::F32, {4, v.len}, 1, true, true);

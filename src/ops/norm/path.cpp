@@ -66,6 +66,7 @@ void choose_path(cuda::Launch& l) {
   l.block_threads = 0;
   l.chunks = 0;
   l.fused_colsum = false;
+  l.prefetch = false;
   l.col_vec = false;
   const bool colsum = l.backward && (l.need_dweight || l.need_dbias);
   if (colsum) {
@@ -113,8 +114,15 @@ void choose_path(cuda::Launch& l) {
     const int64_t w = l.vec ? v : 1;
     const int64_t per_thread = (r.len / w + l.block_threads - 1) / l.block_threads * w;
     if (colsum && l.dtype != DType::F64 && r.rows > 0 && per_thread <= cuda::kFusedColsPerThread) {
-      const int64_t by_threads = 2048 / l.block_threads;
-      const int64_t by_smem = std::max<int64_t>(1, baracuda::detail::row_staging_limit(l.arch) / row_bytes);
+      // Double-buffered staging (prefetch) when two rows' x and dy fit. The
+      // staging bound assumes the double buffer whenever it fits, aligned or
+      // not, so unaligned views never need more chunks (workspace) than the
+      // aligned ones select() sized.
+      const int64_t limit = baracuda::detail::row_staging_limit(l.arch);
+      const bool two_rows = 2 * row_bytes <= limit;
+      l.prefetch = l.vec && two_rows;
+      const int64_t by_threads = cuda::fused_blocks_per_sm(esize, l.block_threads, l.prefetch);
+      const int64_t by_smem = std::max<int64_t>(1, limit / (row_bytes * (two_rows ? 2 : 1)));
       l.fused_colsum = true;
       l.chunks = std::min(r.rows, int64_t{std::max(l.sm_count, 1)} * std::min(by_threads, by_smem));
     }
@@ -134,6 +142,7 @@ std::string variant_of(const cuda::Launch& l) {
     case Path::None: break;
   }
   if (l.vec) s += ".vec16";
+  if (l.prefetch) s += ".prefetch";
   if (l.chunks > 0) s += s.empty() ? "colsum" : l.fused_colsum ? "+colsum.fused" : "+colsum";
   return s;
 }

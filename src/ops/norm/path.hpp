@@ -36,7 +36,10 @@ void stats_lead_strides(const Dims& shape, int k, int64_t s, int64_t* out);
 // row strides and len multiples of a 16-byte vector (Warp: lane_elems too).
 // dweight / dbias (colsum.cuh): fused into the Block path's dx kernel
 // (fused_colsum; not f64) when each thread owns at most kFusedColsPerThread
-// columns: chunks = the blocks that fit the SMs at once (at most rows).
+// columns: chunks = the blocks that fit the SMs at once (registers:
+// fused_blocks_per_sm; staging: two rows' worth when they fit, whatever the
+// alignment, so the workspace never depends on it), at most rows. prefetch
+// (double-buffered staging) when vec and two rows fit.
 // Otherwise colsum_partials_kernel: col_vec when dy's and x's rows allow
 // 16-byte vectors; chunks: about 8 blocks per SM over the column tiles of
 // 32 vectors, each chunk at least kMinChunkRows rows.

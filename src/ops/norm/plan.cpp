@@ -259,7 +259,13 @@ cuda::Launch backward_launch(const PlanBase& plan, const NormBackwardDescriptor&
 
 Status launch_cuda(const PlanBase& plan, cuda::Launch l, const Stream& stream, Workspace ws) {
 #ifdef BARACUDA_WITH_CUDA
-  (void)plan;  // the kernels name their plan in their errors
+  // The actual views' launch may never need more than select() reported
+  // (workspace_size() comes from contiguous, aligned views); a guard, so a
+  // drift between the two rules is an error, never a write out of bounds.
+  if (workspace_of(l) > ws.bytes)
+    return Status(StatusCode::WorkspaceTooSmall, std::string(plan.name()) + ": the views need " +
+                                            std::to_string(workspace_of(l)) + " workspace bytes, more than the " +
+                                            std::to_string(ws.bytes) + " given");
   // The column partials need 16-byte slots: align any workspace pointer up (workspace_of() has the pad).
   l.workspace = ws.ptr ? reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(ws.ptr) + 15) / 16 * 16) : nullptr;
   l.stream = stream.native_handle();

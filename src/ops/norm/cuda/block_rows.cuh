@@ -11,6 +11,7 @@
 #include <algorithm>
 
 #include "core/smem_limit.hpp"
+#include "cuda/sm80/mma.cuh"
 #include "cuda/smem_optin.cuh"
 #include "ops/norm/cuda/norm_common.cuh"
 
@@ -76,7 +77,11 @@ __device__ __forceinline__ void forward_block_row(const Params& p, int64_t row, 
 // kAcc > 0 ("fused" column sums, block path): the row has at most kAcc
 // vectors per thread (vector i = t + j * kThreads, j < kAcc); the thread adds
 // dy * x_hat and dy of each to aw / ab, which it keeps across rows.
-template <class T, int kThreads, int W, bool kStage, int kAcc = 0>
+//
+// kPrefetched: x and dy of this row are already in sx / sg (copied there by
+// this same thread's cp.async, see backward_block_rows_prefetch), so pass 1
+// reads them from shared memory and stages nothing.
+template <class T, int kThreads, int W, bool kStage, int kAcc = 0, bool kPrefetched = false>
 __device__ __forceinline__ void backward_block_row(const Params& p, int64_t row, T* sx, T* sg,
                                                    SumPair<dev::acc_t<T>>* red,
                                                    dev::acc_t<T> (*aw)[W] = nullptr, dev::acc_t<T> (*ab)[W] = nullptr) {
@@ -91,14 +96,16 @@ __device__ __forceinline__ void backward_block_row(const Params& p, int64_t row,
   T* dx = row_ptr<T>(p, kOut, off);
   const T* x2 = kStage ? sx : x;  // pass 2's sources
   const T* dy2 = kStage ? sg : dy;
+  const T* x1 = kPrefetched ? sx : x;  // pass 1's sources
+  const T* dy1 = kPrefetched ? sg : dy;
   const Acc mean = p.rms ? Acc(0) : static_cast<const Acc*>(p.op[kMean])[off[kMean]];
   const Acc rstd = static_cast<const Acc*>(p.op[kRstd])[off[kRstd]];
   SumPair<Acc> s = SumPairOp<Acc>::init();
   for (int64_t i = t; i < nv; i += kThreads) {
     Acc a[W], b[W], w[W];
-    dev::load_elems<T, W>(x + i * W, a);
-    dev::load_elems<T, W>(dy + i * W, b);
-    if constexpr (kStage) {
+    dev::load_elems<T, W>(x1 + i * W, a);
+    dev::load_elems<T, W>(dy1 + i * W, b);
+    if constexpr (kStage && !kPrefetched) {
       dev::store_elems<T, W>(sx + i * W, a);
       dev::store_elems<T, W>(sg + i * W, b);
     }
@@ -154,20 +161,11 @@ __device__ __forceinline__ void backward_block_row(const Params& p, int64_t row,
   }
 }
 
-// The fused backward's rows: this block's rows (blockIdx.x, + gridDim.x, ...;
-// the grid is the plan's chunk count) in order, then its column partials
-// (chunk = blockIdx.x) to the workspace.
-template <class T, int kThreads, int W>
-__device__ __forceinline__ void backward_block_rows_fused(const Params& p, T* sx, T* sg, SumPair<dev::acc_t<T>>* red) {
+// A fused block's column partials (chunk = blockIdx.x) to the workspace.
+template <class T, int kThreads, int W, int kAcc>
+__device__ __forceinline__ void store_fused_partials(const Params& p, const dev::acc_t<T> (&aw)[kAcc][W],
+                                                     const dev::acc_t<T> (&ab)[kAcc][W]) {
   using Acc = dev::acc_t<T>;
-  constexpr int kAcc = kFusedColsPerThread / W;
-  Acc aw[kAcc][W], ab[kAcc][W];
-#pragma unroll
-  for (int j = 0; j < kAcc; ++j)
-#pragma unroll
-    for (int k = 0; k < W; ++k) aw[j][k] = ab[j][k] = Acc(0);
-  for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x)
-    backward_block_row<T, kThreads, W, true, kAcc>(p, row, sx, sg, red, aw, ab);
   Acc* ws = static_cast<Acc*>(p.workspace);
   const int64_t nv = p.len / W;
 #pragma unroll
@@ -185,12 +183,84 @@ __device__ __forceinline__ void backward_block_rows_fused(const Params& p, T* sx
   }
 }
 
-template <class T, int kThreads, bool kStage, bool kBackward, bool kFused = false>
+// The fused backward's rows: this block's rows (blockIdx.x, + gridDim.x, ...;
+// the grid is the plan's chunk count) in order, then its column partials.
+template <class T, int kThreads, int W>
+__device__ __forceinline__ void backward_block_rows_fused(const Params& p, T* sx, T* sg, SumPair<dev::acc_t<T>>* red) {
+  using Acc = dev::acc_t<T>;
+  constexpr int kAcc = kFusedColsPerThread / W;
+  Acc aw[kAcc][W], ab[kAcc][W];
+#pragma unroll
+  for (int j = 0; j < kAcc; ++j)
+#pragma unroll
+    for (int k = 0; k < W; ++k) aw[j][k] = ab[j][k] = Acc(0);
+  for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x)
+    backward_block_row<T, kThreads, W, true, kAcc>(p, row, sx, sg, red, aw, ab);
+  store_fused_partials<T, kThreads, W, kAcc>(p, aw, ab);
+}
+
+// This thread's 16-byte vectors of row `row`'s x and dy -> sx / sg, as one
+// cp.async group (committed even when there is no such row, so that every
+// iteration below waits on the same group count).
+template <class T, int kThreads>
+__device__ __forceinline__ void prefetch_row(const Params& p, int64_t row, T* sx, T* sg) {
+  constexpr int W = dev::kVec16<T>;
+  if (row < p.rows) {
+    int64_t off[kOperands];
+    row_offsets(p, row, off);
+    const T* x = row_ptr<const T>(p, kX, off);
+    const T* dy = row_ptr<const T>(p, kIn1, off);
+    const int64_t nv = p.len / W;
+    for (int64_t i = threadIdx.x; i < nv; i += kThreads) {
+      dev::sm80::cp_async_16(dev::sm80::smem_u32(sx + i * W), x + i * W);
+      dev::sm80::cp_async_16(dev::sm80::smem_u32(sg + i * W), dy + i * W);
+    }
+  }
+  dev::sm80::cp_async_commit();
+}
+
+// The fused rows with double-buffered staging (p.prefetch; 16-byte vectors):
+// while row r is reduced and its dx written from buffer r % 2, the copy of
+// the block's next row into the other buffer is in flight, so the memory
+// system stays busy through the block reduction and pass 2 (one 1024-thread
+// block per SM would otherwise idle it there). Each thread copies, reads and
+// overwrites only its own vectors, in program order, so the buffers need no
+// barrier of their own.
+template <class T, int kThreads>
+__device__ __forceinline__ void backward_block_rows_prefetch(const Params& p, T* sx, T* sg, T* nx, T* ng,
+                                                             SumPair<dev::acc_t<T>>* red) {
+  using Acc = dev::acc_t<T>;
+  constexpr int W = dev::kVec16<T>;
+  constexpr int kAcc = kFusedColsPerThread / W;
+  Acc aw[kAcc][W], ab[kAcc][W];
+#pragma unroll
+  for (int j = 0; j < kAcc; ++j)
+#pragma unroll
+    for (int k = 0; k < W; ++k) aw[j][k] = ab[j][k] = Acc(0);
+  prefetch_row<T, kThreads>(p, blockIdx.x, sx, sg);
+  for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    prefetch_row<T, kThreads>(p, row + gridDim.x, nx, ng);  // (sx, sg): this row; (nx, ng): the next
+    dev::sm80::cp_async_wait<1>();                            // this row's group has landed
+    backward_block_row<T, kThreads, W, true, kAcc, true>(p, row, sx, sg, red, aw, ab);
+    T* const tx = sx;
+    T* const tg = sg;
+    sx = nx;
+    sg = ng;
+    nx = tx;
+    ng = tg;
+  }
+  dev::sm80::cp_async_wait<0>();
+  store_fused_partials<T, kThreads, W, kAcc>(p, aw, ab);
+}
+
+// kFused: 0 = dx only, 1 = fused column sums, 2 = fused with prefetch (its own
+// instantiation: one path per kernel keeps the register pressure down).
+template <class T, int kThreads, bool kStage, bool kBackward, int kFused = 0>
 // Fused 16-bit rows on 256 threads: at most 64 registers (4 blocks per SM;
 // unbounded it took 98, 2 blocks). Measured on the H100, bf16 [32768, 4096]
 // backward: 527 us unbounded, 466 us at 3 blocks, 426 us at 4 (a few spills).
 // f32 stays unbounded: at 4 blocks it spilled more and slowed (621 -> 730 us).
-__global__ void __launch_bounds__(kThreads, kFused && kThreads <= 256 && sizeof(T) == 2 ? 4 : 1)
+__global__ void __launch_bounds__(kThreads, kFused > 0 && kThreads <= 256 && sizeof(T) == 2 ? 4 : 1)
     block_rows_kernel(Params p) {
   using Acc = dev::acc_t<T>;
   extern __shared__ __align__(16) unsigned char staging[];
@@ -198,7 +268,12 @@ __global__ void __launch_bounds__(kThreads, kFused && kThreads <= 256 && sizeof(
   T* s0 = reinterpret_cast<T*>(staging);
   T* s1 = reinterpret_cast<T*>(staging + (kStage && kBackward ? staging_bytes(p.len, sizeof(T)) : 0));
   constexpr int kV = dev::kVec16<T>;
-  if constexpr (kFused) {
+  if constexpr (kFused == 2) {
+    static_assert(kStage && kBackward, "only the staged backward fuses the column sums");
+    const int64_t b = staging_bytes(p.len, sizeof(T));
+    backward_block_rows_prefetch<T, kThreads>(p, s0, s1, reinterpret_cast<T*>(staging + 2 * b),
+                                              reinterpret_cast<T*>(staging + 3 * b), red);
+  } else if constexpr (kFused == 1) {
     static_assert(kStage && kBackward, "only the staged backward fuses the column sums");
     if (p.vec) backward_block_rows_fused<T, kThreads, kV>(p, s0, s1, red);
     else backward_block_rows_fused<T, kThreads, 1>(p, s0, s1, red);
@@ -216,12 +291,12 @@ __global__ void __launch_bounds__(kThreads, kFused && kThreads <= 256 && sizeof(
   }
 }
 
-template <class T, int kThreads, bool kStage, bool kBackward, bool kFused = false>
+template <class T, int kThreads, bool kStage, bool kBackward, int kFused = 0>
 Status launch_block(const Params& p, int sm_count, int arch, cudaStream_t stream, const char* what) {
   size_t smem = 0;
   if constexpr (kStage) {
     static dev::SmemOptIn optin;
-    smem = static_cast<size_t>(staging_bytes(p.len, sizeof(T)) * (kBackward ? 2 : 1));
+    smem = static_cast<size_t>(staging_bytes(p.len, sizeof(T)) * (kBackward ? 2 : 1) * (kFused == 2 ? 2 : 1));
     // The opt-in is made once per device (SmemOptIn), so it asks for the most
     // any row of this path may need on this architecture, not for this row.
     const size_t optin_bytes = std::max<size_t>(smem, static_cast<size_t>(baracuda::detail::row_staging_limit(arch)));
@@ -229,7 +304,7 @@ Status launch_block(const Params& p, int sm_count, int arch, cudaStream_t stream
         dev::ensure_smem(optin, block_rows_kernel<T, kThreads, kStage, kBackward, kFused>, optin_bytes, what));
   }
   // Fused: the grid is the plan's chunk count (it fixes the summation order).
-  const int64_t grid = kFused ? p.chunks : std::min<int64_t>(p.rows, int64_t{std::max(sm_count, 1)} * (2048 / kThreads) * 4);
+  const int64_t grid = kFused > 0 ? p.chunks : std::min<int64_t>(p.rows, int64_t{std::max(sm_count, 1)} * (2048 / kThreads) * 4);
   block_rows_kernel<T, kThreads, kStage, kBackward, kFused><<<static_cast<unsigned>(grid), kThreads, smem, stream>>>(p);
   return baracuda::detail::cuda_status(static_cast<int>(cudaGetLastError()), what);
 }

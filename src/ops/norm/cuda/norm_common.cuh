@@ -32,6 +32,7 @@ struct Params {
   int vec = 0;
   int64_t chunks = 0;         // column partials (backward)
   int fused_colsum = 0;       // the Block dx kernel writes the partials (grid = chunks)
+  int prefetch = 0;           // fused + vec: double-buffered staging, the next row copied by cp.async
   int col_vec = 0;            // colsum_partials_kernel: 16-byte vectors
   void* workspace = nullptr;  // chunks x len sums of dy * x_hat, then chunks x len sums of dy
 };
@@ -56,6 +57,7 @@ inline Params params_of(const Launch& l) {
   p.vec = l.vec ? 1 : 0;
   p.chunks = l.chunks;
   p.fused_colsum = l.fused_colsum ? 1 : 0;
+  p.prefetch = l.prefetch ? 1 : 0;
   p.col_vec = l.col_vec ? 1 : 0;
   p.workspace = l.workspace;
   return p;
