@@ -53,8 +53,11 @@ TEST(NormPath, ForwardByRowLength) {
   EXPECT_EQ(variant(DType::BF16, {9, 768}), "warp.vec16");
   EXPECT_EQ(variant(DType::F16, {9, 100}), "warp");  // 4 elements per lane: no 8-element vector
   EXPECT_EQ(variant(DType::F32, {9, 1024}), "warp.vec16");
-  EXPECT_EQ(variant(DType::F32, {9, 1028}), "block.vec16");
-  EXPECT_EQ(variant(DType::F32, {9, 4096}), "block.vec16");
+  EXPECT_EQ(variant(DType::F32, {9, 1028}), "block.vec16.prefetch");  // two rows fit: double-buffered
+  EXPECT_EQ(variant(DType::F32, {9, 4096}), "block.vec16.prefetch");
+  // (These views have a residual: x and the residual, double-buffered.)
+  EXPECT_EQ(variant(DType::F32, {9, 12800}), "block.vec16.prefetch");  // 2 x 2 x 50 KiB
+  EXPECT_EQ(variant(DType::F32, {9, 12804}), "block.vec16");
   EXPECT_EQ(variant(DType::F32, {9, 51200}), "block.vec16");  // 200 KiB staged
   EXPECT_EQ(variant(DType::F32, {9, 51204}), "long.vec16");
   EXPECT_EQ(variant(DType::BF16, {9, 65536}), "block.vec16");
@@ -63,6 +66,15 @@ TEST(NormPath, ForwardByRowLength) {
   // Smaller shared memory on other architectures.
   EXPECT_EQ(variant(DType::F32, {9, 16384}, false, 80), "block.vec16");
   EXPECT_EQ(variant(DType::F32, {9, 16384}, false, 75), "long.vec16");
+}
+
+TEST(NormPath, ForwardPrefetchWithoutAResidualStagesOneOperand) {
+  for (const auto& [len, prefetch] : {std::pair<int64_t, bool>{25600, true}, {25604, false}}) {
+    Launch l = choose(DType::F32, {9, len}, 1, false);
+    l.op[nc::kIn3] = nullptr;  // no residual: x alone, double-buffered (2 x 100 KiB fits)
+    norm::detail::choose_path(l);
+    EXPECT_EQ(l.prefetch, prefetch) << len;
+  }
 }
 
 TEST(NormPath, BackwardStagesTwoRowsAndAddsTheColumnSums) {

@@ -368,6 +368,7 @@ TEST(NormCuda, FusedColumnSumsOverManyRows) {
       c.row_pad = s.pad;
       c.rg = kind == kRMS;
       std::string got;
+      EXPECT_TRUE(check_forward(c, &got));  // many rows per persistent block (prefetch) too
       EXPECT_TRUE(check_backward(c, &got));
       EXPECT_NE(got.find("+colsum.fused"), std::string::npos) << got;
       c.dx = false;  // the same sums from the separate kernel
@@ -401,7 +402,7 @@ TEST(NormCuda, VariantsNameThePath) {
   };
   // f32: warp up to 1024, staged block up to 200 KiB (backward: x and dy), then long.
   for (const V& v : {V{7, "warp", "warp+colsum"}, V{768, "warp.vec16", "warp.vec16+colsum"},
-                     V{4096, "block.vec16", "block.vec16.prefetch+colsum.fused"}, V{32768, "block.vec16", "long.vec16+colsum"},
+                     V{4096, "block.vec16.prefetch", "block.vec16.prefetch+colsum.fused"}, V{32768, "block.vec16", "long.vec16+colsum"},
                      V{65536, "long.vec16", "long.vec16+colsum"}}) {
     std::string got;
     Case c = make(kLN, DType::F32, {4, v.len}, 1, true, true);

@@ -75,8 +75,9 @@ struct Launch {
   int block_threads = 0;      // Block / Long: 256 or 1024
   int64_t chunks = 0;         // backward dweight / dbias: row chunks of the column partials
   bool fused_colsum = false;  // backward: the Block dx kernel writes the partials (its grid = chunks)
-  bool prefetch = false;      // fused_colsum + vec: the next row's x and dy are copied (cp.async) into a
-                              // second staging buffer while this row is computed
+  bool prefetch = false;      // Block + vec, two rows fit: the next row's inputs (backward with fused_colsum:
+                              // x, dy; forward: x, residual) are copied (cp.async) into a second staging
+                              // buffer while this row is computed
   bool col_vec = false;       // backward: colsum_partials_kernel reads 16-byte vectors
   void* workspace = nullptr;  // chunks x len x 2 accumulators (16-byte aligned)
   void* stream = nullptr;     // cudaStream_t

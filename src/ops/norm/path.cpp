@@ -107,6 +107,10 @@ void choose_path(cuda::Launch& l) {
     l.path = Path::Block;
     l.block_threads = row_bytes > 48 * 1024 ? 1024 : 256;
     l.vec = vec;
+    // Forward: double-buffered staging (x, and the residual when there is
+    // one) when two rows fit.
+    if (!l.backward)
+      l.prefetch = vec && 2 * row_bytes * (l.op[cuda::kIn3] ? 2 : 1) <= baracuda::detail::row_staging_limit(l.arch);
     // Fused column sums: each thread's columns fit kFusedColsPerThread
     // (registers); one chunk per block of a grid of the blocks that fit the
     // SMs at once (threads and staging), so each block's partials cover many

@@ -23,11 +23,12 @@ Status launch_backward_typed(const Launch& l) {
   const bool colsum = p.chunks > 0 && p.len > 0;
   if constexpr (!std::is_same_v<T, double>) {
     if (colsum && p.fused_colsum) {
+      constexpr int kF = kModeFused, kFP = kModeFusedPrefetch;
       const Status st =
-          l.prefetch ? (l.block_threads == 1024 ? launch_block<T, 1024, true, true, 2>(p, l.sm_count, l.arch, stream, what)
-                                                : launch_block<T, 256, true, true, 2>(p, l.sm_count, l.arch, stream, what))
-                     : (l.block_threads == 1024 ? launch_block<T, 1024, true, true, 1>(p, l.sm_count, l.arch, stream, what)
-                                                : launch_block<T, 256, true, true, 1>(p, l.sm_count, l.arch, stream, what));
+          l.prefetch ? (l.block_threads == 1024 ? launch_block<T, 1024, true, true, kFP>(p, l.sm_count, l.arch, stream, what)
+                                                : launch_block<T, 256, true, true, kFP>(p, l.sm_count, l.arch, stream, what))
+                     : (l.block_threads == 1024 ? launch_block<T, 1024, true, true, kF>(p, l.sm_count, l.arch, stream, what)
+                                                : launch_block<T, 256, true, true, kF>(p, l.sm_count, l.arch, stream, what));
       BARACUDA_RETURN_IF_ERROR(st);
       return launch_colsum_final<T>(p, stream, what);
     }

@@ -17,8 +17,12 @@
 
 namespace baracuda::norm::cuda::kern {
 
-template <class T, int kThreads, int W, bool kStage>
-__device__ __forceinline__ void forward_block_row(const Params& p, int64_t row, T* stage, dev::acc_t<T>* red) {
+// kPrefetched: x (and the residual, in `sres`) of this row are already in
+// stage / sres (this thread's own cp.async copies, forward_block_rows_prefetch);
+// pass 1 reads them there and writes h over x's copy.
+template <class T, int kThreads, int W, bool kStage, bool kPrefetched = false>
+__device__ __forceinline__ void forward_block_row(const Params& p, int64_t row, T* stage, dev::acc_t<T>* red,
+                                                  const T* sres = nullptr) {
   using Acc = dev::acc_t<T>;
   const int t = static_cast<int>(threadIdx.x);
   const int64_t nv = p.len / W;
@@ -31,17 +35,21 @@ __device__ __forceinline__ void forward_block_row(const Params& p, int64_t row, 
   const T* again = kStage ? stage : (res ? h : x);  // where passes 2 and 3 read h
   const Acc inv_n = Acc(1) / static_cast<Acc>(p.len);
   Acc s = Acc(0);
+  const T* x1 = kPrefetched ? stage : x;  // pass 1's sources
+  const T* res1 = kPrefetched ? sres : res;
   for (int64_t i = t; i < nv; i += kThreads) {
     Acc v[W];
-    dev::load_elems<T, W>(x + i * W, v);
+    dev::load_elems<T, W>(x1 + i * W, v);
     if (res) {
       Acc r[W];
-      dev::load_elems<T, W>(res + i * W, r);
+      dev::load_elems<T, W>(res1 + i * W, r);
 #pragma unroll
       for (int k = 0; k < W; ++k) v[k] = dev::to_acc<Acc>(dev::from_acc<T>(v[k] + r[k]));  // h in T
       dev::store_elems<T, W>(h + i * W, v);
     }
-    if constexpr (kStage) dev::store_elems<T, W>(stage + i * W, v);
+    if constexpr (kStage) {
+      if (!kPrefetched || res) dev::store_elems<T, W>(stage + i * W, v);  // prefetched x is already there
+    }
 #pragma unroll
     for (int k = 0; k < W; ++k) s += p.rms ? v[k] * v[k] : v[k];
   }
@@ -202,18 +210,20 @@ __device__ __forceinline__ void backward_block_rows_fused(const Params& p, T* sx
 // This thread's 16-byte vectors of row `row`'s x and dy -> sx / sg, as one
 // cp.async group (committed even when there is no such row, so that every
 // iteration below waits on the same group count).
+// (Operands a and b: the backward's x and dy, the forward's x and residual;
+// b is skipped when the operand is absent.)
 template <class T, int kThreads>
-__device__ __forceinline__ void prefetch_row(const Params& p, int64_t row, T* sx, T* sg) {
+__device__ __forceinline__ void prefetch_row(const Params& p, int64_t row, Operand a, Operand b, T* sa, T* sb) {
   constexpr int W = dev::kVec16<T>;
   if (row < p.rows) {
     int64_t off[kOperands];
     row_offsets(p, row, off);
-    const T* x = row_ptr<const T>(p, kX, off);
-    const T* dy = row_ptr<const T>(p, kIn1, off);
+    const T* ga = row_ptr<const T>(p, a, off);
+    const T* gb = row_ptr<const T>(p, b, off);
     const int64_t nv = p.len / W;
     for (int64_t i = threadIdx.x; i < nv; i += kThreads) {
-      dev::sm80::cp_async_16(dev::sm80::smem_u32(sx + i * W), x + i * W);
-      dev::sm80::cp_async_16(dev::sm80::smem_u32(sg + i * W), dy + i * W);
+      dev::sm80::cp_async_16(dev::sm80::smem_u32(sa + i * W), ga + i * W);
+      if (gb) dev::sm80::cp_async_16(dev::sm80::smem_u32(sb + i * W), gb + i * W);
     }
   }
   dev::sm80::cp_async_commit();
@@ -237,9 +247,9 @@ __device__ __forceinline__ void backward_block_rows_prefetch(const Params& p, T*
   for (int j = 0; j < kAcc; ++j)
 #pragma unroll
     for (int k = 0; k < W; ++k) aw[j][k] = ab[j][k] = Acc(0);
-  prefetch_row<T, kThreads>(p, blockIdx.x, sx, sg);
+  prefetch_row<T, kThreads>(p, blockIdx.x, kX, kIn1, sx, sg);
   for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
-    prefetch_row<T, kThreads>(p, row + gridDim.x, nx, ng);  // (sx, sg): this row; (nx, ng): the next
+    prefetch_row<T, kThreads>(p, row + gridDim.x, kX, kIn1, nx, ng);  // (sx, sg): this row; (nx, ng): the next
     dev::sm80::cp_async_wait<1>();                            // this row's group has landed
     backward_block_row<T, kThreads, W, true, kAcc, true>(p, row, sx, sg, red, aw, ab);
     T* const tx = sx;
@@ -253,14 +263,37 @@ __device__ __forceinline__ void backward_block_rows_prefetch(const Params& p, T*
   store_fused_partials<T, kThreads, W, kAcc>(p, aw, ab);
 }
 
-// kFused: 0 = dx only, 1 = fused column sums, 2 = fused with prefetch (its own
-// instantiation: one path per kernel keeps the register pressure down).
+// The forward's rows with double-buffered staging (kMode kForwardPrefetch):
+// the block's next row's x (and residual) is copied in while this row is
+// reduced and written. The grid is the blocks resident at once (persistent).
+template <class T, int kThreads>
+__device__ __forceinline__ void forward_block_rows_prefetch(const Params& p, T* sx, T* sr, T* nx, T* nr,
+                                                            dev::acc_t<T>* red) {
+  constexpr int W = dev::kVec16<T>;
+  prefetch_row<T, kThreads>(p, blockIdx.x, kX, kIn3, sx, sr);
+  for (int64_t row = blockIdx.x; row < p.rows; row += gridDim.x) {
+    prefetch_row<T, kThreads>(p, row + gridDim.x, kX, kIn3, nx, nr);
+    dev::sm80::cp_async_wait<1>();
+    forward_block_row<T, kThreads, W, true, true>(p, row, sx, red, sr);
+    T* const tx = sx;
+    T* const tr = sr;
+    sx = nx;
+    sr = nr;
+    nx = tx;
+    nr = tr;
+  }
+  dev::sm80::cp_async_wait<0>();
+}
+
+// kFused (kMode*, norm_common.cuh): 0 = plain rows, 1 = backward with fused
+// column sums, 2 = the same with prefetch, 3 = forward with prefetch (each its
+// own instantiation: one path per kernel keeps the register pressure down).
 template <class T, int kThreads, bool kStage, bool kBackward, int kFused = 0>
 // Fused 16-bit rows on 256 threads: at most 64 registers (4 blocks per SM;
 // unbounded it took 98, 2 blocks). Measured on the H100, bf16 [32768, 4096]
 // backward: 527 us unbounded, 466 us at 3 blocks, 426 us at 4 (a few spills).
 // f32 stays unbounded: at 4 blocks it spilled more and slowed (621 -> 730 us).
-__global__ void __launch_bounds__(kThreads, kFused > 0 && kThreads <= 256 && sizeof(T) == 2 ? 4 : 1)
+__global__ void __launch_bounds__(kThreads, kBackward && kFused > 0 && kThreads <= 256 && sizeof(T) == 2 ? 4 : 1)
     block_rows_kernel(Params p) {
   using Acc = dev::acc_t<T>;
   extern __shared__ __align__(16) unsigned char staging[];
@@ -268,12 +301,19 @@ __global__ void __launch_bounds__(kThreads, kFused > 0 && kThreads <= 256 && siz
   T* s0 = reinterpret_cast<T*>(staging);
   T* s1 = reinterpret_cast<T*>(staging + (kStage && kBackward ? staging_bytes(p.len, sizeof(T)) : 0));
   constexpr int kV = dev::kVec16<T>;
-  if constexpr (kFused == 2) {
+  if constexpr (kFused == kModeForwardPrefetch) {
+    static_assert(kStage && !kBackward, "the forward's prefetch");
+    const int64_t b = staging_bytes(p.len, sizeof(T));
+    const bool res = p.op[kIn3] != nullptr;
+    unsigned char* const next = staging + (res ? 2 : 1) * b;
+    forward_block_rows_prefetch<T, kThreads>(p, s0, reinterpret_cast<T*>(staging + b), reinterpret_cast<T*>(next),
+                                             reinterpret_cast<T*>(next + b), reinterpret_cast<Acc*>(red));
+  } else if constexpr (kFused == kModeFusedPrefetch) {
     static_assert(kStage && kBackward, "only the staged backward fuses the column sums");
     const int64_t b = staging_bytes(p.len, sizeof(T));
     backward_block_rows_prefetch<T, kThreads>(p, s0, s1, reinterpret_cast<T*>(staging + 2 * b),
                                               reinterpret_cast<T*>(staging + 3 * b), red);
-  } else if constexpr (kFused == 1) {
+  } else if constexpr (kFused == kModeFused) {
     static_assert(kStage && kBackward, "only the staged backward fuses the column sums");
     if (p.vec) backward_block_rows_fused<T, kThreads, kV>(p, s0, s1, red);
     else backward_block_rows_fused<T, kThreads, 1>(p, s0, s1, red);
@@ -296,7 +336,9 @@ Status launch_block(const Params& p, int sm_count, int arch, cudaStream_t stream
   size_t smem = 0;
   if constexpr (kStage) {
     static dev::SmemOptIn optin;
-    smem = static_cast<size_t>(staging_bytes(p.len, sizeof(T)) * (kBackward ? 2 : 1) * (kFused == 2 ? 2 : 1));
+    const bool two_operands = kBackward || (kFused == kModeForwardPrefetch && p.op[kIn3] != nullptr);
+    const bool double_buffer = kFused == kModeFusedPrefetch || kFused == kModeForwardPrefetch;
+    smem = static_cast<size_t>(staging_bytes(p.len, sizeof(T)) * (two_operands ? 2 : 1) * (double_buffer ? 2 : 1));
     // The opt-in is made once per device (SmemOptIn), so it asks for the most
     // any row of this path may need on this architecture, not for this row.
     const size_t optin_bytes = std::max<size_t>(smem, static_cast<size_t>(baracuda::detail::row_staging_limit(arch)));
@@ -304,7 +346,15 @@ Status launch_block(const Params& p, int sm_count, int arch, cudaStream_t stream
         dev::ensure_smem(optin, block_rows_kernel<T, kThreads, kStage, kBackward, kFused>, optin_bytes, what));
   }
   // Fused: the grid is the plan's chunk count (it fixes the summation order).
-  const int64_t grid = kFused > 0 ? p.chunks : std::min<int64_t>(p.rows, int64_t{std::max(sm_count, 1)} * (2048 / kThreads) * 4);
+  int64_t grid = kFused > 0 ? p.chunks : std::min<int64_t>(p.rows, int64_t{std::max(sm_count, 1)} * (2048 / kThreads) * 4);
+  if constexpr (kFused == kModeForwardPrefetch) {  // persistent: the blocks resident at once
+    int resident = 0;
+    BARACUDA_RETURN_IF_ERROR(baracuda::detail::cuda_status(
+        static_cast<int>(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+            &resident, block_rows_kernel<T, kThreads, kStage, kBackward, kFused>, kThreads, smem)),
+        what));
+    grid = std::min<int64_t>(p.rows, int64_t{std::max(sm_count, 1)} * std::max(resident, 1));
+  }
   block_rows_kernel<T, kThreads, kStage, kBackward, kFused><<<static_cast<unsigned>(grid), kThreads, smem, stream>>>(p);
   return baracuda::detail::cuda_status(static_cast<int>(cudaGetLastError()), what);
 }

@@ -28,6 +28,11 @@ Status launch_forward_typed(const Launch& l) {
         default: return launch_warp<T, 32, false>(p, l.sm_count, stream, what);
       }
     case Path::Block:
+      if (l.prefetch) {
+        constexpr int kP = kModeForwardPrefetch;
+        return l.block_threads == 1024 ? launch_block<T, 1024, true, false, kP>(p, l.sm_count, l.arch, stream, what)
+                                       : launch_block<T, 256, true, false, kP>(p, l.sm_count, l.arch, stream, what);
+      }
       return l.block_threads == 1024 ? launch_block<T, 1024, true, false>(p, l.sm_count, l.arch, stream, what)
                                      : launch_block<T, 256, true, false>(p, l.sm_count, l.arch, stream, what);
     case Path::Long: return launch_block<T, 1024, false, false>(p, l.sm_count, l.arch, stream, what);

@@ -15,6 +15,12 @@
 
 namespace baracuda::norm::cuda::kern {
 
+// block_rows_kernel's modes (its kFused parameter).
+inline constexpr int kModePlain = 0;
+inline constexpr int kModeFused = 1;           // backward: dx + column partials
+inline constexpr int kModeFusedPrefetch = 2;   // the same, double-buffered staging
+inline constexpr int kModeForwardPrefetch = 3; // forward, double-buffered staging, persistent grid
+
 // Kernel arguments (operands: launch.hpp's Operand).
 struct Params {
   void* op[kOperands] = {};
