@@ -64,12 +64,14 @@ inline std::vector<int64_t> random_indices(int64_t n, int64_t size, Rng& rng, in
   return v;
 }
 
+// An index outside [0, x.size(dim)) reads 0 (the CUDA semantics).
 inline std::vector<double> naive_gather(const GatherDescriptor& d, const std::vector<double>& x,
                                         const std::vector<int64_t>& idx) {
   const int64_t dim = resolved_dim(d.dim, d.x_shape.rank);
   std::vector<double> out(idx.size());
   for (size_t p = 0; p < idx.size(); ++p) {
     Dims c = unravel(static_cast<int64_t>(p), d.index_shape);
+    if (idx[p] < 0 || idx[p] >= d.x_shape[dim]) continue;
     c[dim] = idx[p];
     out[p] = x[static_cast<size_t>(linear(d.x_shape, c))];
   }
@@ -77,7 +79,8 @@ inline std::vector<double> naive_gather(const GatherDescriptor& d, const std::ve
 }
 
 // The scatter model in Acc (float: the documented accumulator of 16-bit / f32;
-// double: f64, or a high-precision model), rounded once to dtype.
+// double: f64, or a high-precision model), rounded once to dtype. An index
+// outside [0, self.size(dim)) contributes nothing (the CUDA semantics).
 template <class Acc>
 std::vector<double> naive_scatter(const ScatterDescriptor& d, const std::vector<double>& self,
                                   const std::vector<int64_t>& idx, const std::vector<double>& src) {
@@ -89,6 +92,7 @@ std::vector<double> naive_scatter(const ScatterDescriptor& d, const std::vector<
     Dims c = unravel(static_cast<int64_t>(p), d.index_shape);
     const Acc v = static_cast<Acc>(d.use_value ? round_to(d.dtype, d.value)
                                                : src[static_cast<size_t>(linear(d.src_shape, c))]);
+    if (idx[p] < 0 || idx[p] >= d.self_shape[dim]) continue;
     c[dim] = idx[p];
     const size_t q = static_cast<size_t>(linear(d.self_shape, c));
     const bool first = count[q]++ == 0;
