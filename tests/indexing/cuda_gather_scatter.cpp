@@ -44,7 +44,7 @@ std::vector<double> values_of(DType t, int64_t n, Rng& rng, double lo = -1.0, do
 }
 
 std::string what(const ScatterDescriptor& d) {
-  return std::string(dtype_name(d.dtype)) + " idx " + dtype_name(d.index_dtype) + " " + scatter_reduce_name(d.reduce) +
+  return std::string(dtype_name(d.dtype)) + " idx " + std::string(dtype_name(d.index_dtype)) + " " + scatter_reduce_name(d.reduce) +
          (d.include_self ? " include_self" : " exclude_self") + (d.use_value ? " value" : " src") + " self " +
          d.self_shape.to_string() + " index " + d.index_shape.to_string() + " dim " + std::to_string(d.dim);
 }
