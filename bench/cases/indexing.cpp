@@ -9,6 +9,15 @@
 //  * inputs never come from L2: independent buffer sets rotated until one
 //    sweep touches >= max(4 x L2, 256 MiB) (at most 16 sets; the backward's
 //    dweight is shared, it is written whole every run); the workspace is the plan's.
+// GatherPlan / ScatterPlan (issue 13 slice 3), bf16, i64 indices:
+//   gather.fwd.bf16.8192x50304x64: x [8192, 50304], index [8192, 64] uniform in
+//     [0, 50304), dim 1 (torch.gather); bytes: index read, the gathered
+//     elements read, out written;
+//   scatter_add.fwd.bf16.65536x4096x8192: self [65536, 4096] in place
+//     (self.scatter_add_(0, index, src)), src and index [8192, 4096], each index
+//     row one random row of self (repeated along the row); bytes: index and src
+//     read, the destination elements read and written (self is shared by the
+//     sets and keeps accumulating, as PyTorch's in-place call).
 #include <algorithm>
 #include <optional>
 #include <random>
@@ -109,6 +118,99 @@ void run_case(const Env& env, const BandwidthCase& c, BandwidthResult& r) {
   r.us = ms * 1e3;
 }
 
+void run_gather_case(const Env& env, const BandwidthCase& c, BandwidthResult& r) {
+  const int64_t R = c.shape[0], C = c.shape[1], K = c.shape[2];
+  GatherDescriptor d;
+  d.dtype = c.dtype;
+  d.index_dtype = DType::I64;
+  d.x_shape = Dims{R, C};
+  d.index_shape = Dims{R, K};
+  d.dim = 1;
+  auto p = GatherPlan::select(env.stream, d);
+  status_check(p.status(), "GatherPlan::select");
+  record_sku(r, p->sku());
+  const size_t es = dtype_size(c.dtype), n = static_cast<size_t>(R * K);
+  const size_t x_bytes = static_cast<size_t>(R * C) * es, idx_bytes = n * 8;
+  r.bytes = static_cast<double>(idx_bytes + 2 * n * es);
+  const size_t per_set = x_bytes + idx_bytes + n * es;
+  r.sets = static_cast<int>(std::clamp<size_t>((env.rotate_bytes + per_set - 1) / per_set, 1, 16));
+  std::mt19937_64 rng(17);
+  uint64_t seed = 17;
+  std::vector<Buffer> keep;
+  std::vector<GatherArgs> args;
+  Buffer ws = device_buffer(std::max<size_t>(p->workspace_size(), 16), 16);
+  const Workspace wks(ws.data(), p->workspace_size());
+  for (int s = 0; s < r.sets; ++s) {
+    GatherArgs a;
+    keep.push_back(device_buffer(x_bytes, 16));
+    cuda_check(bench_fill_uniform(keep.back().data(), c.dtype, static_cast<size_t>(R * C), -1.f, 1.f, seed++, env.cs),
+               "fill");
+    a.x = keep.back().view(c.dtype, d.x_shape);
+    std::vector<int64_t> h(n);
+    for (auto& v : h) v = std::uniform_int_distribution<int64_t>(0, C - 1)(rng);
+    keep.push_back(device_buffer(idx_bytes, 16));
+    status_check(keep.back().copy_from_host(h.data(), idx_bytes), "index upload");
+    a.index = keep.back().view(DType::I64, d.index_shape);
+    keep.push_back(device_buffer(n * es, 16));
+    a.out = keep.back().view_mut(c.dtype, d.index_shape);
+    args.push_back(a);
+  }
+  status_check(p->can_implement(args[0]), "can_implement");
+  r.us = 1e3 * time_median_ms(env.cs, env.warmup, env.iters, [&](int i) {
+           status_check(p->run(env.stream, wks, args[static_cast<size_t>(i % r.sets)]), "run");
+         });
+}
+
+void run_scatter_add_case(const Env& env, const BandwidthCase& c, BandwidthResult& r) {
+  const int64_t M = c.shape[0], C = c.shape[1], N = c.shape[2];
+  ScatterDescriptor d;
+  d.dtype = c.dtype;
+  d.index_dtype = DType::I64;
+  d.self_shape = Dims{M, C};
+  d.index_shape = d.src_shape = Dims{N, C};
+  d.dim = 0;
+  d.reduce = ScatterReduce::Sum;
+  d.include_self = true;
+  auto p = ScatterPlan::select(env.stream, d);
+  status_check(p.status(), "ScatterPlan::select");
+  record_sku(r, p->sku());
+  const size_t es = dtype_size(c.dtype), n = static_cast<size_t>(N * C);
+  const size_t idx_bytes = n * 8;
+  r.bytes = static_cast<double>(idx_bytes + 3 * n * es);
+  const size_t per_set = idx_bytes + n * es;
+  r.sets = static_cast<int>(std::clamp<size_t>((env.rotate_bytes + per_set - 1) / per_set, 1, 16));
+  std::mt19937_64 rng(19);
+  uint64_t seed = 19;
+  Buffer self = device_buffer(static_cast<size_t>(M * C) * es, 16);
+  cuda_check(bench_fill_uniform(self.data(), c.dtype, static_cast<size_t>(M * C), -1.f, 1.f, seed++, env.cs), "fill");
+  std::vector<Buffer> keep;
+  std::vector<ScatterArgs> args;
+  Buffer ws = device_buffer(std::max<size_t>(p->workspace_size(), 16), 16);
+  const Workspace wks(ws.data(), p->workspace_size());
+  for (int s = 0; s < r.sets; ++s) {
+    ScatterArgs a;
+    a.self = self.view(c.dtype, d.self_shape);
+    a.out = self.view_mut(c.dtype, d.self_shape);
+    std::vector<int64_t> h(n);
+    for (size_t row = 0; row < static_cast<size_t>(N); ++row) {
+      const int64_t dst = std::uniform_int_distribution<int64_t>(0, M - 1)(rng);
+      std::fill(h.begin() + static_cast<std::ptrdiff_t>(row * static_cast<size_t>(C)),
+                h.begin() + static_cast<std::ptrdiff_t>((row + 1) * static_cast<size_t>(C)), dst);
+    }
+    keep.push_back(device_buffer(idx_bytes, 16));
+    status_check(keep.back().copy_from_host(h.data(), idx_bytes), "index upload");
+    a.index = keep.back().view(DType::I64, d.index_shape);
+    keep.push_back(device_buffer(n * es, 16));
+    cuda_check(bench_fill_uniform(keep.back().data(), c.dtype, n, -1.f, 1.f, seed++, env.cs), "fill");
+    a.src = keep.back().view(c.dtype, d.src_shape);
+    args.push_back(a);
+  }
+  status_check(p->can_implement(args[0]), "can_implement");
+  r.us = 1e3 * time_median_ms(env.cs, env.warmup, env.iters, [&](int i) {
+           status_check(p->run(env.stream, wks, args[static_cast<size_t>(i % r.sets)]), "run");
+         });
+}
+
 }  // namespace
 
 void register_indexing(Registry& reg) {
@@ -120,6 +222,15 @@ void register_indexing(Registry& reg) {
       c.name = c.op + (bwd ? ".bwd." : ".fwd.") + std::string(dtype_name(c.dtype)) + "." + join(s, "x");
       reg.add_case(bandwidth_case("indexing", c, [c](Env& env, BandwidthResult& r) { run_case(env, c, r); }));
     }
+  {
+    BandwidthCase c{"gather.fwd.bf16.8192x50304x64", "gather", false, DType::BF16, Dims{8192, 50304, 64}, Dims{}};
+    reg.add_case(bandwidth_case("indexing", c, [c](Env& env, BandwidthResult& r) { run_gather_case(env, c, r); }));
+  }
+  {
+    BandwidthCase c{"scatter_add.fwd.bf16.65536x4096x8192", "scatter_add", false, DType::BF16, Dims{65536, 4096, 8192},
+                    Dims{}};
+    reg.add_case(bandwidth_case("indexing", c, [c](Env& env, BandwidthResult& r) { run_scatter_add_case(env, c, r); }));
+  }
 }
 
 }  // namespace baracuda::bench

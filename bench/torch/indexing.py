@@ -10,11 +10,16 @@ bench/compare.py can join the two JSON files by case name:
   * bytes counted as baracuda's (what the op must move), whatever PyTorch moves;
   * rotation among independent buffer sets touching >= max(4 x L2, 256 MiB);
     warm-up, then `iters` runs each between its own pair of CUDA events, median.
+  * gather.fwd.bf16.8192x50304x64: torch.gather(x [8192, 50304], 1, index [8192, 64]);
+  * scatter_add.fwd.bf16.65536x4096x8192: self.scatter_add_(0, index, src) in place,
+    src / index [8192, 4096], each index row one random row of self (the same
+    byte counting as bench/cases/indexing.cpp).
 """
 from . import common
 
 TOOL = "torch_indexing"
-NOTES = "eager F.embedding; backward = autograd.grad(out, weight, dout) on a prebuilt graph (dense gradient)"
+NOTES = ("eager F.embedding; backward = autograd.grad(out, weight, dout) on a prebuilt graph (dense gradient); "
+         "torch.gather; in-place scatter_add_")
 ITERS, WARMUP = 30, 5
 
 SHAPES = [(50304, 768, 8192), (128256, 4096, 8192)]
@@ -33,7 +38,46 @@ def all_cases():
             for shape in SHAPES:
                 out.append(dict(name=case_name(direction, dtype, shape), op="embedding", dir=direction, dtype=dtype,
                                 shape=list(shape), axes=[]))
+    out.append(dict(name="gather.fwd.bf16.8192x50304x64", op="gather", dir="fwd", dtype="bf16",
+                    shape=[8192, 50304, 64], axes=[]))
+    out.append(dict(name="scatter_add.fwd.bf16.65536x4096x8192", op="scatter_add", dir="fwd", dtype="bf16",
+                    shape=[65536, 4096, 8192], axes=[]))
     return out
+
+
+def prepare_gather_scatter(torch, c, rotate_bytes):
+    dt = {"bf16": torch.bfloat16}[c["dtype"]]
+    es = DTYPE_SIZE[c["dtype"]]
+    sets = []
+    if c["op"] == "gather":
+        R, C, K = c["shape"]
+        n = R * K
+        counted = n * 8 + 2 * n * es
+        per_set = R * C * es + n * 8 + n * es
+        nsets = max(1, min(16, -(-rotate_bytes // per_set)))
+        for _ in range(nsets):
+            x = torch.empty((R, C), dtype=dt, device="cuda").uniform_(-1, 1)
+            sets.append((x, torch.randint(0, C, (R, K), dtype=torch.int64, device="cuda")))
+
+        def launch(i):
+            x, idx = sets[i % nsets]
+            torch.gather(x, 1, idx)
+    else:
+        M, C, N = c["shape"]
+        n = N * C
+        counted = n * 8 + 3 * n * es
+        per_set = n * 8 + n * es
+        nsets = max(1, min(16, -(-rotate_bytes // per_set)))
+        self_t = torch.empty((M, C), dtype=dt, device="cuda").uniform_(-1, 1)
+        for _ in range(nsets):
+            rows = torch.randint(0, M, (N, 1), dtype=torch.int64, device="cuda").expand(N, C).contiguous()
+            sets.append((rows, torch.empty((N, C), dtype=dt, device="cuda").uniform_(-1, 1)))
+
+        def launch(i):
+            idx, src = sets[i % nsets]
+            self_t.scatter_add_(0, idx, src)
+
+    return counted, nsets, launch
 
 
 def counted_bytes(c):
@@ -44,6 +88,8 @@ def counted_bytes(c):
 
 
 def prepare_case(torch, c, rotate_bytes):
+    if c["op"] != "embedding":
+        return prepare_gather_scatter(torch, c, rotate_bytes)
     F = torch.nn.functional
     dt = {"bf16": torch.bfloat16}[c["dtype"]]
     V, D, T = c["shape"]

@@ -5,4 +5,6 @@
 namespace contract {
 INSTANTIATE_TYPED_TEST_SUITE_P(EmbeddingPlan, PlanContractCuda, ::testing::Types<EmbeddingTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(EmbeddingBackwardPlan, PlanContractCuda, ::testing::Types<EmbeddingBackwardTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(GatherPlan, PlanContractCuda, ::testing::Types<GatherTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(ScatterPlan, PlanContractCuda, ::testing::Types<ScatterTraits>);
 }  // namespace contract

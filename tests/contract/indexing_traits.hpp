@@ -1,4 +1,4 @@
-// Contract traits of the indexing family: EmbeddingPlan, EmbeddingBackwardPlan.
+// Contract traits of the indexing family: EmbeddingPlan, EmbeddingBackwardPlan, GatherPlan, ScatterPlan.
 // A new indexing plan joins with a traits struct here and one INSTANTIATE line
 // per suite in tests/contract/cpu_indexing.cpp and cuda_indexing.cpp.
 //
@@ -239,6 +239,195 @@ struct EmbeddingBackwardTraits {
     std::ostringstream os;
     os << "EmbeddingBackwardDescriptor{forward " << indexing_contract::describe_forward(d.forward) << ", grad_dtype "
        << baracuda::dtype_name(d.grad_dtype) << ", layout " << static_cast<int>(d.layout) << "}";
+    return os.str();
+  }
+};
+
+// ---------------------------------------------------------------------------
+// GatherPlan / ScatterPlan. Index values come from the slot's generator, in
+// [0, size(dim)) (a bad index is an error on the CPU); the fuzz's broadcast
+// index views make duplicates.
+namespace indexing_contract {
+
+inline constexpr DType kGatherTypes[] = {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64};
+
+// x / self of rank 1..3, extents 1..5; index no larger on the other axes,
+// 1..6 along dim.
+inline void gather_scatter_shapes(Fuzz& f, Dims* a, Dims* index, int64_t* dim) {
+  const int r = static_cast<int>(f.range(1, 3));
+  *a = Dims();
+  *index = Dims();
+  *dim = f.range(-r, r - 1);
+  const int64_t rd = *dim < 0 ? *dim + r : *dim;
+  for (int i = 0; i < r; ++i) {
+    a->push_back(f.range(1, 5));
+    index->push_back(i == rd ? f.range(1, 6) : f.range(1, (*a)[i]));
+  }
+}
+
+inline std::function<void(Rng&, std::vector<double>&)> indices_below(int64_t size) {
+  return [size](Rng& rng, std::vector<double>& v) {
+    for (double& x : v) x = size > 0 ? static_cast<double>(std::uniform_int_distribution<int64_t>(0, size - 1)(rng)) : 0.0;
+  };
+}
+
+inline int64_t size_along(const Dims& s, int64_t dim) {
+  const int64_t rd = dim < 0 ? dim + s.rank : dim;
+  return rd >= 0 && rd < s.rank ? s[static_cast<int>(rd)] : 0;
+}
+
+}  // namespace indexing_contract
+
+struct GatherTraits {
+  using Plan = baracuda::GatherPlan;
+  using Desc = baracuda::GatherDescriptor;
+  using Args = baracuda::GatherArgs;
+  static constexpr const char* kName = "GatherPlan";
+  static Desc make(DType t, DType it, Dims x, Dims index, int64_t dim) {
+    Desc d;
+    d.dtype = t;
+    d.index_dtype = it;
+    d.x_shape = x;
+    d.index_shape = index;
+    d.dim = dim;
+    return d;
+  }
+  static Desc valid_desc(Rng& rng) {
+    Fuzz f(rng);
+    Desc d;
+    d.dtype = indexing_contract::kGatherTypes[f.range(0, 5)];
+    d.index_dtype = f.chance(0.5) ? DType::I32 : DType::I64;
+    indexing_contract::gather_scatter_shapes(f, &d.x_shape, &d.index_shape, &d.dim);
+    return d;
+  }
+  static std::vector<Desc> zero_size_descs() {
+    return {make(DType::F32, DType::I64, {3, 4}, {0, 4}, 0), make(DType::BF16, DType::I32, {0, 2}, {0, 5}, 1),
+            make(DType::I64, DType::I64, {2, 3}, {2, 0}, -1)};
+  }
+  static std::vector<std::pair<const char*, Desc>> invalid_descs() {
+    auto with = [](auto fn) {
+      Desc d = make(DType::F32, DType::I64, {4, 5}, {3, 2}, 1);
+      fn(d);
+      return d;
+    };
+    return {{"dtype_bool", with([](Desc& d) { d.dtype = DType::Bool; })},
+            {"index_dtype_float", with([](Desc& d) { d.index_dtype = DType::F32; })},
+            {"rank_0", with([](Desc& d) { d.x_shape = Dims{}, d.index_shape = Dims{}; })},
+            {"rank_mismatch", with([](Desc& d) { d.index_shape = Dims{3}; })},
+            {"dim_past_rank", with([](Desc& d) { d.dim = 2; })},
+            {"dim_below_minus_rank", with([](Desc& d) { d.dim = -3; })},
+            {"index_larger_off_dim", with([](Desc& d) { d.index_shape = Dims{5, 2}; })},
+            {"index_shape_negative", with([](Desc& d) { d.index_shape = Dims{3, -2}; })}};
+  }
+  static std::vector<Desc> workspace_descs() { return {make(DType::F32, DType::I64, {8, 16}, {8, 4}, 1)}; }
+  static std::vector<Slot<Args>> slots(const Plan& p) {
+    const Desc& d = p.descriptor();
+    auto idx = input<Args>("index", d.index_dtype, d.index_shape, [](Args& a, const TensorMut& t) { a.index = t; });
+    idx.values = indexing_contract::indices_below(indexing_contract::size_along(d.x_shape, d.dim));
+    idx.values_checked = true;
+    return {input<Args>("x", d.dtype, d.x_shape, [](Args& a, const TensorMut& t) { a.x = t; }), idx,
+            output<Args>("out", d.dtype, p.out_shape(), [](Args& a, const TensorMut& t) { a.out = t; })};
+  }
+  static std::vector<DescMutator<Desc>> desc_mutators() {
+    std::vector<DescMutator<Desc>> m;
+    reduce_contract::add_dims_mutators<Desc>(m, &Desc::x_shape, "x_shape");
+    reduce_contract::add_dims_mutators<Desc>(m, &Desc::index_shape, "index_shape");
+    m.push_back({"desc.dtype_any", [](Desc& d, Fuzz& f) { d.dtype = f.any_dtype(); }});
+    m.push_back({"desc.index_dtype_any", [](Desc& d, Fuzz& f) { d.index_dtype = f.any_dtype(); }});
+    m.push_back({"desc.dim_any", [](Desc& d, Fuzz& f) { d.dim = f.any_int(); }});
+    return m;
+  }
+  static std::string describe(const Desc& d) {
+    std::ostringstream os;
+    os << "GatherDescriptor{dtype " << baracuda::dtype_name(d.dtype) << ", index_dtype "
+       << baracuda::dtype_name(d.index_dtype) << ", x_shape " << dims_str(d.x_shape) << ", index_shape "
+       << dims_str(d.index_shape) << ", dim " << d.dim << "}";
+    return os.str();
+  }
+};
+
+struct ScatterTraits {
+  using Plan = baracuda::ScatterPlan;
+  using Desc = baracuda::ScatterDescriptor;
+  using Args = baracuda::ScatterArgs;
+  static constexpr const char* kName = "ScatterPlan";
+  static Desc make(DType t, Dims self, Dims index, int64_t dim, baracuda::ScatterReduce r) {
+    Desc d;
+    d.dtype = t;
+    d.index_dtype = DType::I64;
+    d.self_shape = self;
+    d.index_shape = index;
+    d.src_shape = index;
+    d.dim = dim;
+    d.reduce = r;
+    return d;
+  }
+  static Desc valid_desc(Rng& rng) {
+    Fuzz f(rng);
+    Desc d;
+    d.dtype = indexing_contract::kFp[f.range(0, 3)];
+    d.index_dtype = f.chance(0.5) ? DType::I32 : DType::I64;
+    indexing_contract::gather_scatter_shapes(f, &d.self_shape, &d.index_shape, &d.dim);
+    d.src_shape = d.index_shape;
+    for (int i = 0; i < d.src_shape.rank; ++i)
+      if (f.chance(0.3)) d.src_shape[i] += f.range(1, 2);
+    d.reduce = static_cast<baracuda::ScatterReduce>(f.range(0, 5));
+    d.include_self = f.chance(0.5);
+    d.use_value = f.chance(0.3);
+    d.value = 0.75;
+    return d;
+  }
+  static std::vector<Desc> zero_size_descs() {
+    using baracuda::ScatterReduce;
+    return {make(DType::F32, {0, 4}, {0, 2}, 1, ScatterReduce::Sum), make(DType::BF16, {3, 0}, {2, 0}, 0, ScatterReduce::None)};
+  }
+  static std::vector<std::pair<const char*, Desc>> invalid_descs() {
+    auto with = [](auto fn) {
+      Desc d = make(DType::F32, {4, 5}, {3, 2}, 0, baracuda::ScatterReduce::Sum);
+      fn(d);
+      return d;
+    };
+    return {{"dtype_int", with([](Desc& d) { d.dtype = DType::I32; })},
+            {"index_dtype_float", with([](Desc& d) { d.index_dtype = DType::F16; })},
+            {"reduce_unknown", with([](Desc& d) { d.reduce = static_cast<baracuda::ScatterReduce>(7); })},
+            {"rank_0", with([](Desc& d) { d.self_shape = d.index_shape = d.src_shape = Dims{}; })},
+            {"dim_past_rank", with([](Desc& d) { d.dim = 2; })},
+            {"index_larger_than_self_off_dim", with([](Desc& d) { d.index_shape = Dims{3, 6}, d.src_shape = Dims{3, 6}; })},
+            {"index_larger_than_src", with([](Desc& d) { d.src_shape = Dims{2, 2}; })},
+            {"src_rank_mismatch", with([](Desc& d) { d.src_shape = Dims{3}; })}};
+  }
+  static std::vector<Desc> workspace_descs() {
+    return {make(DType::F32, {8, 16}, {8, 4}, 1, baracuda::ScatterReduce::Sum),
+            make(DType::BF16, {30, 7}, {50, 7}, 0, baracuda::ScatterReduce::None)};
+  }
+  static std::vector<Slot<Args>> slots(const Plan& p) {
+    const Desc& d = p.descriptor();
+    auto idx = input<Args>("index", d.index_dtype, d.index_shape, [](Args& a, const TensorMut& t) { a.index = t; });
+    idx.values = indexing_contract::indices_below(indexing_contract::size_along(d.self_shape, d.dim));
+    idx.values_checked = true;
+    return {input<Args>("self", d.dtype, d.self_shape, [](Args& a, const TensorMut& t) { a.self = t; }), idx,
+            optional_input<Args>(!d.use_value, "src", d.dtype, d.src_shape, [](Args& a, const TensorMut& t) { a.src = t; }),
+            output<Args>("out", d.dtype, p.out_shape(), [](Args& a, const TensorMut& t) { a.out = t; }, "self")};
+  }
+  static std::vector<DescMutator<Desc>> desc_mutators() {
+    std::vector<DescMutator<Desc>> m;
+    reduce_contract::add_dims_mutators<Desc>(m, &Desc::self_shape, "self_shape");
+    reduce_contract::add_dims_mutators<Desc>(m, &Desc::index_shape, "index_shape");
+    reduce_contract::add_dims_mutators<Desc>(m, &Desc::src_shape, "src_shape");
+    m.push_back({"desc.dtype_any", [](Desc& d, Fuzz& f) { d.dtype = f.any_dtype(); }});
+    m.push_back({"desc.index_dtype_any", [](Desc& d, Fuzz& f) { d.index_dtype = f.any_dtype(); }});
+    m.push_back({"desc.dim_any", [](Desc& d, Fuzz& f) { d.dim = f.any_int(); }});
+    m.push_back({"desc.reduce_any", [](Desc& d, Fuzz& f) { d.reduce = static_cast<baracuda::ScatterReduce>(f.range(0, 9)); }});
+    m.push_back({"desc.use_value_flip", [](Desc& d, Fuzz&) { d.use_value = !d.use_value; }});
+    return m;
+  }
+  static std::string describe(const Desc& d) {
+    std::ostringstream os;
+    os << "ScatterDescriptor{dtype " << baracuda::dtype_name(d.dtype) << ", index_dtype "
+       << baracuda::dtype_name(d.index_dtype) << ", self_shape " << dims_str(d.self_shape) << ", index_shape "
+       << dims_str(d.index_shape) << ", src_shape " << dims_str(d.src_shape) << ", dim " << d.dim << ", reduce "
+       << baracuda::scatter_reduce_name(d.reduce) << ", include_self " << d.include_self << ", use_value "
+       << d.use_value << ", value " << d.value << "}";
     return os.str();
   }
 };

@@ -149,3 +149,137 @@ class BARACUDA_API EmbeddingBackwardPlan : public PlanBase {
 };
 
 }  // namespace baracuda
+
+// ==== Gather / scatter along a dimension (torch.gather, take_along_dim, scatter, scatter_add, scatter_reduce) ====
+//
+// Shapes (torch's rules). x / self has rank r >= 1 (a rank-0 tensor: view it as
+// [1]); index has the same rank; dim in [-r, r) (negative counts from the end).
+//   GatherPlan:  index.size(d) <= x.size(d) for d != dim (index.size(dim) is any
+//                extent); out has index's shape:
+//                  out[c] = x[c with c[dim] = index[c]]
+//   ScatterPlan: index.size(d) <= self.size(d) for d != dim and
+//                index.size(d) <= src.size(d) for every d; out has self's shape:
+//                  out = self, then for every position c of index (row-major
+//                  order): out[c with c[dim] = index[c]] <- src[c] (or value).
+// Index values lie in [0, x.size(dim)) / [0, self.size(dim)): torch's gather and
+// scatter reject negative indices, so do these plans. Bad indices: as the
+// embedding plans (CPU: InvalidProblem naming the first bad position before
+// anything is written; CUDA: never read or written out of bounds — gather writes
+// 0 for that element, scatter skips the contribution — the lowest bad position
+// is recorded in the workspace's error word and check_indices(stream, ws)
+// reports it).
+//
+// take_along_dim(x, idx, dim): torch broadcasts x and idx against each other
+// over every axis but dim, then gathers. Callers do the broadcast with views:
+// any input may have stride 0 on an axis (a broadcast view) and any strides at
+// all, so GatherPlan over the broadcast views IS take_along_dim. (take_along_dim
+// with dim = None: gather over flattened views, dim 0.)
+//
+// Duplicate destinations (scatter): deterministic and identical on CPU and CUDA.
+//   reduce None (plain scatter of src or value): the LAST position in index
+//     order wins (torch leaves the choice undefined).
+//   Sum / Prod / Mean / Amax / Amin: the accumulator starts from self when
+//     include_self (else from the first contribution) and combines the
+//     contributions in index order (row-major position order), in f32 for f16 /
+//     bf16 / f32 and f64 for f64, rounded once to dtype. Mean divides by the
+//     number of contributions (+1 when include_self). Amax / Amin propagate NaN.
+//     A destination with no contribution keeps self's value (every mode).
+//   scatter_add(self, dim, index, src) = reduce Sum, include_self true.
+//   use_value: every contribution is `value` (scatter(dim, index, value)); no src.
+// out may be self itself (in place: the same view) or disjoint from every input.
+//
+// Backward (compositions of these plans; tested in tests/indexing/):
+//   gather:       dx = scatter Sum (include_self) of dout into zeros of x's shape
+//                 (deterministic, in position order).
+//   scatter_add:  dself = dout; dsrc = gather(dout, dim, index).
+//   scatter(src): dself = dout with the scattered positions zeroed (scatter of
+//                 value 0 into dout); dsrc = gather(dout, dim, index) (exact for
+//                 distinct destinations; torch's rule for duplicates too).
+//   scatter_reduce prod / amax / amin / mean backward: not provided yet.
+//
+// dtypes: GatherPlan f32, f64, f16, bf16, i32, i64 (a copy); ScatterPlan f32,
+// f64, f16, bf16; index I32 or I64. Tensors: any non-negative strides (inputs
+// may broadcast with stride 0). CUDA: numel(index) < 2^31.
+// CUDA algorithms (sku().variant):
+//   gather  "elementwise": one thread per output element.
+//   scatter "sorted": each index element's destination (the row-major offset in
+//           self's shape; self's numel for a bad index) and its position are
+//           sorted with CUB's stable radix sort (only the bits the keys need),
+//           then one thread per run of equal destinations reduces it in
+//           position order and writes it once; out of place, self is copied to
+//           out first. No atomics. workspace_size() = the alignment pad, the
+//           error word, keys / positions (double-buffered) and the sort's
+//           temporary storage.
+
+namespace baracuda {
+
+struct GatherDescriptor {
+  DType dtype = DType::F32;        // x and out
+  DType index_dtype = DType::I64;  // I32 or I64
+  Dims x_shape;                    // rank 1..8
+  Dims index_shape;                // same rank; index.size(d) <= x.size(d) for d != dim
+  int64_t dim = 0;                 // [-rank, rank)
+};
+
+struct GatherArgs {
+  TensorRef x;      // x_shape, dtype
+  TensorRef index;  // index_shape, index_dtype
+  TensorMut out;    // index_shape, dtype
+};
+
+class BARACUDA_API GatherPlan : public PlanBase {
+ public:
+  GatherPlan() : PlanBase("GatherPlan") {}
+  static Result<GatherPlan> select(const Stream& stream, const GatherDescriptor& desc, const PlanPreference& pref = {});
+  Status can_implement(const GatherArgs& args) const;
+  Status run(const Stream& stream, Workspace ws, const GatherArgs& args) const;
+  Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const GatherArgs& args) const;
+  Status check_indices(const Stream& stream, Workspace ws) const;  // as EmbeddingPlan's
+
+  const GatherDescriptor& descriptor() const { return desc_; }  // dim resolved to [0, rank)
+  Dims out_shape() const { return desc_.index_shape; }
+
+ private:
+  GatherDescriptor desc_;
+};
+
+enum class ScatterReduce : uint8_t { None, Sum, Prod, Mean, Amax, Amin };
+BARACUDA_API const char* scatter_reduce_name(ScatterReduce r);
+
+struct ScatterDescriptor {
+  DType dtype = DType::F32;        // self, src, out: f32, f64, f16, bf16
+  DType index_dtype = DType::I64;  // I32 or I64
+  Dims self_shape;                 // rank 1..8; out has this shape
+  Dims index_shape;                // same rank
+  Dims src_shape;                  // same rank (ignored when use_value)
+  int64_t dim = 0;                 // [-rank, rank)
+  ScatterReduce reduce = ScatterReduce::None;
+  bool include_self = true;        // reductions only (None always starts from self)
+  bool use_value = false;          // contributions are `value`, no src tensor
+  double value = 0.0;
+};
+
+struct ScatterArgs {
+  TensorRef self;   // self_shape
+  TensorRef index;  // index_shape
+  TensorRef src;    // src_shape (absent when use_value)
+  TensorMut out;    // self_shape: self's own view (in place) or disjoint
+};
+
+class BARACUDA_API ScatterPlan : public PlanBase {
+ public:
+  ScatterPlan() : PlanBase("ScatterPlan") {}
+  static Result<ScatterPlan> select(const Stream& stream, const ScatterDescriptor& desc, const PlanPreference& pref = {});
+  Status can_implement(const ScatterArgs& args) const;
+  Status run(const Stream& stream, Workspace ws, const ScatterArgs& args) const;
+  Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const ScatterArgs& args) const;
+  Status check_indices(const Stream& stream, Workspace ws) const;  // as EmbeddingPlan's
+
+  const ScatterDescriptor& descriptor() const { return desc_; }  // dim resolved to [0, rank)
+  Dims out_shape() const { return desc_.self_shape; }
+
+ private:
+  ScatterDescriptor desc_;
+};
+
+}  // namespace baracuda

@@ -1,0 +1,313 @@
+// GatherPlan / ScatterPlan: descriptor rules, argument lists, the CUDA launch
+// of the actual views and dispatch to the CPU reference or the kernels;
+// check_indices reads the kernels' error word (as the embedding plans).
+#include <cstdint>
+#include <string>
+
+#include "baracuda/ops/indexing.hpp"
+#include "core/capture.hpp"
+#include "core/checks.hpp"
+#include "core/families.hpp"
+#include "core/host_elements.hpp"
+#include "core/plan_shell.hpp"
+#include "ops/indexing/gather_scatter_launch.hpp"
+#include "ops/indexing/gather_scatter_reference.hpp"
+
+namespace baracuda {
+
+const char* scatter_reduce_name(ScatterReduce r) {
+  switch (r) {
+    case ScatterReduce::None: return "none";
+    case ScatterReduce::Sum: return "sum";
+    case ScatterReduce::Prod: return "prod";
+    case ScatterReduce::Mean: return "mean";
+    case ScatterReduce::Amax: return "amax";
+    case ScatterReduce::Amin: return "amin";
+  }
+  return "unknown";
+}
+
+namespace indexing::detail {
+namespace {
+
+constexpr baracuda::detail::Family kFamily{"Indexing", "indexing", BARACUDA_KERNELS_INDEXING};
+constexpr const char* kGather = "GatherPlan";
+constexpr const char* kScatter = "ScatterPlan";
+constexpr size_t kAlign = 256;  // any workspace pointer is aligned up (the pad is in workspace_size())
+[[maybe_unused]] void* aligned(void* p) {
+  return p ? reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(p) + kAlign - 1) / kAlign * kAlign) : nullptr;
+}
+constexpr int64_t kCudaIndexLimit = (int64_t{1} << 31) - 1;  // 32-bit positions in the sort / grid
+
+using baracuda::detail::invalid;
+using baracuda::detail::unsupported;
+
+bool is_float(DType t) { return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16; }
+
+// Shapes and dim shared by both plans: `a` (x / self) and index of one rank
+// >= 1, dim resolved, index.size(d) <= a.size(d) for d != dim.
+Status check_dims(const char* plan, const char* a_name, const Dims& a, const Dims& index, int64_t dim,
+                  int64_t* resolved) {
+  BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_shape(plan, a_name, a));
+  BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_shape(plan, "index_shape", index));
+  if (a.rank == 0)
+    return invalid(plan, a_name, " has rank 0 (view a scalar as shape [1]; torch treats it so)");
+  if (index.rank != a.rank)
+    return invalid(plan, "index_shape ", index, " has rank ", index.rank, ", ", a_name, " ", a, " has rank ", a.rank,
+                   " (they must match)");
+  if (dim < -a.rank || dim >= a.rank) return invalid(plan, "dim ", dim, " is outside [", -a.rank, ", ", a.rank, ")");
+  *resolved = dim < 0 ? dim + a.rank : dim;
+  for (int d = 0; d < a.rank; ++d)
+    if (d != *resolved && index[d] > a[d])
+      return invalid(plan, "index_shape ", index, " is larger than ", a_name, " ", a, " along dim ", d, " (", index[d],
+                     " > ", a[d], "; only dim ", *resolved, " may differ)");
+  return Status::ok();
+}
+
+Status check_index_dtype(const char* plan, DType t) {
+  if (t == DType::I32 || t == DType::I64) return Status::ok();
+  return unsupported(plan, "index_dtype ", t, " is not supported (i32, i64)");
+}
+
+void copy_dims(const Dims& d, int64_t* to) {
+  for (int i = 0; i < d.rank; ++i) to[i] = d[i];
+}
+
+// The value rounded to dtype (as the CPU stores it), so both backends start
+// from the same number.
+double rounded(DType t, double v) {
+  alignas(16) unsigned char buf[16] = {};  // room for any dtype (the compiler sees them all)
+  baracuda::detail::store_f(buf, t, 0, v);
+  return baracuda::detail::load_f(buf, t, 0);
+}
+
+Status check_indices_of(const PlanBase& plan, const Dims& index_shape, int64_t size, int64_t dim,
+                        const Stream& stream, Workspace ws) {
+  if (plan.empty()) return baracuda::detail::empty_plan(plan.name());
+  BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_stream(plan.name(), stream, plan.device()));
+  if (plan.sku().backend == Backend::CpuReference || plan.sku().variant == "empty") return Status::ok();
+  BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_workspace(plan.name(), plan.workspace_size(), ws.bytes, ws.ptr));
+  if (baracuda::detail::stream_is_capturing(stream))
+    return unsupported(plan.name(), "check_indices synchronizes the stream, which is capturing a CUDA graph "
+                                    "(call it after the graph's launch)");
+  baracuda::detail::DeviceGuard guard(plan.device().ordinal);
+  BARACUDA_RETURN_IF_ERROR(guard.status());
+  int64_t bad = -1;
+#ifdef BARACUDA_WITH_CUDA
+  BARACUDA_RETURN_IF_ERROR(cuda::read_error_word(plan.name(), stream.native_handle(), aligned(ws.ptr), &bad));
+#else
+  return baracuda::detail::no_cuda(plan.name());
+#endif
+  if (bad < 0) return Status::ok();
+  Dims coords = Dims::of_rank(index_shape.rank);
+  int64_t rest = bad;
+  for (int d = index_shape.rank - 1; d >= 0; --d) {
+    coords[d] = index_shape[d] > 0 ? rest % index_shape[d] : 0;
+    rest = index_shape[d] > 0 ? rest / index_shape[d] : 0;
+  }
+  const bool gather = std::string(plan.name()) == kGather;
+  return invalid(plan.name(), "index element ", coords, " (position ", bad, ") is outside [0, ", size,
+                 ") (the size of dim ", dim, "; the first bad index, found on the GPU: ",
+                 gather ? "its output element was written as zero)" : "its contribution was skipped)");
+}
+
+// ---- argument lists --------------------------------------------------------------------
+baracuda::detail::ArgCheck gather_args(const GatherPlan& p, const GatherArgs& a) {
+  const GatherDescriptor& d = p.descriptor();
+  baracuda::detail::ArgCheck c(p);
+  c.input("x", a.x, d.dtype, d.x_shape)
+      .input("index", a.index, d.index_dtype, d.index_shape)
+      .output("out", a.out, d.dtype, p.out_shape());
+  return std::move(c.disjoint());
+}
+
+baracuda::detail::ArgCheck scatter_args(const ScatterPlan& p, const ScatterArgs& a) {
+  const ScatterDescriptor& d = p.descriptor();
+  baracuda::detail::ArgCheck c(p);
+  c.input("self", a.self, d.dtype, d.self_shape)
+      .input("index", a.index, d.index_dtype, d.index_shape)
+      .optional_input("src", a.src, !d.use_value, d.dtype, d.src_shape,
+                      "src is missing (descriptor.use_value is false): expected the contributions",
+                      "src is given but descriptor.use_value is true (every contribution is descriptor.value)")
+      .output("out", a.out, d.dtype, p.out_shape())
+      .allow_in_place("out", "self");
+  return std::move(c.disjoint("out may be self itself, the same view, for an in-place scatter"));
+}
+
+// ---- CUDA launches of the actual views ---------------------------------------------------
+[[maybe_unused]] cuda::GatherLaunch gather_launch(const GatherDescriptor& d, const GatherArgs& a, void* ws,
+                                                  void* stream) {
+  cuda::GatherLaunch l;
+  l.elem_bytes = static_cast<int>(dtype_size(d.dtype));
+  l.index_dtype = d.index_dtype;
+  l.rank = d.index_shape.rank;
+  l.dim = static_cast<int>(d.dim);
+  l.n = shape_numel(d.index_shape);
+  l.size_dim = d.x_shape[d.dim];
+  copy_dims(d.index_shape, l.shape);
+  copy_dims(a.x.strides, l.x_stride);
+  copy_dims(a.index.strides, l.idx_stride);
+  copy_dims(a.out.strides, l.out_stride);
+  l.x = a.x.data;
+  l.index = a.index.data;
+  l.out = a.out.data;
+  l.error_word = aligned(ws);
+  l.stream = stream;
+  return l;
+}
+
+[[maybe_unused]] cuda::ScatterLaunch scatter_launch(const ScatterDescriptor& d, const ScatterArgs& a, void* ws,
+                                                    void* stream) {
+  cuda::ScatterLaunch l;
+  l.dtype = d.dtype;
+  l.index_dtype = d.index_dtype;
+  l.reduce = static_cast<int>(d.reduce);
+  l.include_self = d.include_self;
+  l.use_value = d.use_value;
+  l.value = d.value;
+  l.in_place = a.out.data == a.self.data;
+  l.rank = d.self_shape.rank;
+  l.dim = static_cast<int>(d.dim);
+  l.n = shape_numel(d.index_shape);
+  l.self_numel = shape_numel(d.self_shape);
+  copy_dims(d.index_shape, l.idx_shape);
+  copy_dims(a.index.strides, l.idx_stride);
+  if (!d.use_value) copy_dims(a.src.strides, l.src_stride);
+  copy_dims(d.self_shape, l.self_shape);
+  copy_dims(a.self.strides, l.self_stride);
+  copy_dims(a.out.strides, l.out_stride);
+  l.self = a.self.data;
+  l.index = a.index.data;
+  l.src = d.use_value ? nullptr : a.src.data;
+  l.out = a.out.data;
+  l.workspace = aligned(ws);
+  l.ws = cuda::scatter_workspace(l.n, l.self_numel);
+  l.stream = stream;
+  return l;
+}
+
+}  // namespace
+}  // namespace indexing::detail
+
+using namespace indexing::detail;
+
+// ---- GatherPlan ------------------------------------------------------------------------
+Result<GatherPlan> GatherPlan::select(const Stream& stream, const GatherDescriptor& desc, const PlanPreference& pref) {
+  GatherPlan plan;
+  const DType t = desc.dtype;
+  if (!(is_float(t) || t == DType::I32 || t == DType::I64))
+    return unsupported(kGather, "dtype ", t, " is not supported (f32, f64, f16, bf16, i32, i64)");
+  BARACUDA_RETURN_IF_ERROR(check_index_dtype(kGather, desc.index_dtype));
+  plan.desc_ = desc;
+  BARACUDA_RETURN_IF_ERROR(check_dims(kGather, "x_shape", desc.x_shape, desc.index_shape, desc.dim, &plan.desc_.dim));
+  auto be = baracuda::detail::setup_plan(plan, kGather, kFamily, stream, pref, t, "indexing.gather");
+  if (!be) return be.status();
+  const int64_t n = shape_numel(desc.index_shape);
+  if (n == 0) {
+    baracuda::detail::PlanAccess::sku(plan).variant = "empty";
+    return plan;
+  }
+  if (be->backend == Backend::CpuReference) return plan;
+  if (n > kCudaIndexLimit)
+    return unsupported(kGather, "the CUDA gather needs fewer than 2^31 index elements (got ", n, ")");
+  baracuda::detail::PlanAccess::sku(plan).variant = "elementwise";
+  baracuda::detail::PlanAccess::set_workspace(plan, kAlign + indexing::cuda::kErrorWordBytes);
+  return plan;
+}
+
+Status GatherPlan::can_implement(const GatherArgs& a) const { return gather_args(*this, a).status(); }
+
+Result<KernelSku> GatherPlan::sku_for(const Stream& stream, Workspace ws, const GatherArgs& a) const {
+  return baracuda::detail::sku_for_run(*this, stream, ws, gather_args(*this, a));
+}
+
+Status GatherPlan::run(const Stream& stream, Workspace ws, const GatherArgs& a) const {
+  return baracuda::detail::run_plan(
+      *this, stream, ws, gather_args(*this, a), [&] { return indexing::ref::gather(kGather, desc_, a); },
+      [&]() -> Status {
+#ifdef BARACUDA_WITH_CUDA
+        return indexing::cuda::launch_gather(gather_launch(desc_, a, ws.ptr, stream.native_handle()));
+#else
+        return baracuda::detail::no_cuda(kGather);
+#endif
+      });
+}
+
+Status GatherPlan::check_indices(const Stream& stream, Workspace ws) const {
+  return check_indices_of(*this, desc_.index_shape, desc_.x_shape.rank ? desc_.x_shape[desc_.dim] : 0, desc_.dim,
+                          stream, ws);
+}
+
+// ---- ScatterPlan -----------------------------------------------------------------------
+Result<ScatterPlan> ScatterPlan::select(const Stream& stream, const ScatterDescriptor& desc,
+                                        const PlanPreference& pref) {
+  ScatterPlan plan;
+  const DType t = desc.dtype;
+  if (!is_float(t)) return unsupported(kScatter, "dtype ", t, " is not supported (f32, f64, f16, bf16)");
+  BARACUDA_RETURN_IF_ERROR(check_index_dtype(kScatter, desc.index_dtype));
+  if (static_cast<int>(desc.reduce) > static_cast<int>(ScatterReduce::Amin))
+    return invalid(kScatter, "reduce ", static_cast<int>(desc.reduce),
+                   " is not a ScatterReduce (none, sum, prod, mean, amax, amin)");
+  plan.desc_ = desc;
+  BARACUDA_RETURN_IF_ERROR(
+      check_dims(kScatter, "self_shape", desc.self_shape, desc.index_shape, desc.dim, &plan.desc_.dim));
+  if (desc.use_value) {
+    plan.desc_.src_shape = Dims{};
+    plan.desc_.value = rounded(t, desc.value);
+  } else {
+    BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_shape(kScatter, "src_shape", desc.src_shape));
+    if (desc.src_shape.rank != desc.index_shape.rank)
+      return invalid(kScatter, "src_shape ", desc.src_shape, " has rank ", desc.src_shape.rank, ", index_shape ",
+                     desc.index_shape, " has rank ", desc.index_shape.rank, " (they must match)");
+    for (int d = 0; d < desc.index_shape.rank; ++d)
+      if (desc.index_shape[d] > desc.src_shape[d])
+        return invalid(kScatter, "index_shape ", desc.index_shape, " is larger than src_shape ", desc.src_shape,
+                       " along dim ", d, " (", desc.index_shape[d], " > ", desc.src_shape[d], ")");
+    plan.desc_.value = 0.0;
+  }
+  if (desc.reduce == ScatterReduce::None) plan.desc_.include_self = true;  // plain scatter always starts from self
+  auto be = baracuda::detail::setup_plan(plan, kScatter, kFamily, stream, pref, t,
+                                         std::string("indexing.scatter_") + scatter_reduce_name(desc.reduce));
+  if (!be) return be.status();
+  const int64_t n = shape_numel(desc.index_shape), m = shape_numel(desc.self_shape);
+  if (m == 0) {
+    baracuda::detail::PlanAccess::sku(plan).variant = "empty";
+    return plan;
+  }
+  if (be->backend == Backend::CpuReference) return plan;
+  if (n > kCudaIndexLimit)
+    return unsupported(kScatter, "the CUDA scatter needs fewer than 2^31 index elements (got ", n, ")");
+  baracuda::detail::PlanAccess::sku(plan).variant = "sorted";
+#ifdef BARACUDA_WITH_CUDA
+  baracuda::detail::DeviceGuard guard(stream.device().ordinal);  // CUB's size queries read the current device
+  BARACUDA_RETURN_IF_ERROR(guard.status());
+  baracuda::detail::PlanAccess::set_workspace(
+      plan, kAlign + indexing::cuda::kErrorWordBytes + indexing::cuda::scatter_workspace(n, m).total);
+#endif
+  return plan;
+}
+
+Status ScatterPlan::can_implement(const ScatterArgs& a) const { return scatter_args(*this, a).status(); }
+
+Result<KernelSku> ScatterPlan::sku_for(const Stream& stream, Workspace ws, const ScatterArgs& a) const {
+  return baracuda::detail::sku_for_run(*this, stream, ws, scatter_args(*this, a));
+}
+
+Status ScatterPlan::run(const Stream& stream, Workspace ws, const ScatterArgs& a) const {
+  return baracuda::detail::run_plan(
+      *this, stream, ws, scatter_args(*this, a), [&] { return indexing::ref::scatter(kScatter, desc_, a); },
+      [&]() -> Status {
+#ifdef BARACUDA_WITH_CUDA
+        return indexing::cuda::launch_scatter(scatter_launch(desc_, a, ws.ptr, stream.native_handle()));
+#else
+        return baracuda::detail::no_cuda(kScatter);
+#endif
+      });
+}
+
+Status ScatterPlan::check_indices(const Stream& stream, Workspace ws) const {
+  return check_indices_of(*this, desc_.index_shape, desc_.self_shape.rank ? desc_.self_shape[desc_.dim] : 0,
+                          desc_.dim, stream, ws);
+}
+
+}  // namespace baracuda

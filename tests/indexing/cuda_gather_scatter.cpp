@@ -1,0 +1,287 @@
+// GatherPlan / ScatterPlan on the GPU against the CPU reference, bit for bit
+// (gather copies; scatter reduces every destination in position order in the
+// same accumulator on both backends, scatter_combine.hpp):
+//   * every dtype, i32 / i64 indices, odd sizes, every reduce mode with
+//     include_self on / off, src or value, heavy duplicates, in place;
+//   * strided and broadcast (take_along_dim) views, the gaps of out untouched;
+//   * zero-size problems (no index element: out = self);
+//   * bad indices: gather writes zero, scatter skips, check_indices() names the
+//     first bad position, the next valid run clears the error word;
+//   * run twice bit-identical; shapes near the benchmark's.
+// Without a GPU every test GTEST_SKIPs.
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "baracuda/baracuda.hpp"
+#include "support/cuda_test_utils.hpp"
+#include "support/gather_scatter_helpers.hpp"
+#include "support/reduce_helpers.hpp"  // BT_EXPECT_STATUS
+#include "support/tensor_utils.hpp"
+
+using namespace baracuda;
+using bt::Rng;
+
+namespace {
+
+const Stream kCpu = Stream::cpu();
+constexpr DType kFloat[] = {DType::F32, DType::F64, DType::F16, DType::BF16};
+constexpr DType kGatherTypes[] = {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64};
+constexpr ScatterReduce kModes[] = {ScatterReduce::None, ScatterReduce::Sum,  ScatterReduce::Prod,
+                                    ScatterReduce::Mean, ScatterReduce::Amax, ScatterReduce::Amin};
+
+using bt::gather_desc;
+using bt::scatter_desc;
+
+std::vector<double> values_of(DType t, int64_t n, Rng& rng, double lo = -1.0, double hi = 1.0) {
+  if (t == DType::I32 || t == DType::I64) {
+    std::vector<double> v(static_cast<size_t>(n));
+    for (auto& x : v) x = static_cast<double>(bt::uniform_int(rng, -100000, 100000));
+    return v;
+  }
+  return bt::random_values(t, n, rng, lo, hi);
+}
+
+std::string what(const ScatterDescriptor& d) {
+  return std::string(dtype_name(d.dtype)) + " idx " + std::string(dtype_name(d.index_dtype)) + " " + scatter_reduce_name(d.reduce) +
+         (d.include_self ? " include_self" : " exclude_self") + (d.use_value ? " value" : " src") + " self " +
+         d.self_shape.to_string() + " index " + d.index_shape.to_string() + " dim " + std::to_string(d.dim);
+}
+
+void expect_gather_matches(const GatherDescriptor& d, const std::vector<double>& x, const std::vector<int64_t>& idx,
+                           const bt::GatherLayouts& L, const std::string& w) {
+  const auto gpu = bt::run_gather(bt::kGpu, d, x, idx, L);
+  const auto cpu = bt::run_gather(kCpu, d, x, idx, L);
+  ASSERT_TRUE(gpu.st.is_ok()) << gpu.st.to_string() << " " << w;
+  ASSERT_TRUE(cpu.st.is_ok()) << cpu.st.to_string() << " " << w;
+  EXPECT_TRUE(gpu.check.is_ok()) << gpu.check.to_string();
+  EXPECT_EQ(gpu.variant, "elementwise");
+  EXPECT_EQ(gpu.raw, cpu.raw) << "gather differs from the CPU (gaps included): " << w;
+}
+
+void expect_scatter_matches(const ScatterDescriptor& d, const std::vector<double>& self,
+                            const std::vector<int64_t>& idx, const std::vector<double>& src,
+                            const bt::ScatterLayouts& L, bool in_place) {
+  const auto gpu = bt::run_scatter(bt::kGpu, d, self, idx, src, L, in_place);
+  const auto cpu = bt::run_scatter(kCpu, d, self, idx, src, L, in_place);
+  ASSERT_TRUE(gpu.st.is_ok()) << gpu.st.to_string() << " " << what(d);
+  ASSERT_TRUE(cpu.st.is_ok()) << cpu.st.to_string() << " " << what(d);
+  EXPECT_TRUE(gpu.check.is_ok()) << gpu.check.to_string();
+  EXPECT_EQ(gpu.variant, "sorted");
+  EXPECT_EQ(gpu.raw, cpu.raw) << "scatter differs from the CPU (gaps included): " << what(d)
+                              << (in_place ? " in place" : "");
+}
+
+TEST(GatherCuda, MatchesCpu) {
+  BT_SKIP_WITHOUT_GPU();
+  Rng rng(bt::fresh_seed());
+  struct Case {
+    Dims x, index;
+    int64_t dim;
+  };
+  const Case cases[] = {{{1000}, {3001}, 0},         {{37, 53}, {29, 71}, 1},  {{37, 53}, {90, 53}, -2},
+                        {{5, 7, 9}, {5, 3, 9}, 1},   {{5, 7, 9}, {4, 7, 2}, -1}, {{1, 1, 1}, {1, 1, 5}, 2}};
+  for (const DType t : kGatherTypes)
+    for (const DType it : {DType::I32, DType::I64})
+      for (const Case& c : cases) {
+        const GatherDescriptor d = gather_desc(t, it, c.x, c.index, c.dim);
+        const int64_t rd = bt::resolved_dim(c.dim, c.x.rank);
+        const auto x = values_of(t, bt::numel(c.x), rng);
+        const auto idx = bt::random_indices(bt::numel(c.index), c.x[rd], rng, 2);
+        expect_gather_matches(d, x, idx, bt::gather_contiguous(d),
+                              std::string(dtype_name(t)) + " x " + c.x.to_string() + " dim " + std::to_string(c.dim));
+      }
+}
+
+// take_along_dim through broadcast views, and other strides.
+TEST(GatherCuda, StridedAndBroadcastViews) {
+  BT_SKIP_WITHOUT_GPU();
+  Rng rng(bt::fresh_seed());
+  const GatherDescriptor d = gather_desc(DType::F16, DType::I64, {33, 40}, {33, 17}, 1);
+  const bt::Layout xs[] = {bt::transposed({33, 40}), bt::broadcast({33, 40}, 0), bt::padded({33, 40}, 2)};
+  const bt::Layout is[] = {bt::broadcast({33, 17}, 0), bt::every_other({33, 17}), bt::transposed({33, 17})};
+  const bt::Layout os[] = {bt::padded({33, 17}, 3), bt::transposed({33, 17}), bt::every_other({33, 17})};
+  for (int k = 0; k < 3; ++k) {
+    auto x = bt::random_values(DType::F16, 33 * 40, rng);
+    auto idx = bt::random_indices(33 * 17, 40, rng);
+    if (k == 1)
+      for (size_t i = 40; i < x.size(); ++i) x[i] = x[i % 40];
+    if (k == 0)
+      for (size_t i = 17; i < idx.size(); ++i) idx[i] = idx[i % 17];
+    expect_gather_matches(d, x, idx, {xs[k], is[k], os[k]}, bt::describe(xs[k]));
+  }
+}
+
+TEST(ScatterCuda, EveryModeMatchesCpu) {
+  BT_SKIP_WITHOUT_GPU();
+  Rng rng(bt::fresh_seed());
+  for (const DType t : kFloat)
+    for (const ScatterReduce m : kModes)
+      for (const bool include_self : {true, false})
+        for (const bool use_value : {false, true})
+          for (const bool in_place : {false, true}) {
+            if (use_value && in_place) continue;  // covered out of place; keeps the test short
+            ScatterDescriptor d = scatter_desc(t, use_value ? DType::I32 : DType::I64, {33, 47}, {100, 40},
+                                               {101, 45}, 0, m, include_self);
+            d.use_value = use_value;
+            d.value = 1.03125;
+            const auto self = bt::random_values(t, 33 * 47, rng, 0.8, 1.25);
+            const auto src = bt::random_values(t, 101 * 45, rng, 0.8, 1.25);
+            const auto idx = bt::random_indices(4000, 33, rng, 2);  // half the rows on 2 rows
+            expect_scatter_matches(d, self, idx, src, bt::scatter_contiguous(d), in_place);
+          }
+}
+
+TEST(ScatterCuda, OddShapesAndDims) {
+  BT_SKIP_WITHOUT_GPU();
+  Rng rng(bt::fresh_seed());
+  for (const DType it : {DType::I32, DType::I64})
+    for (const int64_t dim : {-1, 1, 0, 2}) {
+      const Dims self = {7, 13, 5}, src = {6, 13, 9};
+      Dims index = {6, 11, 5};
+      const int64_t rd = bt::resolved_dim(dim, 3);
+      if (rd == 2) index = {6, 11, 9};  // longer than self along dim: duplicates guaranteed
+      ScatterDescriptor d = scatter_desc(DType::BF16, it, self, index, src, dim, ScatterReduce::Sum);
+      const auto s = bt::random_values(DType::BF16, bt::numel(self), rng);
+      const auto x = bt::random_values(DType::BF16, bt::numel(src), rng);
+      const auto idx = bt::random_indices(bt::numel(index), self[rd], rng);
+      expect_scatter_matches(d, s, idx, x, bt::scatter_contiguous(d), false);
+      d.reduce = ScatterReduce::None;  // the last position wins
+      expect_scatter_matches(d, s, idx, x, bt::scatter_contiguous(d), true);
+    }
+  // Many to one: every index names row 0.
+  const ScatterDescriptor d = scatter_desc(DType::F32, DType::I64, {3, 64}, {5000, 64}, {5000, 64}, 0,
+                                           ScatterReduce::Mean, false);
+  const auto s = bt::random_values(DType::F32, 3 * 64, rng), x = bt::random_values(DType::F32, 5000 * 64, rng);
+  expect_scatter_matches(d, s, std::vector<int64_t>(5000 * 64, 0), x, bt::scatter_contiguous(d), false);
+}
+
+TEST(ScatterCuda, StridedViews) {
+  BT_SKIP_WITHOUT_GPU();
+  Rng rng(bt::fresh_seed());
+  const ScatterDescriptor d = scatter_desc(DType::F64, DType::I64, {19, 23}, {30, 23}, {31, 24}, 0, ScatterReduce::Amax);
+  const auto self = bt::random_values(DType::F64, 19 * 23, rng), src = bt::random_values(DType::F64, 31 * 24, rng);
+  auto idx = bt::random_indices(30 * 23, 19, rng, 3);
+  bt::ScatterLayouts L{bt::transposed({19, 23}), bt::every_other({30, 23}), bt::padded({31, 24}, 2),
+                       bt::padded({19, 23}, 1)};
+  expect_scatter_matches(d, self, idx, src, L, false);
+  expect_scatter_matches(d, self, idx, src, L, true);
+  L = {bt::padded({19, 23}, 3), bt::broadcast({30, 23}, 0), bt::broadcast({31, 24}, 1), bt::transposed({19, 23})};
+  for (size_t i = 23; i < idx.size(); ++i) idx[i] = idx[i % 23];
+  std::vector<double> bsrc = src;
+  for (size_t i = 0; i < bsrc.size(); ++i) bsrc[i] = src[i / 24 * 24];
+  expect_scatter_matches(d, self, idx, bsrc, L, false);
+}
+
+TEST(GatherScatterCuda, ZeroSize) {
+  BT_SKIP_WITHOUT_GPU();
+  Rng rng(bt::fresh_seed());
+  const ScatterDescriptor d = scatter_desc(DType::F16, DType::I64, {3, 4}, {0, 4}, {0, 4}, 0, ScatterReduce::Sum);
+  const auto self = bt::random_values(DType::F16, 12, rng);
+  const auto r = bt::run_scatter(bt::kGpu, d, self, {}, {}, bt::scatter_contiguous(d));
+  ASSERT_TRUE(r.st.is_ok()) << r.st.to_string();
+  EXPECT_EQ(r.out, self) << "no index element: out = self";
+  const ScatterDescriptor e = scatter_desc(DType::F32, DType::I64, {0, 4}, {0, 2}, {0, 2}, 1);
+  auto pe = ScatterPlan::select(bt::kGpu, e);
+  ASSERT_TRUE(pe.is_ok());
+  EXPECT_EQ(pe->sku().variant, "empty");
+  EXPECT_TRUE(bt::run_scatter(bt::kGpu, e, {}, {}, {}, bt::scatter_contiguous(e)).st.is_ok());
+  const GatherDescriptor g = gather_desc(DType::BF16, DType::I32, {4, 3}, {4, 0}, 1);
+  EXPECT_EQ(GatherPlan::select(bt::kGpu, g).value().sku().variant, "empty");
+  EXPECT_TRUE(bt::run_gather(bt::kGpu, g, bt::random_values(DType::BF16, 12, rng), {}, bt::gather_contiguous(g)).st.is_ok());
+}
+
+TEST(GatherScatterCuda, BadIndicesAreReportedNeverDereferenced) {
+  BT_SKIP_WITHOUT_GPU();
+  Rng rng(bt::fresh_seed());
+  for (const DType it : {DType::I32, DType::I64}) {
+    const GatherDescriptor gd = gather_desc(DType::F32, it, {6, 9}, {4, 11}, 1);
+    std::vector<int64_t> idx = bt::random_indices(44, 9, rng);
+    idx[30] = -3;       // [2,8]
+    idx[13] = 9;        // [1,2]: the first bad position
+    idx[40] = 1 << 30;
+    const auto x = bt::random_values(DType::F32, 54, rng);
+    bt::GatherLayouts GL = bt::gather_contiguous(gd);
+    GL.out = bt::padded({4, 11}, 2);
+    const auto g = bt::run_gather(bt::kGpu, gd, x, idx, GL);
+    ASSERT_TRUE(g.st.is_ok()) << g.st.to_string();
+    BT_EXPECT_STATUS(g.check, StatusCode::InvalidProblem,
+                     "GatherPlan: index element [1,2] (position 13) is outside [0, 9) (the size of dim 1; the first "
+                     "bad index, found on the GPU: its output element was written as zero)");
+    EXPECT_EQ(g.out, bt::naive_gather(gd, x, idx)) << "bad indices read as zero";
+    const auto cov = bt::covered(GL.out);
+    for (size_t i = 0; i < cov.size(); ++i)
+      if (!cov[i])
+        for (size_t b = 0; b < 4; ++b) ASSERT_EQ(g.raw[i * 4 + b], 0xff) << "out gap element " << i << " written";
+
+    for (const bool in_place : {false, true}) {
+      const ScatterDescriptor sd = scatter_desc(DType::F32, it, {6, 9}, {4, 9}, {4, 11}, 1, ScatterReduce::Sum);
+      std::vector<int64_t> si = bt::random_indices(36, 9, rng, 2);
+      si[25] = 9;   // [2,7]
+      si[10] = -1;  // [1,1]: the first bad position
+      const auto self = bt::random_values(DType::F32, 54, rng), src = bt::random_values(DType::F32, 44, rng);
+      const auto s = bt::run_scatter(bt::kGpu, sd, self, si, src, bt::scatter_contiguous(sd), in_place);
+      ASSERT_TRUE(s.st.is_ok()) << s.st.to_string();
+      BT_EXPECT_STATUS(s.check, StatusCode::InvalidProblem,
+                       "ScatterPlan: index element [1,1] (position 10) is outside [0, 9) (the size of dim 1; the "
+                       "first bad index, found on the GPU: its contribution was skipped)");
+      EXPECT_EQ(s.out, bt::naive_scatter<float>(sd, self, si, src)) << "bad contributions skipped";
+    }
+  }
+  // The next valid run with the same workspace clears the word.
+  const ScatterDescriptor d = scatter_desc(DType::BF16, DType::I64, {8}, {5}, {5}, 0, ScatterReduce::Amin);
+  auto plan = ScatterPlan::select(bt::kGpu, d).value();
+  Buffer ws(Device::cuda(0), plan.workspace_size());
+  const Workspace W(ws.data(), plan.workspace_size());
+  std::vector<double> self = bt::random_values(DType::BF16, 8, rng), src = bt::random_values(DType::BF16, 5, rng);
+  std::vector<int64_t> idx = {0, 1, 2, 3, 4};
+  for (const int64_t v : {int64_t{8}, int64_t{3}}) {
+    idx[2] = v;
+    bt::EmbTensor S(Device::cuda(0), d.dtype, bt::contiguous({8}), &self, nullptr);
+    bt::EmbTensor I(Device::cuda(0), d.index_dtype, bt::contiguous({5}), nullptr, &idx);
+    bt::EmbTensor X(Device::cuda(0), d.dtype, bt::contiguous({5}), &src, nullptr);
+    bt::EmbTensor O(Device::cuda(0), d.dtype, bt::contiguous({8}), nullptr, nullptr);
+    ASSERT_TRUE(plan.run(bt::kGpu, W, {S.ref(), I.ref(), X.ref(), O.mut()}).is_ok());
+    const Status st = plan.check_indices(bt::kGpu, W);
+    if (v == 8) EXPECT_EQ(st.code(), StatusCode::InvalidProblem) << st.to_string();
+    else EXPECT_TRUE(st.is_ok()) << st.to_string();
+  }
+  BT_EXPECT_STATUS(plan.check_indices(bt::kGpu, Workspace(ws.data(), 8)), StatusCode::WorkspaceTooSmall,
+                   "ScatterPlan: workspace");
+}
+
+TEST(ScatterCuda, RunTwiceBitIdentical) {
+  BT_SKIP_WITHOUT_GPU();
+  Rng rng(bt::fresh_seed());
+  const ScatterDescriptor d = scatter_desc(DType::BF16, DType::I64, {512, 256}, {4096, 256}, {4096, 256}, 0,
+                                           ScatterReduce::Sum);
+  const auto self = bt::random_values(DType::BF16, 512 * 256, rng);
+  const auto src = bt::random_values(DType::BF16, 4096 * 256, rng);
+  const auto idx = bt::random_indices(4096 * 256, 512, rng, 4);
+  const auto a = bt::run_scatter(bt::kGpu, d, self, idx, src, bt::scatter_contiguous(d), false, 0xff);
+  const auto b = bt::run_scatter(bt::kGpu, d, self, idx, src, bt::scatter_contiguous(d), false, 0x5a);
+  ASSERT_TRUE(a.st.is_ok() && b.st.is_ok());
+  EXPECT_EQ(a.raw, b.raw);
+}
+
+// Shapes near the benchmark's (smaller: the CPU reference checks them).
+TEST(GatherScatterCuda, BenchLikeShapes) {
+  BT_SKIP_WITHOUT_GPU();
+  Rng rng(bt::fresh_seed());
+  const GatherDescriptor g = gather_desc(DType::BF16, DType::I64, {256, 50304}, {256, 64}, 1);
+  const auto x = bt::random_values(DType::BF16, 256 * 50304, rng);
+  expect_gather_matches(g, x, bt::random_indices(256 * 64, 50304, rng), bt::gather_contiguous(g), "bench gather");
+  const ScatterDescriptor s = scatter_desc(DType::BF16, DType::I64, {2048, 512}, {256, 512}, {256, 512}, 0,
+                                           ScatterReduce::Sum);
+  // random rows: each row of src goes whole to one row of self
+  std::vector<int64_t> idx(256 * 512);
+  for (size_t r = 0; r < 256; ++r) {
+    const int64_t row = bt::uniform_int(rng, 0, 2047);
+    for (size_t j = 0; j < 512; ++j) idx[r * 512 + j] = row;
+  }
+  expect_scatter_matches(s, bt::random_values(DType::BF16, 2048 * 512, rng), idx,
+                         bt::random_values(DType::BF16, 256 * 512, rng), bt::scatter_contiguous(s), false);
+}
+
+}  // namespace
