@@ -18,6 +18,8 @@
 //     row one random row of self (repeated along the row); bytes: index and src
 //     read, the destination elements read and written (self is shared by the
 //     sets and keeps accumulating, as PyTorch's in-place call).
+//   scatter_add_atomic...: the same through the opt-in atomic route
+//     (PlanPreference::require_deterministic = false), beside the same torch call.
 #include <algorithm>
 #include <optional>
 #include <random>
@@ -161,7 +163,7 @@ void run_gather_case(const Env& env, const BandwidthCase& c, BandwidthResult& r)
          });
 }
 
-void run_scatter_add_case(const Env& env, const BandwidthCase& c, BandwidthResult& r) {
+void run_scatter_add_case(const Env& env, const BandwidthCase& c, BandwidthResult& r, bool atomic) {
   const int64_t M = c.shape[0], C = c.shape[1], N = c.shape[2];
   ScatterDescriptor d;
   d.dtype = c.dtype;
@@ -171,7 +173,9 @@ void run_scatter_add_case(const Env& env, const BandwidthCase& c, BandwidthResul
   d.dim = 0;
   d.reduce = ScatterReduce::Sum;
   d.include_self = true;
-  auto p = ScatterPlan::select(env.stream, d);
+  PlanPreference pref;
+  pref.require_deterministic = !atomic;  // atomic: the opt-in floating-point-atomic route
+  auto p = ScatterPlan::select(env.stream, d, pref);
   status_check(p.status(), "ScatterPlan::select");
   record_sku(r, p->sku());
   const size_t es = dtype_size(c.dtype), n = static_cast<size_t>(N * C);
@@ -226,10 +230,11 @@ void register_indexing(Registry& reg) {
     BandwidthCase c{"gather.fwd.bf16.8192x50304x64", "gather", false, DType::BF16, Dims{8192, 50304, 64}, Dims{}};
     reg.add_case(bandwidth_case("indexing", c, [c](Env& env, BandwidthResult& r) { run_gather_case(env, c, r); }));
   }
-  {
-    BandwidthCase c{"scatter_add.fwd.bf16.65536x4096x8192", "scatter_add", false, DType::BF16, Dims{65536, 4096, 8192},
-                    Dims{}};
-    reg.add_case(bandwidth_case("indexing", c, [c](Env& env, BandwidthResult& r) { run_scatter_add_case(env, c, r); }));
+  for (bool atomic : {false, true}) {
+    BandwidthCase c{atomic ? "scatter_add_atomic.fwd.bf16.65536x4096x8192" : "scatter_add.fwd.bf16.65536x4096x8192",
+                    atomic ? "scatter_add_atomic" : "scatter_add", false, DType::BF16, Dims{65536, 4096, 8192}, Dims{}};
+    reg.add_case(bandwidth_case("indexing", c,
+                                [c, atomic](Env& env, BandwidthResult& r) { run_scatter_add_case(env, c, r, atomic); }));
   }
 }
 

@@ -42,6 +42,9 @@ def all_cases():
                     shape=[8192, 50304, 64], axes=[]))
     out.append(dict(name="scatter_add.fwd.bf16.65536x4096x8192", op="scatter_add", dir="fwd", dtype="bf16",
                     shape=[65536, 4096, 8192], axes=[]))
+    # The same torch call beside our opt-in atomic route (require_deterministic = false).
+    out.append(dict(name="scatter_add_atomic.fwd.bf16.65536x4096x8192", op="scatter_add_atomic", dir="fwd",
+                    dtype="bf16", shape=[65536, 4096, 8192], axes=[]))
     return out
 
 

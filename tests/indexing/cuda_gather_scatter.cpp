@@ -133,6 +133,55 @@ TEST(ScatterCuda, EveryModeMatchesCpu) {
           }
 }
 
+// The opt-in atomic route (require_deterministic = false, reduce Sum):
+// small integer values, so every sum is exact in every dtype whatever the
+// order of the atomic additions, and the result must equal the CPU's bits.
+TEST(ScatterCuda, AtomicSumOptIn) {
+  BT_SKIP_WITHOUT_GPU();
+  Rng rng(bt::fresh_seed());
+  PlanPreference pref;
+  pref.require_deterministic = false;
+  auto ints = [&](int64_t n) {
+    std::vector<double> v(static_cast<size_t>(n));
+    for (auto& x : v) x = static_cast<double>(bt::uniform_int(rng, -4, 4));
+    return v;
+  };
+  for (const DType t : kFloat)
+    for (const bool include_self : {true, false})
+      for (const bool in_place : {false, true})
+        for (const bool use_value : {false, true}) {
+          if (use_value && in_place) continue;
+          ScatterDescriptor d = scatter_desc(t, DType::I64, {33, 47}, {100, 40}, {101, 45}, 0, ScatterReduce::Sum,
+                                             include_self);
+          d.use_value = use_value;
+          d.value = 2.0;
+          const auto self = ints(33 * 47), src = ints(101 * 45);
+          auto idx = bt::random_indices(4000, 33, rng, 2);
+          const auto L = bt::scatter_contiguous(d);
+          const auto gpu = bt::run_scatter(bt::kGpu, d, self, idx, src, L, in_place, 0xff, pref);
+          const auto cpu = bt::run_scatter(kCpu, d, self, idx, src, L, in_place);
+          ASSERT_TRUE(gpu.st.is_ok()) << gpu.st.to_string() << " " << what(d);
+          ASSERT_TRUE(cpu.st.is_ok()) << cpu.st.to_string();
+          EXPECT_EQ(gpu.variant, "atomic");
+          EXPECT_TRUE(gpu.check.is_ok()) << gpu.check.to_string();
+          EXPECT_EQ(gpu.raw, cpu.raw) << what(d) << (in_place ? " in place" : "");
+          // A bad index: skipped (nothing written out of bounds) and reported.
+          idx[17] = 33;
+          const auto bad = bt::run_scatter(bt::kGpu, d, self, idx, src, L, in_place, 0xff, pref);
+          ASSERT_TRUE(bad.st.is_ok()) << bad.st.to_string();
+          EXPECT_EQ(bad.check.code(), StatusCode::InvalidProblem) << bad.check.to_string();
+        }
+  auto plan = ScatterPlan::select(bt::kGpu, scatter_desc(DType::F32, DType::I64, {8, 4}, {8, 4}, {8, 4}, 0,
+                                                         ScatterReduce::Sum), pref);
+  ASSERT_TRUE(plan.is_ok());
+  EXPECT_FALSE(plan->sku().precision.deterministic);
+  // Other reductions keep the sorted, deterministic route.
+  auto amax = ScatterPlan::select(bt::kGpu, scatter_desc(DType::F32, DType::I64, {8, 4}, {8, 4}, {8, 4}, 0,
+                                                         ScatterReduce::Amax), pref);
+  ASSERT_TRUE(amax.is_ok());
+  EXPECT_EQ(amax->sku().variant, "sorted");
+}
+
 TEST(ScatterCuda, OddShapesAndDims) {
   BT_SKIP_WITHOUT_GPU();
   Rng rng(bt::fresh_seed());

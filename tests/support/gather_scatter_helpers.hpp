@@ -183,9 +183,10 @@ inline ScatterLayouts scatter_contiguous(const ScatterDescriptor& d) {
 // in_place: out is self's own view (L.out is ignored).
 inline GsResult run_scatter(const baracuda::Stream& s, const ScatterDescriptor& d, const std::vector<double>& self,
                             const std::vector<int64_t>& idx, const std::vector<double>& src, const ScatterLayouts& L,
-                            bool in_place = false, uint8_t poison = 0xff) {
+                            bool in_place = false, uint8_t poison = 0xff,
+                            const baracuda::PlanPreference& pref = {}) {
   GsResult r;
-  auto plan = baracuda::ScatterPlan::select(s, d);
+  auto plan = baracuda::ScatterPlan::select(s, d, pref);
   if (!plan) {
     r.st = plan.status();
     return r;

@@ -210,6 +210,15 @@ class BARACUDA_API EmbeddingBackwardPlan : public PlanBase {
 //           out first. No atomics. workspace_size() = the alignment pad, the
 //           error word, keys / positions (double-buffered) and the sort's
 //           temporary storage.
+//   scatter "atomic" (opt-in: PlanPreference::require_deterministic = false,
+//           reduce Sum only; other reductions stay "sorted"): one thread per
+//           index element adds its contribution with a floating-point atomic
+//           in the dtype (16-bit sums round at every addition, as PyTorch's
+//           CUDA scatter_add); include_self = false first zeroes every
+//           destination that has a contribution. The order of the additions,
+//           so the bits, can change from run to run: sku().precision says
+//           deterministic = false, accumulator = the dtype. Workspace: the pad
+//           and the error word; bad indices as the sorted route.
 
 namespace baracuda {
 

@@ -43,6 +43,8 @@ struct ScatterLaunch {
   bool use_value = false;
   double value = 0.0;              // already rounded to dtype
   bool in_place = false;           // out is self: no copy
+  bool atomic = false;             // reduce Sum only, opted in (require_deterministic = false): floating-point
+                                   // atomics in dtype, no sort, no workspace beyond the error word
   int rank = 1, dim = 0;
   int64_t n = 0;                   // numel(index)
   int64_t self_numel = 0;

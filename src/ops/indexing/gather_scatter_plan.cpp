@@ -157,7 +157,7 @@ baracuda::detail::ArgCheck scatter_args(const ScatterPlan& p, const ScatterArgs&
 }
 
 [[maybe_unused]] cuda::ScatterLaunch scatter_launch(const ScatterDescriptor& d, const ScatterArgs& a, void* ws,
-                                                    void* stream) {
+                                                    void* stream, bool atomic) {
   cuda::ScatterLaunch l;
   l.dtype = d.dtype;
   l.index_dtype = d.index_dtype;
@@ -181,7 +181,8 @@ baracuda::detail::ArgCheck scatter_args(const ScatterPlan& p, const ScatterArgs&
   l.src = d.use_value ? nullptr : a.src.data;
   l.out = a.out.data;
   l.workspace = aligned(ws);
-  l.ws = cuda::scatter_workspace(l.n, l.self_numel);
+  l.atomic = atomic;
+  if (!atomic) l.ws = cuda::scatter_workspace(l.n, l.self_numel);
   l.stream = stream;
   return l;
 }
@@ -277,6 +278,18 @@ Result<ScatterPlan> ScatterPlan::select(const Stream& stream, const ScatterDescr
   if (be->backend == Backend::CpuReference) return plan;
   if (n > kCudaIndexLimit)
     return unsupported(kScatter, "the CUDA scatter needs fewer than 2^31 index elements (got ", n, ")");
+  // Opt-in (require_deterministic = false), reduce Sum only: floating-point
+  // atomics in the dtype, PyTorch's own route; the precision guarantee says
+  // it is not deterministic.
+  if (!pref.require_deterministic && desc.reduce == ScatterReduce::Sum) {
+    auto& sku = baracuda::detail::PlanAccess::sku(plan);
+    sku.variant = "atomic";
+    sku.precision.deterministic = false;
+    sku.precision.bit_stable_on_same_hardware = false;
+    sku.precision.accumulator = t;
+    baracuda::detail::PlanAccess::set_workspace(plan, kAlign + indexing::cuda::kErrorWordBytes);
+    return plan;
+  }
   baracuda::detail::PlanAccess::sku(plan).variant = "sorted";
 #ifdef BARACUDA_WITH_CUDA
   baracuda::detail::DeviceGuard guard(stream.device().ordinal);  // CUB's size queries read the current device
@@ -298,7 +311,8 @@ Status ScatterPlan::run(const Stream& stream, Workspace ws, const ScatterArgs& a
       *this, stream, ws, scatter_args(*this, a), [&] { return indexing::ref::scatter(kScatter, desc_, a); },
       [&]() -> Status {
 #ifdef BARACUDA_WITH_CUDA
-        return indexing::cuda::launch_scatter(scatter_launch(desc_, a, ws.ptr, stream.native_handle()));
+        return indexing::cuda::launch_scatter(
+            scatter_launch(desc_, a, ws.ptr, stream.native_handle(), sku().variant == "atomic"));
 #else
         return baracuda::detail::no_cuda(kScatter);
 #endif

@@ -151,6 +151,46 @@ Status scatter_sorted(const ScatterLaunch& l, cudaStream_t s) {
   return status_of(cudaGetLastError(), kWhat);
 }
 
+// The opt-in atomic route (reduce Sum): one thread per index element adds its
+// contribution to its destination with a floating-point atomic in T (the
+// order of the additions, so the bits, vary from run to run). kZero: the
+// pass before, for include_self = false, that zeroes every destination with
+// a contribution (all writers store the same 0).
+template <class T, class I, bool kZero>
+__global__ void __launch_bounds__(kThreads) scatter_atomic_kernel(const ScatterLaunch l) {
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
+  for (int64_t p = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; p < l.n; p += stride) {
+    int64_t c[kMaxRank];
+    coords_of(l.rank, l.idx_shape, p, c);
+    const int64_t v = load_index<I>(l.index, offset_of(l.rank, c, l.idx_stride));
+    if (v < 0 || v >= l.self_shape[l.dim]) {
+      if (!kZero) record_bad(l.workspace, p);
+      continue;
+    }
+    T* out = static_cast<T*>(l.out);
+    if constexpr (kZero) {
+      c[l.dim] = v;
+      out[offset_of(l.rank, c, l.out_stride)] = dev::from_acc<T>(0.0);
+    } else {
+      const T x = l.use_value ? dev::from_acc<T>(l.value)  // already rounded to T: exact
+                              : static_cast<const T*>(l.src)[offset_of(l.rank, c, l.src_stride)];
+      c[l.dim] = v;
+      atomicAdd(out + offset_of(l.rank, c, l.out_stride), x);
+    }
+  }
+}
+
+template <class T, class I>
+Status scatter_atomic(const ScatterLaunch& l, cudaStream_t s) {
+  const unsigned grid = grid_for(l.n, kThreads);
+  if (!l.include_self) {
+    scatter_atomic_kernel<T, I, true><<<grid, kThreads, 0, s>>>(l);
+    BARACUDA_RETURN_IF_ERROR(status_of(cudaGetLastError(), "ScatterPlan: kernel launch"));
+  }
+  scatter_atomic_kernel<T, I, false><<<grid, kThreads, 0, s>>>(l);
+  return status_of(cudaGetLastError(), "ScatterPlan: kernel launch");
+}
+
 template <class T>
 Status scatter_typed(const ScatterLaunch& l, cudaStream_t s) {
   if (!l.in_place) {
@@ -159,6 +199,9 @@ Status scatter_typed(const ScatterLaunch& l, cudaStream_t s) {
     BARACUDA_RETURN_IF_ERROR(status_of(cudaGetLastError(), "ScatterPlan: kernel launch"));
   }
   if (l.n == 0) return Status::ok();
+  if (l.atomic) {
+    return l.index_dtype == DType::I32 ? scatter_atomic<T, int32_t>(l, s) : scatter_atomic<T, int64_t>(l, s);
+  }
   return l.ws.wide ? scatter_sorted<T, uint64_t>(l, s) : scatter_sorted<T, uint32_t>(l, s);
 }
 
