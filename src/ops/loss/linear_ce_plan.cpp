@@ -42,7 +42,8 @@ Status validate(const FusedLinearCrossEntropyDescriptor& d) {
   if (d.in_features < 0) return invalid(kName, "in_features ", d.in_features, " must be >= 0");
   if (d.classes < 1)
     return invalid(kName, "classes ", d.classes, " must be >= 1 (a row needs at least one class, as in PyTorch)");
-  BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_size(kName, "logits [rows, classes]", {d.rows, d.classes}));
+  BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_size(kName, "logits bytes [rows, classes]",
+                                                       {d.rows, d.classes, static_cast<int64_t>(dtype_size(d.dtype))}));
   BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_size(kName, "hidden [rows, in_features]", {d.rows, d.in_features}));
   BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_size(kName, "weight [classes, in_features]", {d.classes, d.in_features}));
   if (d.target == CrossEntropyTarget::Probs)

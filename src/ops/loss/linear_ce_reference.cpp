@@ -7,6 +7,7 @@
 #include "ops/loss/linear_ce_reference.hpp"
 
 #include <algorithm>
+#include <new>
 #include <vector>
 
 #include "core/error.hpp"
@@ -31,7 +32,23 @@ std::vector<double> dense(const TensorRef& t, DType dtype, int64_t rows, int64_t
 }
 }  // namespace
 
+namespace {
+Status run_blocks(const LinearCe& p);
+}
+
 Status run_linear_ce(const LinearCe& p) {
+  // The logits exist only as 64-row blocks here; a vocabulary too large for
+  // host memory is refused rather than thrown out of the plan.
+  try {
+    return run_blocks(p);
+  } catch (const std::bad_alloc&) {
+    return baracuda::detail::unsupported(p.plan, "the CPU reference cannot allocate its buffers for rows ", p.d.rows,
+                                         ", in_features ", p.d.in_features, ", classes ", p.d.classes);
+  }
+}
+
+namespace {
+Status run_blocks(const LinearCe& p) {
   const FusedLinearCrossEntropyDescriptor& d = p.d;
   const FusedLinearCrossEntropyArgs& a = p.a;
   const int64_t N = d.rows, D = d.in_features, V = d.classes;
@@ -50,7 +67,8 @@ Status run_linear_ce(const LinearCe& p) {
     divisor += d.has_weight ? load_f(a.class_weight.data, t, ti * a.class_weight.strides[0]) : 1.0;
   }
   const std::vector<double> H = dense(a.hidden, t, N, D), W = dense(a.weight, t, V, D);
-  std::vector<double> b(static_cast<size_t>(V), 0.0);
+  // Sized by V only where a [V] tensor exists (with no rows, V may be any size).
+  std::vector<double> b(d.has_bias ? static_cast<size_t>(V) : 0, 0.0);
   if (d.has_bias)
     for (int64_t c = 0; c < V; ++c) b[c] = load_f(a.bias.data, t, c * a.bias.strides[0]);
   std::vector<double> dw(d.need_dw ? static_cast<size_t>(V * D) : 0, 0.0), db(d.need_db ? static_cast<size_t>(V) : 0, 0.0);
@@ -78,7 +96,7 @@ Status run_linear_ce(const LinearCe& p) {
         const double* w = &W[static_cast<size_t>(c * D)];
         double s = 0;
         for (int64_t k = 0; k < D; ++k) s += h[k] * w[k];
-        store_f(logits.data(), t, i * V + c, s + b[c]);
+        store_f(logits.data(), t, i * V + c, d.has_bias ? s + b[c] : s);
       }
     });
     // Cross-entropy rows with their gradient factor g_i (dloss, dloss[i], or dloss / divisor).
@@ -134,7 +152,7 @@ Status run_linear_ce(const LinearCe& p) {
         }
       });
   }
-  if (d.need_dw)
+  if (d.need_dw && V * D > 0)
     for (int64_t c = 0; c < V; ++c)
       for (int64_t k = 0; k < D; ++k)
         store_f(a.dweight.data, t, c * a.dweight.strides[0] + k * a.dweight.strides[1], dw[static_cast<size_t>(c * D + k)]);
@@ -147,5 +165,6 @@ Status run_linear_ce(const LinearCe& p) {
   }
   return Status::ok();
 }
+}  // namespace
 
 }  // namespace baracuda::loss::ref
