@@ -335,7 +335,7 @@ struct FusedLinearCrossEntropyAccess {
     L.divisor = sc.divisor >= 0 ? ce + sc.divisor : nullptr;
     L.row_loss = sc.row_loss >= 0 ? ce + sc.row_loss : nullptr;
     L.stream = stream.native_handle();
-    if (d.reduction == LossReduction::Mean) BARACUDA_RETURN_IF_ERROR(loss::cuda::launch_divisor(L));
+    if (d.reduction == LossReduction::Mean) BARACUDA_RETURN_IF_ERROR(inner_error(loss::cuda::launch_divisor(L)));
 
     const bool grad = any_grad(d);
     // Rows [r0, r0 + n) of a [rows, cols] view (any strides).
@@ -367,7 +367,7 @@ struct FusedLinearCrossEntropyAccess {
       }
       choose_path(Lc);
       Lc.partials = Lc.path == loss::cuda::Path::Split ? ce + sc.partials : nullptr;
-      BARACUDA_RETURN_IF_ERROR(loss::cuda::launch_rows(Lc));
+      BARACUDA_RETURN_IF_ERROR(inner_error(loss::cuda::launch_rows(Lc)));
       if (!grad) continue;
 
       LinearBackwardArgs ba;
@@ -399,7 +399,7 @@ struct FusedLinearCrossEntropyAccess {
     }
     if (d.reduction != LossReduction::None) {
       L.scalar_loss = a.loss.data;
-      BARACUDA_RETURN_IF_ERROR(loss::cuda::launch_reduce(L));
+      BARACUDA_RETURN_IF_ERROR(inner_error(loss::cuda::launch_reduce(L)));
     }
     return Status::ok();
   }
