@@ -6,6 +6,17 @@
 //   cross_entropy.bwd.bf16.NxV      dlogits from the saved lse (no PyTorch twin)
 //   cross_entropy.fwdbwd.bf16.NxV   with_grad: loss, lse and dlogits in one pass
 // at N = 8192 and V = 50304, 128256.
+// Fused linear + cross-entropy (FusedLinearCrossEntropyPlan) at the LM-head
+// shape (N, D, V) = (8192, 4096, 128256) bf16, no bias, mean, dloss = 1,
+// dH and dW (3 GEMMs, 6 N D V flops):
+//   linear_cross_entropy.fused.bf16.NxDxV        workspace_limit = N V 2 / 4
+//   linear_cross_entropy.unfused.bf16.NxDxV      LinearPlan -> CrossEntropyPlan
+//                                                with_grad in place -> LinearBackwardPlan
+//   linear_cross_entropy.fused.chunkR.bf16.NxDxV chunk_rows = R (no limit)
+// Each reports time, TFLOP/s and extra_bytes: the memory beyond inputs and
+// outputs (the fused plan's workspace; unfused: the logits + the largest
+// workspace), and its ratio to the unfused logits N V 2 (target <= 0.25 at
+// >= 0.9 of the unfused speed). One buffer set (1.2 GB of inputs, far above L2).
 //  * bytes counted as in the softmax cases: what the op must move — the
 //    logits read (forward), + dlogits written (bwd, fwdbwd); targets, lse and
 //    the loss (a few bytes per row) are left out;
@@ -18,6 +29,7 @@
 #include <vector>
 
 #include "../bandwidth.hpp"
+#include "../json_writer.hpp"
 
 namespace baracuda::bench {
 namespace {
@@ -115,6 +127,154 @@ void run_case(const Env& env, const BandwidthCase& c, const std::string& dir, Ba
   r.us = ms * 1e3;
 }
 
+// ---- fused linear + cross-entropy ---------------------------------------------------------
+struct LceCase {
+  std::string name, mode;  // "fused" / "unfused"
+  int64_t n = 0, d = 0, v = 0;
+  int64_t chunk_rows = 0;   // fused: > 0 fixes the chunk
+  bool quarter_limit = false;  // fused: workspace_limit = N V 2 / 4
+};
+
+struct LceResult {
+  std::string error;
+  double us = 0, tflops = 0;
+  double extra_bytes = 0, extra_frac = 0;
+  int64_t chunk_rows = 0, chunks = 0;
+  std::string variant, backend, sku;
+};
+
+void run_lce(const Env& env, const LceCase& c, LceResult& r) {
+  const DType t = DType::BF16;
+  const int64_t N = c.n, D = c.d, V = c.v;
+  const size_t es = dtype_size(t), logits = static_cast<size_t>(N * V) * es;
+  Buffer h = device_buffer(static_cast<size_t>(N * D) * es), w = device_buffer(static_cast<size_t>(V * D) * es);
+  fill(env, h, t, static_cast<size_t>(N * D), -1.f, 1.f);
+  fill(env, w, t, static_cast<size_t>(V * D), -0.02f, 0.02f);
+  std::vector<int64_t> tv(static_cast<size_t>(N));
+  for (int64_t i = 0; i < N; ++i) tv[static_cast<size_t>(i)] = (i * 7919) % V;
+  Buffer tg = device_buffer(tv.size() * 8);
+  status_check(tg.copy_from_host(tv.data(), tv.size() * 8), "targets");
+  Buffer loss = device_buffer(16), dloss = device_buffer(16);
+  cuda_check(bench_fill_uniform(dloss.data(), DType::F32, 1, 1.f, 1.f, 1, env.cs), "fill dloss");
+  Buffer dh = device_buffer(static_cast<size_t>(N * D) * es), dw = device_buffer(static_cast<size_t>(V * D) * es);
+  const TensorRef hv = h.view(t, {N, D}), wv = w.view(t, {V, D}), tgv = tg.view(DType::I64, {N});
+  const TensorRef dlv = dloss.view(DType::F32, {}, {});
+  double ms = 0;
+  if (c.mode == "fused") {
+    FusedLinearCrossEntropyDescriptor d;
+    d.dtype = t;
+    d.rows = N;
+    d.in_features = D;
+    d.classes = V;
+    d.need_db = false;
+    d.chunk_rows = c.chunk_rows;
+    if (c.quarter_limit) d.workspace_limit = logits / 4;
+    auto p = FusedLinearCrossEntropyPlan::select(env.stream, d);
+    status_check(p.status(), "FusedLinearCrossEntropyPlan::select");
+    r.variant = p->sku().variant;
+    r.backend = backend_name(p->sku().backend);
+    r.sku = p->sku().to_string();
+    r.chunk_rows = p->chunk_rows();
+    r.chunks = p->chunks();
+    r.extra_bytes = static_cast<double>(p->workspace_size());
+    Buffer ws = device_buffer(p->workspace_size(), 16);
+    FusedLinearCrossEntropyArgs a;
+    a.hidden = hv;
+    a.weight = wv;
+    a.target = tgv;
+    a.dloss = dlv;
+    a.loss = loss.view_mut(DType::F32, {}, {});
+    a.dhidden = dh.view_mut(t, {N, D});
+    a.dweight = dw.view_mut(t, {V, D});
+    const Workspace wsv(ws.data(), p->workspace_size());
+    status_check(p->can_implement(a), "can_implement");
+    ms = time_median_ms(env.cs, env.warmup, env.iters, [&](int) { status_check(p->run(env.stream, wsv, a), "run"); });
+  } else {
+    LinearDescriptor ld;
+    ld.dtype = t;
+    ld.x_shape = Dims{N, D};
+    ld.out_features = V;
+    ld.has_bias = false;
+    CrossEntropyDescriptor cd;
+    cd.dtype = t;
+    cd.rows = N;
+    cd.classes = V;
+    cd.with_grad = true;
+    LinearBackwardDescriptor bd;
+    bd.forward = ld;
+    bd.need_db = false;
+    auto lin = LinearPlan::select(env.stream, ld);
+    status_check(lin.status(), "LinearPlan::select");
+    auto ce = CrossEntropyPlan::select(env.stream, cd);
+    status_check(ce.status(), "CrossEntropyPlan::select");
+    auto bwd = LinearBackwardPlan::select(env.stream, bd);
+    status_check(bwd.status(), "LinearBackwardPlan::select");
+    const size_t wsb = std::max({lin->workspace_size(), ce->workspace_size(), bwd->workspace_size(), size_t{16}});
+    r.variant = "fwd:" + lin->sku().variant + " ce:" + ce->sku().variant + " bwd:" + bwd->sku().variant;
+    r.backend = backend_name(lin->sku().backend);
+    r.sku = lin->sku().to_string();
+    r.extra_bytes = static_cast<double>(logits + wsb);
+    Buffer y = device_buffer(logits), ws = device_buffer(wsb);
+    LinearArgs la;
+    la.x = hv;
+    la.weight = wv;
+    la.y = y.view_mut(t, {N, V});
+    CrossEntropyArgs ca;
+    ca.logits = y.view(t, {N, V});
+    ca.target = tgv;
+    ca.loss = loss.view_mut(DType::F32, {}, {});
+    ca.dloss = dlv;
+    ca.dlogits = y.view_mut(t, {N, V});
+    LinearBackwardArgs ba;
+    ba.dy = y.view(t, {N, V});
+    ba.x = hv;
+    ba.weight = wv;
+    ba.dx = dh.view_mut(t, {N, D});
+    ba.dw = dw.view_mut(t, {V, D});
+    ms = time_median_ms(env.cs, env.warmup, env.iters, [&](int) {
+      status_check(lin->run(env.stream, Workspace(ws.data(), lin->workspace_size()), la), "linear");
+      status_check(ce->run(env.stream, Workspace(ws.data(), ce->workspace_size()), ca), "cross_entropy");
+      status_check(bwd->run(env.stream, Workspace(ws.data(), bwd->workspace_size()), ba), "linear_backward");
+    });
+  }
+  r.us = ms * 1e3;
+  r.tflops = 6.0 * static_cast<double>(N) * static_cast<double>(D) * static_cast<double>(V) / (r.us * 1e-6) / 1e12;
+  r.extra_frac = r.extra_bytes / static_cast<double>(logits);
+}
+
+Case lce_case(const LceCase& c) {
+  return Case{"loss", c.name, [c](Env& env) {
+                LceResult r = run_guarded<LceResult>(env, [&](Env& e, LceResult& res) { run_lce(e, c, res); });
+                Outcome o;
+                o.ok = r.error.empty();
+                char line[256];
+                if (o.ok)
+                  std::snprintf(line, sizeof line, "%-42s %10.1f %6.0f TF/s extra %7.1f MB (%.3f)  ", c.name.c_str(), r.us,
+                                r.tflops, r.extra_bytes / 1e6, r.extra_frac);
+                else
+                  std::snprintf(line, sizeof line, "%-42s  ERROR ", c.name.c_str());
+                o.row = line + (o.ok ? r.variant : r.error);
+                o.json.str("name", c.name)
+                    .str("op", "linear_cross_entropy")
+                    .str("dir", "fwdbwd")
+                    .str("dtype", "bf16")
+                    .dims("shape", Dims{c.n, c.d, c.v})
+                    .dims("axes", Dims{1})
+                    .boolean("ok", o.ok);
+                if (o.ok)
+                  o.json.num("time_us", r.us)
+                      .num("tflops", r.tflops)
+                      .num("extra_bytes", r.extra_bytes)
+                      .num("extra_frac_of_logits", r.extra_frac)
+                      .integer("chunk_rows", r.chunk_rows)
+                      .integer("chunks", r.chunks);
+                else
+                  o.json.str("error", r.error);
+                o.json.str("variant", r.variant).str("backend", r.backend).str("sku", r.sku);
+                return o;
+              }};
+}
+
 }  // namespace
 
 void register_loss(Registry& reg) {
@@ -127,6 +287,12 @@ void register_loss(Registry& reg) {
       const std::string d = dir;
       reg.add_case(bandwidth_case("loss", c, [c, d](Env& env, BandwidthResult& r) { run_case(env, c, d, r); }));
     }
+  const int64_t N = 8192, D = 4096, V = 128256;
+  const std::string shape = ".bf16." + std::to_string(N) + "x" + std::to_string(D) + "x" + std::to_string(V);
+  reg.add_case(lce_case({"linear_cross_entropy.fused" + shape, "fused", N, D, V, 0, true}));
+  reg.add_case(lce_case({"linear_cross_entropy.unfused" + shape, "unfused", N, D, V, 0, false}));
+  for (int64_t r : {512, 1024, 1536, 1664, 2048, 4096, 8192})
+    reg.add_case(lce_case({"linear_cross_entropy.fused.chunk" + std::to_string(r) + shape, "fused", N, D, V, r, false}));
 }
 
 }  // namespace baracuda::bench

@@ -5,4 +5,5 @@
 namespace contract {
 INSTANTIATE_TYPED_TEST_SUITE_P(CrossEntropyPlan, PlanContract, ::testing::Types<CrossEntropyTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(CrossEntropyBackwardPlan, PlanContract, ::testing::Types<CrossEntropyBackwardTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(FusedLinearCrossEntropyPlan, PlanContract, ::testing::Types<FusedLinearCrossEntropyTraits>);
 }  // namespace contract

@@ -5,4 +5,5 @@
 namespace contract {
 INSTANTIATE_TYPED_TEST_SUITE_P(CrossEntropyPlan, PlanContractCuda, ::testing::Types<CrossEntropyTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(CrossEntropyBackwardPlan, PlanContractCuda, ::testing::Types<CrossEntropyBackwardTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(FusedLinearCrossEntropyPlan, PlanContractCuda, ::testing::Types<FusedLinearCrossEntropyTraits>);
 }  // namespace contract

@@ -1,4 +1,5 @@
-// Contract traits of the loss family: CrossEntropyPlan, CrossEntropyBackwardPlan.
+// Contract traits of the loss family: CrossEntropyPlan, CrossEntropyBackwardPlan,
+// FusedLinearCrossEntropyPlan.
 // A new loss plan joins with a traits struct here and one INSTANTIATE line per
 // suite in tests/contract/cpu_loss.cpp and cuda_loss.cpp.
 //
@@ -237,6 +238,134 @@ struct CrossEntropyBackwardTraits {
     return v;
   }
   static std::string describe(const Desc& d) { return "CrossEntropyBackwardDescriptor{forward " + loss_contract::describe(d.forward) + "}"; }
+};
+
+// The fused linear + cross-entropy: the CE options of loss_contract::valid()
+// (index targets only), H [N, D], W [V, D], b, and the need_* flags.
+struct FusedLinearCrossEntropyTraits {
+  using Plan = baracuda::FusedLinearCrossEntropyPlan;
+  using Desc = baracuda::FusedLinearCrossEntropyDescriptor;
+  using Args = baracuda::FusedLinearCrossEntropyArgs;
+  static constexpr const char* kName = "FusedLinearCrossEntropyPlan";
+
+  static Desc of(const baracuda::CrossEntropyDescriptor& c, int64_t in_features, bool bias) {
+    Desc d;
+    d.dtype = c.dtype;
+    d.rows = c.rows;
+    d.in_features = in_features;
+    d.classes = c.classes;
+    d.has_bias = bias;
+    d.need_db = bias;
+    d.target = c.target;
+    d.index_dtype = c.index_dtype;
+    d.ignore_index = c.ignore_index;
+    d.label_smoothing = c.label_smoothing;
+    d.has_weight = c.has_weight;
+    d.reduction = c.reduction;
+    d.z_loss = c.z_loss;
+    d.loss_dtype = c.loss_dtype;
+    return d;
+  }
+  static baracuda::CrossEntropyDescriptor ce_of(const Desc& d) {
+    baracuda::CrossEntropyDescriptor c;
+    c.dtype = d.dtype;
+    c.rows = d.rows;
+    c.classes = d.classes;
+    c.ignore_index = d.ignore_index;
+    return c;
+  }
+  static Desc valid_desc(Rng& rng) {
+    Fuzz f(rng);
+    baracuda::CrossEntropyDescriptor c = loss_contract::valid(f);
+    c.target = baracuda::CrossEntropyTarget::Index;
+    Desc d = of(c, f.range(0, 9), f.chance(0.5));
+    d.need_dh = f.chance(0.7);
+    d.need_dw = f.chance(0.7);
+    d.need_db = d.has_bias && f.chance(0.7);
+    if (f.chance(0.3)) d.chunk_rows = f.range(1, 4);
+    return d;
+  }
+  // Outputs all empty: reduction None over zero rows, with no dW / db (or D = 0 and no db).
+  static std::vector<Desc> zero_size_descs() {
+    using loss_contract::make;
+    Desc a = of(make(DType::F32, 0, 5, baracuda::LossReduction::None), 3, false);
+    a.need_dw = false;
+    Desc b = of(make(DType::BF16, 0, 7, baracuda::LossReduction::None), 0, true);
+    b.need_db = false;
+    return {a, b};
+  }
+  static std::vector<std::pair<const char*, Desc>> invalid_descs() {
+    auto with = [](auto fn) {
+      Desc d = of(loss_contract::make(DType::F32, 3, 5), 4, true);
+      fn(d);
+      return d;
+    };
+    std::vector<std::pair<const char*, Desc>> v;
+    for (const auto& [label, c] : loss_contract::invalid())
+      if (std::string(label) != "probs_ignore_index") v.push_back({label, of(c, 4, true)});
+    v.push_back({"in_features_negative", with([](Desc& d) { d.in_features = -1; })});
+    v.push_back({"probability_targets", with([](Desc& d) { d.target = baracuda::CrossEntropyTarget::Probs; })});
+    v.push_back({"need_db_without_bias", with([](Desc& d) { d.has_bias = false; })});
+    v.push_back({"chunk_rows_negative", with([](Desc& d) { d.chunk_rows = -1; })});
+    return v;
+  }
+  // CUDA: the chunk buffer, the CE scratch, the inner GEMMs' workspace.
+  static std::vector<Desc> workspace_descs() {
+    using loss_contract::make;
+    Desc chunked = of(make(DType::BF16, 9, 300), 16, true);
+    chunked.chunk_rows = 4;
+    return {of(make(DType::F32, 8, 40), 8, false), chunked};
+  }
+  static std::vector<Slot<Args>> slots(const Plan& p) {
+    using namespace loss_contract;
+    const Desc& d = p.descriptor();
+    const bool grad = d.need_dh || d.need_dw || d.need_db;
+    const Dims hs{d.rows, d.in_features}, ws{d.classes, d.in_features}, vs{d.classes};
+    const Dims ls = d.reduction == baracuda::LossReduction::None ? Dims{d.rows} : Dims{};
+    Slot<Args> target = input<Args>("target", d.index_dtype, Dims{d.rows}, [](Args& a, const TensorMut& t) { a.target = t; });
+    target.values = [c = ce_of(d)](Rng& rng, std::vector<double>& x) { fill_targets(rng, x, c); };
+    target.values_checked = true;  // out-of-range ids are refused (CPU)
+    return {input<Args>("hidden", d.dtype, hs, [](Args& a, const TensorMut& t) { a.hidden = t; }),
+            input<Args>("weight", d.dtype, ws, [](Args& a, const TensorMut& t) { a.weight = t; }),
+            optional_input<Args>(d.has_bias, "bias", d.dtype, vs, [](Args& a, const TensorMut& t) { a.bias = t; }),
+            target,
+            optional_input<Args>(d.has_weight, "class_weight", d.dtype, vs, [](Args& a, const TensorMut& t) { a.class_weight = t; }),
+            optional_input<Args>(grad, "dloss", d.loss_dtype, ls, [](Args& a, const TensorMut& t) { a.dloss = t; }),
+            output<Args>("loss", d.loss_dtype, ls, [](Args& a, const TensorMut& t) { a.loss = t; }),
+            loss_contract::optional_output<Args>(d.need_dh, "dhidden", d.dtype, hs, [](Args& a, const TensorMut& t) { a.dhidden = t; }),
+            loss_contract::optional_output<Args>(d.need_dw, "dweight", d.dtype, ws, [](Args& a, const TensorMut& t) { a.dweight = t; }),
+            loss_contract::optional_output<Args>(d.need_db, "dbias", d.dtype, vs, [](Args& a, const TensorMut& t) { a.dbias = t; })};
+  }
+  static std::vector<DescMutator<Desc>> desc_mutators() {
+    std::vector<DescMutator<Desc>> v;
+    v.push_back({"desc.rows_any", [](Desc& d, Fuzz& f) { d.rows = f.chance(0.5) ? f.range(-3, 8) : f.any_int(); }});
+    v.push_back({"desc.in_features_any", [](Desc& d, Fuzz& f) { d.in_features = f.chance(0.5) ? f.range(-3, 8) : f.any_int(); }});
+    v.push_back({"desc.classes_any", [](Desc& d, Fuzz& f) { d.classes = f.chance(0.5) ? f.range(-3, 8) : f.any_int(); }});
+    v.push_back({"desc.dtype_any", [](Desc& d, Fuzz& f) { d.dtype = f.any_dtype(); }});
+    v.push_back({"desc.index_dtype_any", [](Desc& d, Fuzz& f) { d.index_dtype = f.any_dtype(); }});
+    v.push_back({"desc.loss_dtype_any", [](Desc& d, Fuzz& f) { d.loss_dtype = f.any_dtype(); }});
+    v.push_back({"desc.smoothing_any", [](Desc& d, Fuzz& f) { d.label_smoothing = f.any_double(); }});
+    v.push_back({"desc.z_loss_any", [](Desc& d, Fuzz& f) { d.z_loss = f.any_double(); }});
+    v.push_back({"desc.need_any", [](Desc& d, Fuzz& f) {
+                   d.need_dh = f.chance(0.5);
+                   d.need_dw = f.chance(0.5);
+                   d.need_db = f.chance(0.5);
+                 }});
+    v.push_back({"desc.chunk_rows_any", [](Desc& d, Fuzz& f) { d.chunk_rows = f.chance(0.5) ? f.range(-3, 8) : f.any_int(); }});
+    return v;
+  }
+  static std::string describe(const Desc& d) {
+    std::ostringstream os;
+    os << "FusedLinearCrossEntropyDescriptor{dtype " << baracuda::dtype_name(d.dtype) << ", rows " << d.rows
+       << ", in_features " << d.in_features << ", classes " << d.classes << ", has_bias " << d.has_bias << ", target "
+       << (d.target == baracuda::CrossEntropyTarget::Probs ? "probs" : "index") << ", index_dtype "
+       << baracuda::dtype_name(d.index_dtype) << ", ignore_index " << d.ignore_index << ", label_smoothing "
+       << d.label_smoothing << ", has_weight " << d.has_weight << ", reduction " << baracuda::loss_reduction_name(d.reduction)
+       << ", z_loss " << d.z_loss << ", loss_dtype " << baracuda::dtype_name(d.loss_dtype) << ", need_dh " << d.need_dh
+       << ", need_dw " << d.need_dw << ", need_db " << d.need_db << ", workspace_limit " << d.workspace_limit
+       << ", chunk_rows " << d.chunk_rows << "}";
+    return os.str();
+  }
 };
 
 }  // namespace contract

@@ -190,10 +190,12 @@ struct BwdRun {
 };
 
 // Tensors only the needed outputs read are passed (x for dw, weight for dx,
-// aux with an activation).
+// aux with an activation). dw0 / db0: dw's and db's values before the run
+// (for accumulate; otherwise they start poisoned).
 BwdRun run_linear_backward(const LinearBackwardDescriptor& d, const std::vector<double>& x,
                            const std::vector<double>& w, const std::vector<double>& dy,
-                           const std::vector<double>& aux) {
+                           const std::vector<double>& aux, const std::vector<double>* dw0 = nullptr,
+                           const std::vector<double>* db0 = nullptr) {
   BwdRun r;
   auto plan = LinearBackwardPlan::select(kCpu, d);
   if (!plan) {
@@ -208,6 +210,8 @@ BwdRun run_linear_backward(const LinearBackwardDescriptor& d, const std::vector<
   dxb.poison();
   dwb.poison();
   dbb.poison();
+  if (dw0) dwb = bt::host_from(t, *dw0);
+  if (db0) dbb = bt::host_from(t, *db0);
   std::vector<uint8_t> ws(plan->workspace_size() + 1);
   LinearBackwardArgs a;
   a.dy = bt::view(dyb, bt::contiguous(plan->y_shape()));
@@ -1205,6 +1209,32 @@ TEST(GemmBackward, ZeroRowsGiveZeroWeightGradients) {
   ASSERT_TRUE(g.st.is_ok()) << g.st.to_string();
   EXPECT_EQ(g.dw, std::vector<double>(12, 0.0));
   EXPECT_EQ(g.db, std::vector<double>(4, 0.0));
+}
+
+TEST(GemmBackward, AccumulateAddsTheFreshGradientToTheOldValues) {
+  // f64: the reference adds the old value to the exact double sum, so old + fresh is exact here.
+  for (const Dims& xs : {Dims{5, 3}, Dims{2, 3, 3}, Dims{0, 3}}) {
+    SCOPED_TRACE(xs.to_string());
+    LinearBackwardDescriptor bd;
+    bd.forward = lin_desc(DType::F64, xs, 4, true);
+    bt::Rng rng(bt::fresh_seed("accumulate " + xs.to_string()));
+    const int64_t K = 3, N = 4, M = bt::numel(xs) / K;
+    const auto x = bt::random_values(DType::F64, M * K, rng), w = bt::random_values(DType::F64, N * K, rng),
+               dy = bt::random_values(DType::F64, M * N, rng), dw0 = bt::random_values(DType::F64, N * K, rng),
+               db0 = bt::random_values(DType::F64, N, rng);
+    const BwdRun fresh = run_linear_backward(bd, x, w, dy, {});
+    ASSERT_TRUE(fresh.st.is_ok()) << fresh.st.to_string();
+    bd.accumulate = true;
+    const BwdRun acc = run_linear_backward(bd, x, w, dy, {}, &dw0, &db0);
+    ASSERT_TRUE(acc.st.is_ok()) << acc.st.to_string();
+    EXPECT_EQ(acc.dx, fresh.dx);  // dx is overwritten either way
+    for (int64_t i = 0; i < N * K; ++i) EXPECT_EQ(acc.dw[i], dw0[i] + fresh.dw[i]) << "dw[" << i << "]";
+    for (int64_t i = 0; i < N; ++i) EXPECT_EQ(acc.db[i], db0[i] + fresh.db[i]) << "db[" << i << "]";
+    if (M == 0) {
+      EXPECT_EQ(acc.dw, dw0);  // nothing to add: the old values stay
+      EXPECT_EQ(acc.db, db0);
+    }
+  }
 }
 
 }  // namespace

@@ -925,4 +925,68 @@ TEST(CudaLinearBackward, ZeroRows) {
   }
 }
 
+// accumulate: dw += g^T . x and db += sum of g's rows onto non-zero old
+// values (beta = 1 in place; db through the ones GEMM), against the CPU
+// reference given the same old values; dx is overwritten. Zero rows keep the
+// old values.
+TEST(CudaLinearBackward, AccumulateAddsToTheOldValues) {
+  BT_SKIP_WITHOUT_GPU();
+  for (DType t : kFloatTypes)
+    for (int64_t M : {int64_t{37}, int64_t{0}}) {
+      const int64_t K = 24, N = 50;
+      SCOPED_TRACE(std::string(dtype_name(t)) + " M " + std::to_string(M));
+      LinearBackwardDescriptor d;
+      d.forward.dtype = t;
+      d.forward.x_shape = Dims{M, K};
+      d.forward.out_features = N;
+      d.forward.has_bias = true;
+      d.accumulate = true;
+      bt::Rng rng(bt::fresh_seed("accumulate " + std::string(dtype_name(t)) + std::to_string(M)));
+      const auto xv = bt::random_values(t, M * K, rng), wv = bt::random_values(t, N * K, rng),
+                 dyv = bt::random_values(t, M * N, rng), dw0 = bt::random_values(t, N * K, rng),
+                 db0 = bt::random_values(t, N, rng);
+      const bt::Layout Lx = bt::contiguous(Dims{M, K}), Lw = bt::contiguous(Dims{N, K}), Ly = bt::contiguous(Dims{M, N}),
+                       Lb = bt::contiguous(Dims{N});
+      auto cpu = LinearBackwardPlan::select(kCpu, d);
+      ASSERT_TRUE(cpu) << cpu.status().to_string();
+      const bt::HostBuffer xh = bt::host_from(t, xv), wh = bt::host_from(t, wv), dyh = bt::host_from(t, dyv);
+      bt::HostBuffer dxh(t, M * K), dwh = bt::host_from(t, dw0), dbh = bt::host_from(t, db0);
+      LinearBackwardArgs ha;
+      ha.dy = bt::view(dyh, Ly);
+      ha.x = bt::view(xh, Lx);
+      ha.weight = bt::view(wh, Lw);
+      ha.dx = bt::view_mut(dxh, Lx);
+      ha.dw = bt::view_mut(dwh, Lw);
+      ha.db = bt::view_mut(dbh, Lb);
+      ASSERT_TRUE(cpu->run(kCpu, Workspace::none(), ha).is_ok());
+
+      auto gpu = LinearBackwardPlan::select(kGpu, d);
+      ASSERT_TRUE(gpu) << gpu.status().to_string();
+      EXPECT_NE(gpu->sku().variant.find("db:ones"), std::string::npos) << gpu->sku().variant;
+      Buffer dx_in = device_copy(t, Lx, xv), dw_in = device_copy(t, Lw, wv), ddy = device_copy(t, Ly, dyv);
+      Buffer odx = bt::device_storage(t, Lx), odw = device_copy(t, Lw, dw0), odb = device_copy(t, Lb, db0);
+      Buffer ws = bt::device_workspace(gpu->workspace_size());
+      LinearBackwardArgs a;
+      a.dy = bt::view(ddy, t, Ly);
+      a.x = bt::view(dx_in, t, Lx);
+      a.weight = bt::view(dw_in, t, Lw);
+      a.dx = bt::view_mut(odx, t, Lx);
+      a.dw = bt::view_mut(odw, t, Lw);
+      a.db = bt::view_mut(odb, t, Lb);
+      const Status st = gpu->run(kGpu, Workspace(ws.data(), gpu->workspace_size()), a);
+      ASSERT_TRUE(st.is_ok()) << st.to_string();
+      ASSERT_TRUE(synchronize(kGpu).is_ok());
+      const double tol = bt::tolerance(t);
+      std::string e;
+      if (M > 0) e += compare("dx", bt::gather(to_host(odx, t, M * K), Lx), bt::all_values(dxh), tol);
+      e += compare("dw", bt::gather(to_host(odw, t, N * K), Lw), bt::all_values(dwh), tol);
+      e += compare("db", bt::gather(to_host(odb, t, N), Lb), bt::all_values(dbh), tol);
+      EXPECT_TRUE(e.empty()) << gpu->sku().to_string() << ": " << e;
+      if (M == 0) {  // nothing added: exactly the old values
+        EXPECT_EQ(bt::gather(to_host(odw, t, N * K), Lw), bt::gather(bt::host_from(t, dw0), Lw));
+        EXPECT_EQ(bt::gather(to_host(odb, t, N), Lb), bt::gather(bt::host_from(t, db0), Lb));
+      }
+    }
+}
+
 }  // namespace

@@ -255,7 +255,13 @@ class BARACUDA_API LinearPlan : public PlanBase {
 //                                 measured slower on the H100)
 // need_* choose the outputs (frozen weights: need_dw = need_db = false; first
 // layer: need_dx = false); a tensor only an unneeded output reads is refused
-// when given. Every output is overwritten (no accumulation into dw yet).
+// when given. Every output is overwritten, unless `accumulate` is set: then
+// dw += g^T . x and db += sum of g's rows (PyTorch's `.grad +=`; the cuBLASLt
+// GEMM with beta = 1 and C = dw, and db as a GEMM ones^T . g with beta = 1,
+// "db:ones", so the BGRADB epilogue, which overwrites, is not used; each
+// output is rounded once: old value + the new sum, computed in the GEMM's
+// accumulator). dx and dbias_in are always overwritten. With zero rows an
+// accumulating backward leaves dw and db as they were.
 //
 // Chaining layers (llm.c's fusion). When x itself came out of an activation
 // of the previous layer, x = act_in(x_pre) with x_pre saved as that layer's
@@ -275,6 +281,7 @@ struct LinearBackwardDescriptor {
   bool need_db = true;  // only with forward.has_bias
   GemmActivation input_activation = GemmActivation::None;  // needs need_dx
   bool need_input_bias_grad = false;                       // needs input_activation
+  bool accumulate = false;  // dw += and db += (read, added to, written); dx / dbias_in still overwritten
 };
 
 struct LinearBackwardArgs {
@@ -316,6 +323,7 @@ class BARACUDA_API LinearBackwardPlan : public PlanBase {
   ReduceToPlan db_reduce_;  // db = sum of g's rows, when not fused
   ReduceToPlan din_reduce_; // dbias_in = sum of dx's rows, when not fused
   size_t reduce_offset_ = 0;  // its workspace, after g
+  size_t ones_bytes_ = 0;     // accumulate with need_db: the ones vector [rows] of db += ones^T . g, after g
   friend struct gemm::MatmulPlanAccess;
 };
 

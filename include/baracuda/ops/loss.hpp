@@ -84,6 +84,7 @@
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/stream.hpp"
 #include "baracuda/core/tensor.hpp"
+#include "baracuda/ops/gemm.hpp"
 
 namespace baracuda {
 
@@ -164,6 +165,107 @@ class BARACUDA_API CrossEntropyBackwardPlan : public PlanBase {
 
  private:
   CrossEntropyBackwardDescriptor desc_;
+};
+
+// ---- Fused linear + cross-entropy ---------------------------------------------------------
+// loss = cross_entropy(H . W^T + b, t) and its gradients dH, dW, db, computed
+// in row chunks so the [N, V] logits never exist in full (LM heads: V up to
+// 256K). Per chunk of rows: LinearPlan writes the chunk's logits into the
+// workspace, the cross-entropy kernels turn them into dlogits in place (the
+// CrossEntropyPlan with_grad formulas above), then LinearBackwardPlan writes
+// the chunk's dH rows and adds its share to dW and db (accumulate, beta = 1;
+// the first chunk overwrites). The Mean divisor is computed once over all N
+// targets first; the Mean / Sum adds the per-row losses in row order at the
+// end, as CrossEntropyPlan.
+//
+// Semantics: those of the unfused composition LinearPlan -> CrossEntropyPlan
+// (with_grad, in place) -> LinearBackwardPlan, with these differences:
+//   * dloss is an INPUT (device memory, read by the kernels; no host sync):
+//     the gradient is formed while the chunk's logits exist. LM training
+//     passes a scalar 1.0 (what loss.backward() seeds); reduction None needs
+//     the whole dloss [N] up front. An autograd wrapper that learns the
+//     upstream gradient later scales dH / dW / db by it.
+//   * In f16 / bf16, dW and db are rounded to the dtype once per chunk (old +
+//     this chunk's sum), so the chunking changes their bits (about
+//     sqrt(chunks) ulp); f32 / f64 sums round per chunk too, far below
+//     tolerance. A rerun of one plan is bit-identical.
+//   * Probability targets are refused (an [N, V] input defeats the purpose);
+//     logit soft-capping, separate weight / gradient dtypes and sharded V are
+//     not offered.
+// Options: ignore_index, label_smoothing, per-class weight, z_loss, the three
+// reductions (PyTorch's weighted Mean), loss_dtype, the optional lse output.
+// With every need_* false it computes the loss only (op ".forward").
+//
+// Tensors: H [N, D], W [V, D] (nn.Linear's layout), b [V], target [N], class
+// weight [V], dH [N, D], dW [V, D], db [V]; any strides on the CPU; on CUDA
+// H, W, dH, dW need LinearPlan's layout (a unit stride along one axis), the
+// others any stride. Every tensor is disjoint from every other.
+//
+// Workspace (CUDA): the chunk buffer chunk_rows() x V in dtype, the
+// cross-entropy scratch (row losses N x 8 bytes, divisor, split partials)
+// and the largest inner plan's workspace (cuBLASLt's limit). chunk_rows:
+// `chunk_rows` when set; else, with `workspace_limit` > 0, the largest
+// balanced chunk (a multiple of 128 rows when at least 128 fit) whose
+// workspace fits the limit (InvalidProblem when not even one row fits);
+// else min(N, 2048). The CPU plan needs no workspace.
+struct FusedLinearCrossEntropyDescriptor {
+  DType dtype = DType::BF16;       // H, W, b, class weight, dH, dW, db: f32, f64, f16, bf16
+  int64_t rows = 0;                // N >= 0 (flatten H's leading axes)
+  int64_t in_features = 0;         // D >= 0
+  int64_t classes = 0;             // V >= 1
+  bool has_bias = false;           // b [V]
+  CrossEntropyTarget target = CrossEntropyTarget::Index;  // Probs: InvalidProblem (see above)
+  DType index_dtype = DType::I64;  // target [N]: i32 / i64
+  int64_t ignore_index = -100;
+  double label_smoothing = 0.0;    // [0, 1]
+  bool has_weight = false;         // per-class weight [V]
+  LossReduction reduction = LossReduction::Mean;
+  double z_loss = 0.0;
+  DType loss_dtype = DType::F32;   // loss / dloss: F32 or dtype
+  bool need_dh = true, need_dw = true;
+  bool need_db = true;             // only with has_bias
+  size_t workspace_limit = 0;      // bytes the caller grants (CUDA); 0: default chunking
+  int64_t chunk_rows = 0;          // > 0: exactly this chunk (tests, tuning); must fit a non-zero limit
+};
+
+struct FusedLinearCrossEntropyArgs {
+  TensorRef hidden;        // H [N, D]
+  TensorRef weight;        // W [V, D]
+  TensorRef bias;          // [V] (has_bias)
+  TensorRef target;        // [N] index_dtype
+  TensorRef class_weight;  // [V] (has_weight)
+  TensorRef dloss;         // loss shape, loss_dtype; required iff any need_*
+  TensorMut loss;          // [N] (None) or rank 0 (Mean / Sum), loss_dtype
+  TensorMut lse;           // optional [N], f32 (f64 for f64)
+  TensorMut dhidden;       // [N, D] (need_dh), overwritten
+  TensorMut dweight;       // [V, D] (need_dw), overwritten
+  TensorMut dbias;         // [V] (need_db), overwritten
+};
+
+class BARACUDA_API FusedLinearCrossEntropyPlan : public PlanBase {
+ public:
+  FusedLinearCrossEntropyPlan() : PlanBase("FusedLinearCrossEntropyPlan") {}
+  static Result<FusedLinearCrossEntropyPlan> select(const Stream& stream, const FusedLinearCrossEntropyDescriptor& desc,
+                                                    const PlanPreference& pref = {});
+  Status can_implement(const FusedLinearCrossEntropyArgs& args) const;
+  Status run(const Stream& stream, Workspace ws, const FusedLinearCrossEntropyArgs& args) const;
+  Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const FusedLinearCrossEntropyArgs& args) const;
+
+  const FusedLinearCrossEntropyDescriptor& descriptor() const { return desc_; }
+  Dims loss_shape() const;        // [N] (None) or [] (Mean / Sum)
+  DType lse_dtype() const;        // f32, or f64 for f64
+  int64_t chunk_rows() const { return chunk_; }   // rows per chunk (CUDA; the CPU plan: N)
+  int64_t chunks() const { return chunks_; }      // number of chunks
+  size_t logits_bytes() const;    // N * V * dtype size: what the unfused logits would take, for reports
+
+ private:
+  FusedLinearCrossEntropyDescriptor desc_;
+  int64_t chunk_ = 0, chunks_ = 0;
+  LinearPlan fwd_full_, fwd_tail_;                        // logits of a full / the tail chunk
+  LinearBackwardPlan bwd_first_, bwd_acc_, bwd_tail_;     // chunk 0 (overwrites), full and tail chunks (+=)
+  size_t ce_offset_ = 0, inner_offset_ = 0;               // workspace parts after the chunk buffer
+  int64_t split_rows_ = 0;                                // the largest chunk taking the split CE path (0: none)
+  friend struct FusedLinearCrossEntropyAccess;
 };
 
 }  // namespace baracuda

@@ -11,6 +11,7 @@
 #include "core/error.hpp"
 #include "ops/gemm/common.hpp"
 #include "ops/gemm/cublaslt_route.hpp"
+#include "ops/gemm/grouped_launch.hpp"
 #include "ops/gemm/launch.hpp"
 #include "ops/gemm/reference.hpp"
 
@@ -213,7 +214,8 @@ Problem dx_problem(DType t, int64_t M, int64_t N, int64_t K, const Views2D& v, G
   return p;
 }
 
-Problem dw_problem(DType t, int64_t M, int64_t N, int64_t K, const Views2D& v, bool fused_db) {
+// accumulate: dw itself is c, with beta 1 (c == out in place, as addmm_).
+Problem dw_problem(DType t, int64_t M, int64_t N, int64_t K, const Views2D& v, bool fused_db, bool accumulate = false) {
   Problem p;
   p.dtype = t;
   p.m = N;
@@ -223,11 +225,34 @@ Problem dw_problem(DType t, int64_t M, int64_t N, int64_t K, const Views2D& v, b
   p.b = {v.x, v.x_rs, v.x_cs, {}};
   p.out = {v.dw, v.dw_rs, v.dw_cs, {}};
   p.alpha = 1.0;
+  if (accumulate) {
+    p.has_c = true;
+    p.c = {v.dw, v.dw_rs, v.dw_cs, {}};
+    p.beta = 1.0;
+  }
   if (fused_db) {
     p.has_a_rowsum = true;
     p.a_rowsum = v.db;
     p.a_rowsum_stride = v.db_s;
   }
+  return p;
+}
+
+// The accumulating bias gradient: db [1, N] += ones [1, M] . g [M, N] (beta 1,
+// c == out). A GEMM rather than the reduction, which can only overwrite.
+Problem db_acc_problem(DType t, int64_t M, int64_t N, const void* ones, const Views2D& v) {
+  Problem p;
+  p.dtype = t;
+  p.m = 1;
+  p.n = N;
+  p.k = M;
+  p.a = {ones, std::max<int64_t>(M, 1), 1, {}};
+  p.b = {v.g, v.g_rs, v.g_cs, {}};
+  p.out = {v.db, N * v.db_s, v.db_s, {}};
+  p.c = {v.db, N * v.db_s, v.db_s, {}};
+  p.has_c = true;
+  p.alpha = 1.0;
+  p.beta = 1.0;
   return p;
 }
 
@@ -333,17 +358,26 @@ Result<LinearBackwardPlan> LinearBackwardPlan::select(const Stream& stream, cons
     variant += "dx:" + r->variant + " ";
   }
   if (d.need_dw && N * K > 0) {
-    plan.fused_db_ = d.need_db && M > 0 && any && hint->bgrad;
-    auto r = gemm::lt::warm(gemm::dw_problem(f.dtype, M, N, K, v, plan.fused_db_), cfg);
+    // BGRADB overwrites db: never with accumulate.
+    plan.fused_db_ = d.need_db && M > 0 && any && hint->bgrad && !d.accumulate;
+    auto r = gemm::lt::warm(gemm::dw_problem(f.dtype, M, N, K, v, plan.fused_db_, d.accumulate), cfg);
     if (!r && plan.fused_db_ && r.status().code() == StatusCode::Unsupported) {
       plan.fused_db_ = false;  // no BGRADB kernel for this dtype / layout: db by a reduction
       r = gemm::lt::warm(gemm::dw_problem(f.dtype, M, N, K, v, false), cfg);
     }
     if (!r) return r.status();
-    variant += "dw:" + r->variant + " ";
+    variant += "dw:" + r->variant + (d.accumulate ? "+=" : "") + " ";
   }
   size_t reduce_ws = 0;
-  if (d.need_db && !plan.fused_db_) {
+  if (d.need_db && d.accumulate) {
+    plan.ones_bytes_ = gemm::align_up(static_cast<size_t>(M) * es);
+    if (N > 0) {
+      v.db_s = 1;
+      auto r = gemm::lt::warm(gemm::db_acc_problem(f.dtype, M, N, nullptr, v), cfg);
+      if (!r) return r.status();
+      variant += "db:ones." + r->variant + "+=";
+    }
+  } else if (d.need_db && !plan.fused_db_) {
     ReduceToDescriptor rd;
     rd.dtype = f.dtype;
     rd.shape = Dims{M, N};
@@ -375,8 +409,8 @@ Result<LinearBackwardPlan> LinearBackwardPlan::select(const Stream& stream, cons
   }
   while (!variant.empty() && variant.back() == ' ') variant.pop_back();
   sku.variant = variant;
-  plan.reduce_offset_ = plan.g_bytes_;
-  baracuda::detail::PlanAccess::set_workspace(plan, plan.g_bytes_ + std::max(plan.limit_, reduce_ws));
+  plan.reduce_offset_ = plan.g_bytes_ + plan.ones_bytes_;
+  baracuda::detail::PlanAccess::set_workspace(plan, plan.g_bytes_ + plan.ones_bytes_ + std::max(plan.limit_, reduce_ws));
   return plan;
 #else
   return baracuda::detail::no_cuda(gemm::kBwd);
@@ -446,8 +480,10 @@ Status gemm::MatmulPlanAccess::linear_backward_cuda(const LinearBackwardPlan& p,
       v.g = args.dy.data;
       BARACUDA_RETURN_IF_ERROR(need_rows("dy", args.dy, &v.g_rs, &v.g_cs));
     }
-    void* lt_ws = base ? base + p.g_bytes_ : nullptr;
-    const size_t lt_bytes = ws.bytes > p.g_bytes_ ? ws.bytes - p.g_bytes_ : 0;
+    const size_t head = p.g_bytes_ + p.ones_bytes_;  // g, then the ones vector (accumulate with db)
+    void* ones = base ? base + p.g_bytes_ : nullptr;
+    void* lt_ws = base ? base + head : nullptr;
+    const size_t lt_bytes = ws.bytes > head ? ws.bytes - head : 0;
     gemm::lt::Config cfg;
     cfg.plan = p.name();
     cfg.device = p.device().ordinal;
@@ -487,12 +523,22 @@ Status gemm::MatmulPlanAccess::linear_backward_cuda(const LinearBackwardPlan& p,
         v.db = args.db.data;
         v.db_s = args.db.strides[0];
       }
-      const gemm::Problem q = gemm::dw_problem(f.dtype, M, N, K, v, p.fused_db_);
+      const gemm::Problem q = gemm::dw_problem(f.dtype, M, N, K, v, p.fused_db_, p.desc_.accumulate);
       auto r = gemm::lt::plan_route(q, cfg);
       if (!r) return r.status();
       if (!dry) BARACUDA_RETURN_IF_ERROR(gemm::lt::execute(*r, q, cfg, stream, lt_ws, lt_bytes));
     }
-    if (p.desc_.need_db && !p.fused_db_ && N > 0) {
+    if (p.desc_.need_db && p.desc_.accumulate && N > 0) {
+      v.db = args.db.data;
+      v.db_s = args.db.strides[0];
+      if (!dry && M > 0)
+        BARACUDA_RETURN_IF_ERROR(
+            gemm::cuda::fill_pass(stream, 1.0, TensorMut(ones, f.dtype, stream.device(), Dims{M}, Dims{1}, M)));
+      const gemm::Problem q = gemm::db_acc_problem(f.dtype, M, N, ones, v);
+      auto r = gemm::lt::plan_route(q, cfg);
+      if (!r) return r.status();
+      if (!dry) BARACUDA_RETURN_IF_ERROR(gemm::lt::execute(*r, q, cfg, stream, lt_ws, lt_bytes));
+    } else if (p.desc_.need_db && !p.fused_db_ && N > 0) {
       ReduceToArgs ra;
       ra.x = TensorRef(v.g, f.dtype, stream.device(), Dims{M, N}, Dims{v.g_rs, v.g_cs},
                        M == 0 ? 0 : (M - 1) * v.g_rs + (N - 1) * v.g_cs + 1);

@@ -164,10 +164,12 @@ Status run_linear_backward(const LinearBackward& p) {
     for (int64_t r = 0; r < M; ++r) xo[static_cast<size_t>(r)] = row_offset(a.x.shape, a.x.strides, r);
     baracuda::detail::parallel_for(N, baracuda::detail::saturating_product({K, M}), [&](int64_t j) {
       for (int64_t kk = 0; kk < K; ++kk) {
+        const int64_t o = j * a.dw.strides[0] + kk * a.dw.strides[1];
         double s = 0;
         for (int64_t r = 0; r < M; ++r)
           s += g[static_cast<size_t>(r * N + j)] * load_f(a.x.data, t, xo[static_cast<size_t>(r)] + kk * a.x.strides[xl]);
-        store_f(a.dw.data, t, j * a.dw.strides[0] + kk * a.dw.strides[1], s);
+        if (d.accumulate) s += load_f(a.dw.data, t, o);  // the old value, added once to the exact sum
+        store_f(a.dw.data, t, o, s);
       }
     });
   }
@@ -175,6 +177,7 @@ Status run_linear_backward(const LinearBackward& p) {
     for (int64_t j = 0; j < N; ++j) {
       double s = 0;
       for (int64_t r = 0; r < M; ++r) s += g[static_cast<size_t>(r * N + j)];
+      if (d.accumulate) s += load_f(a.db.data, t, j * a.db.strides[0]);
       store_f(a.db.data, t, j * a.db.strides[0], s);
     }
   }

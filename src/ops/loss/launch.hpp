@@ -6,6 +6,7 @@
 // (launch_divisor over all targets) and then runs any number of row chunks.
 #pragma once
 #include <cstdint>
+#include <type_traits>
 
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/tensor.hpp"
@@ -80,6 +81,33 @@ struct Launch {
   int sm_count = 0;
   int arch = 0;
 };
+
+// Rows [r0, r0 + n) of l: every per-row pointer (target, logits, dlogits,
+// lse, and loss / dloss with reduction None, the row_loss scratch) moved to
+// row r0, rows = n; the divisor, weight and scalars shared. For a chunked
+// caller (the fused linear + cross-entropy), which then sets the path
+// (path.hpp choose_path) and the split partials for the chunk.
+inline Launch rows_slice(const Launch& l, int64_t r0, int64_t n) {
+  auto at = [](auto* p, int64_t bytes) {
+    using C = std::conditional_t<std::is_const_v<std::remove_pointer_t<decltype(p)>>, const unsigned char*, unsigned char*>;
+    return p ? static_cast<decltype(p)>(reinterpret_cast<C>(p) + bytes) : p;
+  };
+  const int64_t es = static_cast<int64_t>(dtype_size(l.dtype));
+  const int64_t acc = l.dtype == DType::F64 ? 8 : 4;
+  const int64_t ls = l.loss_f32 ? 4 : es;
+  Launch s = l;
+  s.rows = n;
+  s.target = at(l.target, r0 * l.target_s * static_cast<int64_t>(dtype_size(l.index_dtype)));
+  s.logits = at(l.logits, r0 * l.logits_rs * es);
+  s.dlogits = at(l.dlogits, r0 * l.dlogits_rs * es);
+  s.lse = at(l.lse, r0 * l.lse_s * acc);
+  if (l.reduction == LossReduction::None) {
+    s.loss = at(l.loss, r0 * l.loss_s * ls);
+    s.dloss = at(l.dloss, r0 * l.dloss_s * ls);
+  }
+  s.row_loss = at(l.row_loss, r0 * acc);
+  return s;
+}
 
 // Mean: divisor = sum over rows of w[t_i] (Index, rows not ignored and in
 // range; 1 without weights) or rows (Probs), summed in a fixed order.

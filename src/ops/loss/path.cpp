@@ -1,7 +1,10 @@
 // The cross-entropy plans' CUDA path choice and workspace layout (path.hpp).
 #include "ops/loss/path.hpp"
 
+#include <algorithm>
+
 #include "core/align.hpp"
+#include "core/error.hpp"
 
 namespace baracuda::loss::detail {
 
@@ -53,6 +56,35 @@ WorkspaceLayout workspace_layout(const cuda::Launch& l) {
   }
   w.bytes = at > 0 ? static_cast<size_t>(at + 16) : 0;
   return w;
+}
+
+Result<LinearCeChunks> linear_ce_chunks(const char* plan, int64_t N, int64_t V, size_t esize, size_t limit,
+                                        int64_t chunk_rows, size_t fixed) {
+  const size_t per_row = static_cast<size_t>(V) * esize;
+  LinearCeChunks c;
+  auto finish = [&](int64_t rows) {
+    c.rows = rows;
+    c.chunks = rows > 0 ? (N + rows - 1) / rows : 0;
+    return c;
+  };
+  if (chunk_rows > 0) {
+    const int64_t n = std::min(chunk_rows, N);
+    if (limit > 0 && fixed + static_cast<size_t>(n) * per_row > limit)
+      return baracuda::detail::invalid(plan, "chunk_rows ", chunk_rows, " needs ", fixed + static_cast<size_t>(n) * per_row,
+                                       " workspace bytes, over workspace_limit ", limit);
+    return finish(n);
+  }
+  if (limit == 0) return finish(std::min(N, kDefaultChunkRows));
+  const int64_t n_max = limit > fixed ? static_cast<int64_t>((limit - fixed) / per_row) : 0;
+  if (n_max < 1)
+    return baracuda::detail::invalid(plan, "workspace_limit ", limit, " is below the minimum ", fixed + per_row,
+                                     " bytes (one row of logits and the fixed scratch)");
+  if (n_max >= N) return finish(N);
+  c.granule = n_max >= kChunkGranule ? kChunkGranule : 1;
+  const int64_t g = c.granule;
+  const int64_t k = (N + n_max / g * g - 1) / (n_max / g * g);
+  const int64_t balanced = (N + k - 1) / k;
+  return finish((balanced + g - 1) / g * g);
 }
 
 }  // namespace baracuda::loss::detail

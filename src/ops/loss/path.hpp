@@ -32,4 +32,25 @@ struct WorkspaceLayout {
 };
 WorkspaceLayout workspace_layout(const cuda::Launch& l);
 
+// FusedLinearCrossEntropyPlan's chunk rule: rows per chunk for N rows of V
+// classes of `esize` bytes, a workspace `limit` (0: none) and the workspace
+// bytes that do not grow with the chunk, `fixed` (cross-entropy scratch,
+// inner plans, alignment pads):
+//   chunk_rows > 0: min(chunk_rows, N); InvalidProblem when limit > 0 and
+//                   fixed + rows * V * esize exceeds it
+//   limit == 0:     min(N, kDefaultChunkRows)
+//   else:           n_max = (limit - fixed) / (V * esize) (InvalidProblem below 1,
+//                   naming the minimum); N when n_max >= N; else the chunk
+//                   count k for the largest multiple of the granule (128 rows
+//                   when n_max >= 128, else 1) not above n_max, and the
+//                   balanced chunk ceil(N / k) rounded up to the granule.
+// chunks = ceil(N / rows) (0 for N = 0).
+inline constexpr int64_t kDefaultChunkRows = 2048;
+inline constexpr int64_t kChunkGranule = 128;
+struct LinearCeChunks {
+  int64_t rows = 0, chunks = 0, granule = 1;
+};
+Result<LinearCeChunks> linear_ce_chunks(const char* plan, int64_t N, int64_t V, size_t esize, size_t limit,
+                                        int64_t chunk_rows, size_t fixed);
+
 }  // namespace baracuda::loss::detail
