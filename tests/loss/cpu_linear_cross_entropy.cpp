@@ -159,6 +159,24 @@ TEST(LinearCrossEntropyCpu, OutOfRangeTargetNamesTheRow) {
   BT_EXPECT_STATUS(bt::lce_run(kCpu, *plan, x).st, StatusCode::InvalidProblem, "target[2] = 5 is out of range [0, 5)");
 }
 
+// The reference's host scratch is bounded: a weight broadcast (stride 0) over
+// 2^28 classes is 4 bytes of memory but would need 2 GiB of doubles.
+TEST(LinearCrossEntropyCpu, ReferenceScratchIsBounded) {
+  auto d = lce_desc(DType::F32, 1, 1, int64_t{1} << 28, false);
+  d.need_dh = d.need_dw = d.need_db = false;
+  auto plan = FusedLinearCrossEntropyPlan::select(kCpu, d);
+  ASSERT_TRUE(plan) << plan.status().to_string();
+  float h = 1.f, w = 1.f, loss = 0.f;
+  int64_t target = 0;
+  FusedLinearCrossEntropyArgs a;
+  a.hidden = TensorRef(&h, DType::F32, Device::cpu(), Dims{1, 1}, Dims{1, 1}, 1);
+  a.weight = TensorRef(&w, DType::F32, Device::cpu(), Dims{int64_t{1} << 28, 1}, Dims{0, 0}, 1);
+  a.target = TensorRef(&target, DType::I64, Device::cpu(), Dims{1}, Dims{1}, 1);
+  a.loss = TensorMut(&loss, DType::F32, Device::cpu(), Dims{}, Dims{}, 1);
+  ASSERT_TRUE(plan->can_implement(a).is_ok()) << plan->can_implement(a).to_string();
+  BT_EXPECT_STATUS(plan->run(kCpu, Workspace{}, a), StatusCode::Unsupported, "MiB of scratch");
+}
+
 // ---- chunk rule -----------------------------------------------------------------------------
 TEST(LinearCrossEntropyChunks, BenchmarkShapeAtAQuarterOfTheLogits) {
   // (8192, 4096, 128256) bf16 with workspace_limit = N V 2 / 4 and about 33.6 MB

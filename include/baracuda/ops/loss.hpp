@@ -207,7 +207,10 @@ class BARACUDA_API CrossEntropyBackwardPlan : public PlanBase {
 // `chunk_rows` when set; else, with `workspace_limit` > 0, the largest
 // balanced chunk (a multiple of 128 rows when at least 128 fit) whose
 // workspace fits the limit (InvalidProblem when not even one row fits);
-// else min(N, 2048). The CPU plan needs no workspace.
+// else min(N, 2048). The CPU plan needs no workspace; its reference densifies
+// H and W in double and keeps dW / db in double (a 64-row logits block at a
+// time) and refuses (Unsupported) a problem whose host scratch would pass
+// 2 GiB (views may broadcast, so the sizes need not be memory anyone holds).
 struct FusedLinearCrossEntropyDescriptor {
   DType dtype = DType::BF16;       // H, W, b, class weight, dH, dW, db: f32, f64, f16, bf16
   int64_t rows = 0;                // N >= 0 (flatten H's leading axes)

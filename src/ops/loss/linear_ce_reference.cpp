@@ -22,6 +22,9 @@ using baracuda::detail::store_f;
 
 namespace {
 constexpr int64_t kBlockRows = 64;
+// The most host scratch the reference allocates (GPT-2's 50257 x 768 head on
+// the CPU needs about 650 MiB).
+constexpr size_t kReferenceScratchLimit = size_t{2} << 30;
 
 // A [rows, cols] view as a dense double matrix.
 std::vector<double> dense(const TensorRef& t, DType dtype, int64_t rows, int64_t cols) {
@@ -66,10 +69,26 @@ Status run_blocks(const LinearCe& p) {
                                        ") and is not ignore_index ", d.ignore_index);
     divisor += d.has_weight ? load_f(a.class_weight.data, t, ti * a.class_weight.strides[0]) : 1.0;
   }
-  const std::vector<double> H = dense(a.hidden, t, N, D), W = dense(a.weight, t, V, D);
+  // Its scratch (H and W densified in double, the double accumulators of dW /
+  // db, one 64-row logits block and its gradient) is bounded: views may
+  // broadcast (stride 0), so the sizes need not match any memory the caller
+  // holds, and an unbounded allocation would take the host down (a fuzzed
+  // descriptor did) rather than fail.
+  {
+    const double rows = static_cast<double>(N), vd = static_cast<double>(V) * static_cast<double>(D);
+    const double scratch = 8.0 * (rows * D + (N > 0 ? vd : 0.0) + (N > 0 && d.has_bias ? V : 0.0) +
+                                  (d.need_dw ? vd : 0.0) + (d.need_db ? V : 0.0) + rows) +
+                           static_cast<double>(std::min(N, kBlockRows)) * V * (static_cast<double>(es) + 8.0);
+    if (scratch > static_cast<double>(kReferenceScratchLimit))
+      return baracuda::detail::unsupported(p.plan, "the CPU reference would need ", scratch / (1 << 20),
+                                           " MiB of scratch for rows ", N, ", in_features ", D, ", classes ", V,
+                                           " (its limit is ", kReferenceScratchLimit >> 20, " MiB)");
+  }
+  // With no rows nothing reads H, W or b (dW and db come out zero).
+  const std::vector<double> H = dense(a.hidden, t, N, D), W = dense(a.weight, t, N > 0 ? V : 0, D);
   // Sized by V only where a [V] tensor exists (with no rows, V may be any size).
-  std::vector<double> b(d.has_bias ? static_cast<size_t>(V) : 0, 0.0);
-  if (d.has_bias)
+  std::vector<double> b(d.has_bias && N > 0 ? static_cast<size_t>(V) : 0, 0.0);
+  if (d.has_bias && N > 0)
     for (int64_t c = 0; c < V; ++c) b[c] = load_f(a.bias.data, t, c * a.bias.strides[0]);
   std::vector<double> dw(d.need_dw ? static_cast<size_t>(V * D) : 0, 0.0), db(d.need_db ? static_cast<size_t>(V) : 0, 0.0);
   std::vector<double> row_loss(static_cast<size_t>(N), 0.0);
