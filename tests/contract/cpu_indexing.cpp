@@ -5,4 +5,6 @@
 namespace contract {
 INSTANTIATE_TYPED_TEST_SUITE_P(EmbeddingPlan, PlanContract, ::testing::Types<EmbeddingTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(EmbeddingBackwardPlan, PlanContract, ::testing::Types<EmbeddingBackwardTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(IndexSelectPlan, PlanContract, ::testing::Types<IndexSelectTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(IndexUpdatePlan, PlanContract, ::testing::Types<IndexUpdateTraits>);
 }  // namespace contract

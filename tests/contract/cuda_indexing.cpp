@@ -5,4 +5,6 @@
 namespace contract {
 INSTANTIATE_TYPED_TEST_SUITE_P(EmbeddingPlan, PlanContractCuda, ::testing::Types<EmbeddingTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(EmbeddingBackwardPlan, PlanContractCuda, ::testing::Types<EmbeddingBackwardTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(IndexSelectPlan, PlanContractCuda, ::testing::Types<IndexSelectTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(IndexUpdatePlan, PlanContractCuda, ::testing::Types<IndexUpdateTraits>);
 }  // namespace contract
