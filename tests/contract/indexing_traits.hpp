@@ -360,7 +360,7 @@ struct IndexUpdateTraits {
     const Dims self = indexing_contract::dim_self_shape(f);
     const Mode m = static_cast<Mode>(f.range(0, 6));
     const bool ints = (m == Mode::Copy || m == Mode::Fill) && f.chance(0.3);
-    Desc d = make(m, ints ? f.pick<DType>({DType::I32, DType::I64}) : kFp[f.range(0, 3)], self,
+    Desc d = make(m, ints ? f.pick<DType>({DType::I32, DType::I64}) : indexing_contract::kFp[f.range(0, 3)], self,
                   f.range(-self.rank, self.rank - 1), indexing_contract::dim_index_shape(f),
                   f.chance(0.5) ? DType::I32 : DType::I64);
     if (indexing_contract::dim_extent(d.self_shape, d.dim) == 0) d.index_shape = Dims{0};

@@ -127,7 +127,11 @@ TEST(IndexDimCpu, UpdateDescriptorRules) {
   d = ok, d.alpha = std::nan("");
   expect(d, StatusCode::InvalidProblem, "alpha nan is not finite");
   d = ok, d.mode = IndexUpdateMode::Fill, d.dtype = DType::I32, d.value = 1e30;
-  expect(d, StatusCode::InvalidProblem, "does not fit an integer dtype");
+  expect(d, StatusCode::InvalidProblem, "value 1e+30 does not fit dtype i32");
+  d.value = 3e9;  // fits i64, not i32
+  expect(d, StatusCode::InvalidProblem, "value 3000000000 does not fit dtype i32 (truncated toward zero, it must lie in [-2147483648, 2147483648))");
+  d.dtype = DType::I64;
+  EXPECT_TRUE(IndexUpdatePlan::select(kCpu, d));
   d = ok, d.dim = -2;
   auto p = IndexUpdatePlan::select(kCpu, d);
   ASSERT_TRUE(p);
@@ -284,7 +288,7 @@ TEST(IndexDimCpu, UpdateStridedViews) {
       IdxLayouts L = bt::idx_contiguous(self, dim, {9});
       L.self = bt::permuted(self, {1, 2, 0});
       L.source = bt::every_other(bt::idx_with_n(self, dim, 9));
-      L.out = bt::permuted(self, {2, 1, 0});
+      L.result = bt::permuted(self, {2, 1, 0});
       L.index = bt::every_other({9});
       auto r = bt::idx_update(kCpu, d, e, L, false);
       ASSERT_TRUE(r.st.is_ok()) << r.st.to_string();

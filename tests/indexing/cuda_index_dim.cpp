@@ -149,7 +149,7 @@ TEST(IndexDimCuda, StridedViewsAndVariants) {
       IdxLayouts Lu = bt::idx_contiguous(self, dim, {7});
       Lu.self = bt::permuted(self, {1, 2, 0});
       Lu.source = bt::every_other(bt::idx_with_n(self, dim, 7));
-      Lu.out = bt::permuted(self, {2, 1, 0});
+      Lu.result = bt::permuted(self, {2, 1, 0});
       expect_update_matches(u, eu, Lu, false);
       expect_update_matches(u, eu, Lu, true);
     }

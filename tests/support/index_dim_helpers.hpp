@@ -118,7 +118,9 @@ std::vector<double> idx_naive_update(const IndexUpdateDescriptor& d, const IdxDa
 
 // ---- layouts and runners -----------------------------------------------------------------
 struct IdxLayouts {
-  Layout self, index, source, out;
+  Layout self, index, source;
+  Layout out;     // index_select's out (n at dim)
+  Layout result;  // the update's out (self's shape; unused in place)
 };
 
 inline IdxLayouts idx_contiguous(const baracuda::Dims& self_shape, int64_t dim, const baracuda::Dims& index_shape) {
@@ -128,6 +130,7 @@ inline IdxLayouts idx_contiguous(const baracuda::Dims& self_shape, int64_t dim, 
   L.index = contiguous(index_shape);
   L.source = contiguous(other);
   L.out = contiguous(other);
+  L.result = contiguous(self_shape);
   return L;
 }
 
@@ -162,7 +165,7 @@ inline IdxResult idx_select(const baracuda::Stream& s, const IndexSelectDescript
   return r;
 }
 
-// In place: out is self's view (L.out is ignored); the result is self's values.
+// Out of place: out in L.result. In place: out is self's view; the result is self's values.
 inline IdxResult idx_update(const baracuda::Stream& s, const IndexUpdateDescriptor& d, const IdxData& e,
                             const IdxLayouts& L, bool in_place, uint8_t poison = 0xff) {
   IdxResult r;
@@ -175,7 +178,7 @@ inline IdxResult idx_update(const baracuda::Stream& s, const IndexUpdateDescript
   const bool fill = d.mode == IndexUpdateMode::Fill;
   EmbTensor self(dev, d.dtype, L.self, &e.self, nullptr), ix(dev, d.index_dtype, L.index, nullptr, &e.index);
   EmbTensor src(dev, d.dtype, L.source, fill ? nullptr : &e.source, nullptr);
-  EmbTensor out(dev, d.dtype, L.out, nullptr, nullptr, poison);
+  EmbTensor out(dev, d.dtype, L.result, nullptr, nullptr, poison);
   baracuda::Buffer ws(dev, std::max<size_t>(plan->workspace_size(), 1));
   const baracuda::Workspace W(ws.data(), plan->workspace_size());
   baracuda::IndexUpdateArgs a;

@@ -256,7 +256,7 @@ struct IndexUpdateDescriptor {
   int64_t dim = 0;                 // in [-rank, rank)
   Dims index_shape;                // rank 0 (n = 1) or 1 ([n])
   double alpha = 1.0;              // Add only (finite)
-  double value = 0.0;              // Fill only, cast to dtype (integers: truncated)
+  double value = 0.0;              // Fill only, cast to dtype (integers: truncated; must fit)
   bool include_self = true;        // Prod / Mean / Amax / Amin only
 };
 

@@ -266,9 +266,12 @@ Result<IndexUpdatePlan> IndexUpdatePlan::select(const Stream& stream, const Inde
       validate_common(kUpd, desc.dtype, ints_ok, desc.index_dtype, desc.self_shape, desc.dim, desc.index_shape, &dim));
   if (m == IndexUpdateMode::Add && !std::isfinite(desc.alpha))
     return invalid(kUpd, "alpha ", desc.alpha, " is not finite");
-  if (m == IndexUpdateMode::Fill && is_int(desc.dtype) &&
-      !(std::isfinite(desc.value) && desc.value >= -9.2233720368547758e18 && desc.value < 9.2233720368547758e18))
-    return invalid(kUpd, "value ", desc.value, " does not fit an integer dtype ", desc.dtype);
+  if (m == IndexUpdateMode::Fill && is_int(desc.dtype)) {
+    const double lim = desc.dtype == DType::I32 ? 2147483648.0 : 9.2233720368547758e18;  // 2^31, 2^63
+    if (!(std::isfinite(desc.value) && desc.value >= -lim && desc.value < lim))
+      return invalid(kUpd, "value ", desc.value, " does not fit dtype ", desc.dtype, " (truncated toward zero, it must lie in [",
+                     -lim, ", ", lim, "))");
+  }
   plan.desc_ = desc;
   plan.desc_.dim = dim;
   auto be = baracuda::detail::setup_plan(plan, kUpd, kFamily, stream, pref, desc.dtype,
