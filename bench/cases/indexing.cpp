@@ -20,6 +20,12 @@
 //     sets and keeps accumulating, as PyTorch's in-place call).
 //   scatter_add_atomic...: the same through the opt-in atomic route
 //     (PlanPreference::require_deterministic = false), beside the same torch call.
+// IndexSelectPlan / IndexUpdatePlan (Add, in place as torch's index_add_) along
+// dim 0 of a [128256, 4096] bf16 self, 8192 i64 indices uniform in [0, 128256):
+//   index_select.bf16.128256x4096x8192, index_add.bf16.128256x4096x8192
+//  * bytes: index_select the indices, the picked rows read and out written;
+//    index_add the indices, source read, the indexed rows of self read and written;
+//  * rotation as above (index_add: self is shared and updated in place every run).
 #include <algorithm>
 #include <optional>
 #include <random>
@@ -215,6 +221,99 @@ void run_scatter_add_case(const Env& env, const BandwidthCase& c, BandwidthResul
          });
 }
 
+// index_select / index_add along dim 0: shape = {S, inner, n}.
+void run_index_case(const Env& env, const BandwidthCase& c, BandwidthResult& r) {
+  const int64_t S = c.shape[0], inner = c.shape[1], n = c.shape[2];
+  const bool add = c.op == "index_add";
+  const Dims self_shape{S, inner}, rows_shape{n, inner}, ishape{n};
+  std::optional<IndexSelectPlan> sel;
+  std::optional<IndexUpdatePlan> upd;
+  size_t ws_bytes = 0;
+  if (add) {
+    IndexUpdateDescriptor d;
+    d.mode = IndexUpdateMode::Add;
+    d.dtype = c.dtype;
+    d.index_dtype = DType::I64;
+    d.self_shape = self_shape;
+    d.index_shape = ishape;
+    auto p = IndexUpdatePlan::select(env.stream, d);
+    status_check(p.status(), "IndexUpdatePlan::select");
+    upd = *p;
+    record_sku(r, upd->sku());
+    ws_bytes = upd->workspace_size();
+  } else {
+    IndexSelectDescriptor d;
+    d.dtype = c.dtype;
+    d.index_dtype = DType::I64;
+    d.self_shape = self_shape;
+    d.index_shape = ishape;
+    auto p = IndexSelectPlan::select(env.stream, d);
+    status_check(p.status(), "IndexSelectPlan::select");
+    sel = *p;
+    record_sku(r, sel->sku());
+    ws_bytes = sel->workspace_size();
+  }
+  const size_t es = dtype_size(c.dtype), rows = static_cast<size_t>(n) * static_cast<size_t>(inner) * es;
+  const size_t table = static_cast<size_t>(S) * static_cast<size_t>(inner) * es, idx_bytes = static_cast<size_t>(n) * 8;
+  r.bytes = static_cast<double>(add ? idx_bytes + 3 * rows : idx_bytes + 2 * rows);
+  const size_t per_set = add ? idx_bytes + rows : idx_bytes + rows + table;
+  r.sets = static_cast<int>(std::clamp<size_t>((env.rotate_bytes + per_set - 1) / per_set, 1, 16));
+  uint64_t seed = 17;
+  std::mt19937_64 rng(seed);
+  auto indices = [&] {
+    std::vector<int64_t> h(static_cast<size_t>(n));
+    for (auto& v : h) v = std::uniform_int_distribution<int64_t>(0, S - 1)(rng);
+    Buffer b = device_buffer(idx_bytes, 16);
+    status_check(b.copy_from_host(h.data(), idx_bytes), "indices upload");
+    return b;
+  };
+  auto filled = [&](size_t bytes, size_t count) {
+    Buffer b = device_buffer(bytes, 16);
+    cuda_check(bench_fill_uniform(b.data(), c.dtype, count, -1.f, 1.f, seed++, env.cs), "fill");
+    return b;
+  };
+  std::vector<Buffer> keep;
+  Buffer ws = device_buffer(std::max<size_t>(ws_bytes, 16), 16);
+  const Workspace wks(ws.data(), ws_bytes);
+  double ms = 0;
+  if (add) {
+    Buffer self = filled(table, static_cast<size_t>(S * inner));
+    std::vector<IndexUpdateArgs> args;
+    for (int s = 0; s < r.sets; ++s) {
+      IndexUpdateArgs a;
+      a.self = self.view(c.dtype, self_shape);
+      a.out = self.view_mut(c.dtype, self_shape);
+      keep.push_back(indices());
+      a.index = keep.back().view(DType::I64, ishape);
+      keep.push_back(filled(rows, static_cast<size_t>(n * inner)));
+      a.source = keep.back().view(c.dtype, rows_shape);
+      args.push_back(a);
+    }
+    status_check(upd->can_implement(args[0]), "can_implement");
+    ms = time_median_ms(env.cs, env.warmup, env.iters, [&](int i) {
+      status_check(upd->run(env.stream, wks, args[static_cast<size_t>(i % r.sets)]), "run");
+    });
+    keep.push_back(std::move(self));
+  } else {
+    std::vector<IndexSelectArgs> args;
+    for (int s = 0; s < r.sets; ++s) {
+      IndexSelectArgs a;
+      keep.push_back(filled(table, static_cast<size_t>(S * inner)));
+      a.self = keep.back().view(c.dtype, self_shape);
+      keep.push_back(indices());
+      a.index = keep.back().view(DType::I64, ishape);
+      keep.push_back(device_buffer(rows, 16));
+      a.out = keep.back().view_mut(c.dtype, rows_shape);
+      args.push_back(a);
+    }
+    status_check(sel->can_implement(args[0]), "can_implement");
+    ms = time_median_ms(env.cs, env.warmup, env.iters, [&](int i) {
+      status_check(sel->run(env.stream, wks, args[static_cast<size_t>(i % r.sets)]), "run");
+    });
+  }
+  r.us = ms * 1e3;
+}
+
 }  // namespace
 
 void register_indexing(Registry& reg) {
@@ -235,6 +334,12 @@ void register_indexing(Registry& reg) {
                     atomic ? "scatter_add_atomic" : "scatter_add", false, DType::BF16, Dims{65536, 4096, 8192}, Dims{}};
     reg.add_case(bandwidth_case("indexing", c,
                                 [c, atomic](Env& env, BandwidthResult& r) { run_scatter_add_case(env, c, r, atomic); }));
+  }
+  for (const char* op : {"index_select", "index_add"}) {
+    const Dims s{128256, 4096, 8192};
+    BandwidthCase c{{}, op, false, DType::BF16, s, Dims{}};
+    c.name = c.op + "." + std::string(dtype_name(c.dtype)) + "." + join(s, "x");
+    reg.add_case(bandwidth_case("indexing", c, [c](Env& env, BandwidthResult& r) { run_index_case(env, c, r); }));
   }
 }
 

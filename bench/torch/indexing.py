@@ -14,6 +14,10 @@ bench/compare.py can join the two JSON files by case name:
   * scatter_add.fwd.bf16.65536x4096x8192: self.scatter_add_(0, index, src) in place,
     src / index [8192, 4096], each index row one random row of self (the same
     byte counting as bench/cases/indexing.cpp).
+index_select / index_add (dim 0 of a [128256, 4096] bf16 self, 8192 int64 indices):
+  * torch.index_select(self, 0, idx) into a fresh output, torch.Tensor.index_add_(0, idx, src) in place on
+    one shared self; bytes as baracuda's (indices + picked rows read + out written; indices + source read +
+    indexed rows of self read and written).
 """
 from . import common
 
@@ -31,8 +35,16 @@ def case_name(direction, dtype, shape):
     return "embedding.%s.%s.%s" % (direction, dtype, "x".join(map(str, shape)))
 
 
+INDEX_SHAPES = [(128256, 4096, 8192)]
+
+
 def all_cases():
     out = []
+    for op in ("index_select", "index_add"):
+        for dtype in DTYPES:
+            for shape in INDEX_SHAPES:
+                out.append(dict(name="%s.%s.%s" % (op, dtype, "x".join(map(str, shape))), op=op, dir="fwd",
+                                dtype=dtype, shape=list(shape), axes=[]))
     for direction in ("fwd", "bwd"):
         for dtype in DTYPES:
             for shape in SHAPES:
@@ -85,12 +97,49 @@ def prepare_gather_scatter(torch, c, rotate_bytes):
 
 def counted_bytes(c):
     V, D, T = c["shape"]
+    if c["op"] in ("index_select", "index_add"):
+        rows = T * D * DTYPE_SIZE[c["dtype"]]
+        return T * 8 + (3 if c["op"] == "index_add" else 2) * rows
     es = DTYPE_SIZE[c["dtype"]]
     rows = T * D * es
     return T * 8 + rows + V * D * es if c["dir"] == "bwd" else T * 8 + 2 * rows
 
 
+def prepare_index_case(torch, c, rotate_bytes):
+    dt = {"bf16": torch.bfloat16}[c["dtype"]]
+    S, D, T = c["shape"]
+    es = DTYPE_SIZE[c["dtype"]]
+    add = c["op"] == "index_add"
+    counted = counted_bytes(c)
+    per_set = T * 8 + T * D * es + (0 if add else S * D * es)
+    nsets = max(1, min(16, -(-rotate_bytes // per_set)))
+
+    def indices():
+        return torch.randint(0, S, (T,), dtype=torch.int64, device="cuda")
+
+    sets = []
+    if add:
+        self_t = torch.empty((S, D), dtype=dt, device="cuda").uniform_(-1, 1)
+        for _ in range(nsets):
+            sets.append((indices(), torch.empty((T, D), dtype=dt, device="cuda").uniform_(-1, 1)))
+
+        def launch(i):
+            idx, src = sets[i % nsets]
+            self_t.index_add_(0, idx, src)
+    else:
+        for _ in range(nsets):
+            sets.append((indices(), torch.empty((S, D), dtype=dt, device="cuda").uniform_(-1, 1)))
+
+        def launch(i):
+            idx, x = sets[i % nsets]
+            torch.index_select(x, 0, idx)
+
+    return counted, nsets, launch
+
+
 def prepare_case(torch, c, rotate_bytes):
+    if c["op"] in ("index_select", "index_add"):
+        return prepare_index_case(torch, c, rotate_bytes)
     if c["op"] != "embedding":
         return prepare_gather_scatter(torch, c, rotate_bytes)
     F = torch.nn.functional

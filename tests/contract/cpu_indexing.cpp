@@ -7,4 +7,6 @@ INSTANTIATE_TYPED_TEST_SUITE_P(EmbeddingPlan, PlanContract, ::testing::Types<Emb
 INSTANTIATE_TYPED_TEST_SUITE_P(EmbeddingBackwardPlan, PlanContract, ::testing::Types<EmbeddingBackwardTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(GatherPlan, PlanContract, ::testing::Types<GatherTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(ScatterPlan, PlanContract, ::testing::Types<ScatterTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(IndexSelectPlan, PlanContract, ::testing::Types<IndexSelectTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(IndexUpdatePlan, PlanContract, ::testing::Types<IndexUpdateTraits>);
 }  // namespace contract

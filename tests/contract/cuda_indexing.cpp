@@ -7,4 +7,6 @@ INSTANTIATE_TYPED_TEST_SUITE_P(EmbeddingPlan, PlanContractCuda, ::testing::Types
 INSTANTIATE_TYPED_TEST_SUITE_P(EmbeddingBackwardPlan, PlanContractCuda, ::testing::Types<EmbeddingBackwardTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(GatherPlan, PlanContractCuda, ::testing::Types<GatherTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(ScatterPlan, PlanContractCuda, ::testing::Types<ScatterTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(IndexSelectPlan, PlanContractCuda, ::testing::Types<IndexSelectTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(IndexUpdatePlan, PlanContractCuda, ::testing::Types<IndexUpdateTraits>);
 }  // namespace contract

@@ -1,4 +1,5 @@
-// Contract traits of the indexing family: EmbeddingPlan, EmbeddingBackwardPlan, GatherPlan, ScatterPlan.
+// Contract traits of the indexing family: EmbeddingPlan, EmbeddingBackwardPlan, GatherPlan, ScatterPlan,
+// IndexSelectPlan, IndexUpdatePlan.
 // A new indexing plan joins with a traits struct here and one INSTANTIATE line
 // per suite in tests/contract/cpu_indexing.cpp and cuda_indexing.cpp.
 //
@@ -10,6 +11,7 @@
 #pragma once
 
 #include <algorithm>
+#include <limits>
 #include <numeric>
 #include <sstream>
 #include <string>
@@ -428,6 +430,178 @@ struct ScatterTraits {
        << dims_str(d.index_shape) << ", src_shape " << dims_str(d.src_shape) << ", dim " << d.dim << ", reduce "
        << baracuda::scatter_reduce_name(d.reduce) << ", include_self " << d.include_self << ", use_value "
        << d.use_value << ", value " << d.value << "}";
+    return os.str();
+  }
+};
+
+// ---------------------------------------------------------------------------
+// IndexSelectPlan / IndexUpdatePlan: index values in [0, S) from the slot's
+// value generator (a bad index is an error on the CPU).
+namespace indexing_contract {
+
+inline Dims dim_self_shape(Fuzz& f) {
+  Dims s;
+  const int r = static_cast<int>(f.range(1, 3));
+  for (int i = 0; i < r; ++i) s.push_back(f.chance(0.05) ? 0 : f.range(1, 5));
+  return s;
+}
+inline Dims dim_index_shape(Fuzz& f) { return f.chance(0.15) ? Dims{} : Dims{f.chance(0.05) ? 0 : f.range(1, 6)}; }
+inline int64_t dim_extent(const Dims& self, int64_t dim) {
+  const int r = self.rank;
+  return self[static_cast<int>(dim < 0 ? dim + r : dim)];
+}
+
+inline std::string describe_dim(baracuda::DType t, baracuda::DType it, const Dims& self, int64_t dim, const Dims& index) {
+  std::ostringstream os;
+  os << "dtype " << baracuda::dtype_name(t) << ", index_dtype " << baracuda::dtype_name(it) << ", self_shape "
+     << dims_str(self) << ", dim " << dim << ", index_shape " << dims_str(index);
+  return os.str();
+}
+
+template <class Desc>
+void add_dim_mutators(std::vector<DescMutator<Desc>>& m) {
+  reduce_contract::add_dims_mutators<Desc>(m, &Desc::self_shape, "self_shape");
+  reduce_contract::add_dims_mutators<Desc>(m, &Desc::index_shape, "index_shape");
+  m.push_back({"desc.dtype_any", [](Desc& d, Fuzz& f) { d.dtype = f.any_dtype(); }});
+  m.push_back({"desc.index_dtype_any", [](Desc& d, Fuzz& f) { d.index_dtype = f.any_dtype(); }});
+  m.push_back({"desc.dim_any", [](Desc& d, Fuzz& f) { d.dim = f.any_int(); }});
+}
+
+}  // namespace indexing_contract
+
+struct IndexSelectTraits {
+  using Plan = baracuda::IndexSelectPlan;
+  using Desc = baracuda::IndexSelectDescriptor;
+  using Args = baracuda::IndexSelectArgs;
+  static constexpr const char* kName = "IndexSelectPlan";
+  static Desc make(DType t, Dims self, int64_t dim, Dims index, DType it = DType::I64) {
+    Desc d;
+    d.dtype = t;
+    d.index_dtype = it;
+    d.self_shape = self;
+    d.dim = dim;
+    d.index_shape = index;
+    return d;
+  }
+  static Desc valid_desc(Rng& rng) {
+    Fuzz f(rng);
+    const Dims self = indexing_contract::dim_self_shape(f);
+    Desc d = make(f.pick<DType>({DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64}), self,
+                  f.range(-self.rank, self.rank - 1), indexing_contract::dim_index_shape(f),
+                  f.chance(0.5) ? DType::I32 : DType::I64);
+    if (indexing_contract::dim_extent(d.self_shape, d.dim) == 0) d.index_shape = Dims{0};  // no valid index exists
+    return d;
+  }
+  static std::vector<Desc> zero_size_descs() {
+    return {make(DType::F32, {4, 3}, 0, {0}), make(DType::BF16, {0, 3}, 1, {2}, DType::I32),
+            make(DType::I64, {4, 0}, -2, {3})};
+  }
+  static std::vector<std::pair<const char*, Desc>> invalid_descs() {
+    auto with = [](auto fn) {
+      Desc d = make(DType::F32, {4, 5}, 1, {3});
+      fn(d);
+      return d;
+    };
+    return {{"dtype_bool", with([](Desc& d) { d.dtype = DType::Bool; })},
+            {"index_dtype_float", with([](Desc& d) { d.index_dtype = DType::F32; })},
+            {"self_rank_0", with([](Desc& d) { d.self_shape = Dims{}; })},
+            {"dim_past_rank", with([](Desc& d) { d.dim = 2; })},
+            {"dim_below_minus_rank", with([](Desc& d) { d.dim = -3; })},
+            {"index_rank_2", with([](Desc& d) { d.index_shape = Dims{2, 2}; })},
+            {"self_extent_negative", with([](Desc& d) { d.self_shape = Dims{4, -5}; })}};
+  }
+  static std::vector<Desc> workspace_descs() { return {make(DType::F32, {100, 64}, 0, {50})}; }  // the error word
+  static std::vector<Slot<Args>> slots(const Plan& p) {
+    const Desc& d = p.descriptor();
+    auto idx = input<Args>("index", d.index_dtype, d.index_shape, [](Args& a, const TensorMut& t) { a.index = t; });
+    idx.values = indexing_contract::index_values(d.self_shape[static_cast<int>(d.dim)], false);
+    idx.values_checked = true;
+    return {input<Args>("self", d.dtype, d.self_shape, [](Args& a, const TensorMut& t) { a.self = t; }), idx,
+            output<Args>("out", d.dtype, p.out_shape(), [](Args& a, const TensorMut& t) { a.out = t; })};
+  }
+  static std::vector<DescMutator<Desc>> desc_mutators() {
+    std::vector<DescMutator<Desc>> m;
+    indexing_contract::add_dim_mutators<Desc>(m);
+    return m;
+  }
+  static std::string describe(const Desc& d) {
+    return "IndexSelectDescriptor{" + indexing_contract::describe_dim(d.dtype, d.index_dtype, d.self_shape, d.dim, d.index_shape) + "}";
+  }
+};
+
+struct IndexUpdateTraits {
+  using Plan = baracuda::IndexUpdatePlan;
+  using Desc = baracuda::IndexUpdateDescriptor;
+  using Args = baracuda::IndexUpdateArgs;
+  using Mode = baracuda::IndexUpdateMode;
+  static constexpr const char* kName = "IndexUpdatePlan";
+  static Desc make(Mode m, DType t, Dims self, int64_t dim, Dims index, DType it = DType::I64) {
+    Desc d;
+    d.mode = m;
+    d.dtype = t;
+    d.index_dtype = it;
+    d.self_shape = self;
+    d.dim = dim;
+    d.index_shape = index;
+    return d;
+  }
+  static Desc valid_desc(Rng& rng) {
+    Fuzz f(rng);
+    const Dims self = indexing_contract::dim_self_shape(f);
+    const Mode m = static_cast<Mode>(f.range(0, 6));
+    const bool ints = (m == Mode::Copy || m == Mode::Fill) && f.chance(0.3);
+    Desc d = make(m, ints ? f.pick<DType>({DType::I32, DType::I64}) : indexing_contract::kFp[f.range(0, 3)], self,
+                  f.range(-self.rank, self.rank - 1), indexing_contract::dim_index_shape(f),
+                  f.chance(0.5) ? DType::I32 : DType::I64);
+    if (indexing_contract::dim_extent(d.self_shape, d.dim) == 0) d.index_shape = Dims{0};
+    d.alpha = f.chance(0.5) ? 1.0 : -0.5;
+    d.value = 2.0;
+    d.include_self = f.chance(0.5);
+    return d;
+  }
+  static std::vector<Desc> zero_size_descs() {
+    return {make(Mode::Add, DType::F32, {0, 3}, 1, {2}), make(Mode::Fill, DType::I32, {4, 0}, 0, {3}),
+            make(Mode::Amax, DType::BF16, {2, 0, 3}, -1, {}, DType::I32)};
+  }
+  static std::vector<std::pair<const char*, Desc>> invalid_descs() {
+    auto with = [](auto fn) {
+      Desc d = make(Mode::Add, DType::F32, {4, 5}, 0, {3});
+      fn(d);
+      return d;
+    };
+    return {{"mode_unknown", with([](Desc& d) { d.mode = static_cast<Mode>(9); })},
+            {"dtype_int_for_add", with([](Desc& d) { d.dtype = DType::I32; })},
+            {"index_dtype_float", with([](Desc& d) { d.index_dtype = DType::F16; })},
+            {"self_rank_0", with([](Desc& d) { d.self_shape = Dims{}; })},
+            {"dim_past_rank", with([](Desc& d) { d.dim = 2; })},
+            {"index_rank_2", with([](Desc& d) { d.index_shape = Dims{1, 3}; })},
+            {"alpha_inf", with([](Desc& d) { d.alpha = std::numeric_limits<double>::infinity(); })}};
+  }
+  static std::vector<Desc> workspace_descs() { return {make(Mode::Add, DType::F32, {100, 64}, 0, {50})}; }
+  static std::vector<Slot<Args>> slots(const Plan& p) {
+    const Desc& d = p.descriptor();
+    auto idx = input<Args>("index", d.index_dtype, d.index_shape, [](Args& a, const TensorMut& t) { a.index = t; });
+    idx.values = indexing_contract::index_values(d.self_shape[static_cast<int>(d.dim)], false);
+    idx.values_checked = true;
+    Slot<Args> src = input<Args>("source", d.dtype, p.source_shape(), [](Args& a, const TensorMut& t) { a.source = t; });
+    src.optional = true;
+    if (d.mode == Mode::Fill) src.role = Role::Unused;
+    return {input<Args>("self", d.dtype, d.self_shape, [](Args& a, const TensorMut& t) { a.self = t; }), idx, src,
+            output<Args>("out", d.dtype, d.self_shape, [](Args& a, const TensorMut& t) { a.out = t; }, "self")};
+  }
+  static std::vector<DescMutator<Desc>> desc_mutators() {
+    std::vector<DescMutator<Desc>> m;
+    indexing_contract::add_dim_mutators<Desc>(m);
+    m.push_back({"desc.mode_any", [](Desc& d, Fuzz& f) { d.mode = static_cast<Mode>(f.range(0, 9)); }});
+    m.push_back({"desc.alpha_any", [](Desc& d, Fuzz& f) { d.alpha = f.any_double(); }});
+    m.push_back({"desc.value_any", [](Desc& d, Fuzz& f) { d.value = f.any_double(); }});
+    return m;
+  }
+  static std::string describe(const Desc& d) {
+    std::ostringstream os;
+    os << "IndexUpdateDescriptor{mode " << static_cast<int>(d.mode) << ", "
+       << indexing_contract::describe_dim(d.dtype, d.index_dtype, d.self_shape, d.dim, d.index_shape) << ", alpha "
+       << d.alpha << ", value " << d.value << ", include_self " << d.include_self << "}";
     return os.str();
   }
 };

@@ -292,3 +292,139 @@ class BARACUDA_API ScatterPlan : public PlanBase {
 };
 
 }  // namespace baracuda
+
+// ---- index_select / index_add / index_copy / index_fill / index_reduce --------------------
+// torch semantics along one dimension `dim` of self (negative dims count from
+// the end, as torch). self / out are viewed as [outer, S, inner] (S = the
+// extent of dim), source as [outer, n, inner] (n = the index length; the index
+// is 1-D, or 0-D meaning n = 1, as torch accepts). self must have rank >= 1.
+//
+// IndexSelectPlan: out = self.index_select(dim, index): out[o, k, i] =
+//   self[o, index[k], i]. out has self's shape with extent n at dim.
+// IndexUpdatePlan: out = self with the indexed slices updated (mode):
+//   Add    torch.index_add_(dim, index, source, alpha)
+//   Copy   torch.index_copy_(dim, index, source)
+//   Fill   torch.index_fill_(dim, index, value)      (no source)
+//   Prod / Mean / Amax / Amin   torch.index_reduce_(dim, index, source, reduce, include_self)
+// out may be self itself (the same view: in place; slices never indexed are
+// then untouched) or disjoint from every input (they are copied from self);
+// no other overlap.
+//
+// Duplicate indices (deterministic, identical on CPU and CUDA): the
+// contributions to one destination slice combine in index order (the position
+// order of the index tensor), starting from self (Add; reductions with
+// include_self) or from the reduction's identity (include_self = false),
+// accumulating in f32 for f32 / f16 / bf16 and in f64 for f64, rounded once
+// to the dtype: Add acc = fma(alpha, source, acc) per contribution; Prod
+// acc *= source; Mean sum / count with count = the contributions (+ 1 with
+// include_self; a slice without contributions keeps self); Amax / Amin: NaN
+// propagates (a NaN operand makes the result NaN, as torch), else the larger /
+// smaller, the earlier one kept on ties. Copy: the LAST position naming a
+// slice wins. Fill: value (cast to the dtype) in every named slice.
+//
+// Indices (I32 / I64). Following torch's CPU checks: index_select, index_add,
+// index_copy and index_reduce need every index in [0, S) (negatives are
+// errors); index_fill accepts [-S, S) and wraps a negative index (+ S).
+//   CPU:  run() checks every index first and returns InvalidProblem naming
+//         the first bad position before writing anything.
+//   CUDA: a bad index never reads or writes out of bounds: index_select writes
+//         zeros for its output slice, the updates skip its contribution; the
+//         lowest bad position is recorded in the workspace's error word and
+//         check_indices(stream, ws) reports it (as EmbeddingPlan's).
+//
+// dtypes: f32, f64, f16, bf16 for everything; also i32 / i64 for
+// IndexSelectPlan and the Copy / Fill modes. Any non-negative strides.
+//
+// CUDA algorithms (sku().variant):
+//   select  "slice[.vec16]": one thread per output unit: a 16-byte vector of
+//           an inner row when the inner dims coalesce to one contiguous,
+//           16-byte aligned row in self and out, else one element.
+//   update  "sorted": the (index, position) pairs are sorted with the
+//           embedding backward's stable radix sort (CUB) into the workspace,
+//           so each destination's contributions lie together in position
+//           order; then one thread per element of a destination slice
+//           combines its run in that order (no atomics). Out of place every
+//           slice is written (self copied where the run is empty); in place
+//           only the runs' slices are visited. S and n below 2^31 - 1.
+//
+// Backward (compositions, no extra plans; see docs/OPS.md):
+//   index_select: dself = IndexUpdatePlan Add of dout into zeros (a zero
+//     self, or Fill 0 then Add in place); duplicates sum, as torch.
+//   index_add:    dself = dout; dsource = alpha * index_select(dout).
+//   index_copy:   dself = index_fill(dout, 0); dsource = index_select(dout)
+//     (every position gets its slice's gradient, duplicates included: torch's
+//     formula, even though only the last duplicate's value survived).
+
+namespace baracuda {
+
+enum class IndexUpdateMode : uint8_t { Add, Copy, Fill, Prod, Mean, Amax, Amin };
+BARACUDA_API const char* index_update_mode_name(IndexUpdateMode m);
+
+struct IndexSelectDescriptor {
+  DType dtype = DType::F32;        // self / out: f32, f64, f16, bf16, i32, i64
+  DType index_dtype = DType::I64;  // I32 or I64
+  Dims self_shape;                 // rank 1..8
+  int64_t dim = 0;                 // in [-rank, rank)
+  Dims index_shape;                // rank 0 (n = 1) or 1 ([n])
+};
+
+struct IndexSelectArgs {
+  TensorRef self;   // self_shape
+  TensorRef index;  // index_shape
+  TensorMut out;    // out_shape(): self_shape with extent n at dim
+};
+
+class BARACUDA_API IndexSelectPlan : public PlanBase {
+ public:
+  IndexSelectPlan() : PlanBase("IndexSelectPlan") {}
+  static Result<IndexSelectPlan> select(const Stream& stream, const IndexSelectDescriptor& desc,
+                                        const PlanPreference& pref = {});
+  Status can_implement(const IndexSelectArgs& args) const;
+  Status run(const Stream& stream, Workspace ws, const IndexSelectArgs& args) const;  // CUDA workspace: the error word
+  Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const IndexSelectArgs& args) const;
+  Status check_indices(const Stream& stream, Workspace ws) const;  // as EmbeddingPlan's
+
+  const IndexSelectDescriptor& descriptor() const { return desc_; }  // dim resolved to [0, rank)
+  Dims out_shape() const;
+
+ private:
+  IndexSelectDescriptor desc_;
+};
+
+struct IndexUpdateDescriptor {
+  IndexUpdateMode mode = IndexUpdateMode::Add;
+  DType dtype = DType::F32;        // self / source / out: f32, f64, f16, bf16 (+ i32, i64 for Copy / Fill)
+  DType index_dtype = DType::I64;  // I32 or I64
+  Dims self_shape;                 // rank 1..8
+  int64_t dim = 0;                 // in [-rank, rank)
+  Dims index_shape;                // rank 0 (n = 1) or 1 ([n])
+  double alpha = 1.0;              // Add only (finite)
+  double value = 0.0;              // Fill only, cast to dtype (integers: truncated; must fit)
+  bool include_self = true;        // Prod / Mean / Amax / Amin only
+};
+
+struct IndexUpdateArgs {
+  TensorRef self;    // self_shape
+  TensorRef index;   // index_shape
+  TensorRef source;  // source_shape() (not for Fill)
+  TensorMut out;     // self_shape: self itself (in place) or disjoint
+};
+
+class BARACUDA_API IndexUpdatePlan : public PlanBase {
+ public:
+  IndexUpdatePlan() : PlanBase("IndexUpdatePlan") {}
+  static Result<IndexUpdatePlan> select(const Stream& stream, const IndexUpdateDescriptor& desc,
+                                        const PlanPreference& pref = {});
+  Status can_implement(const IndexUpdateArgs& args) const;
+  Status run(const Stream& stream, Workspace ws, const IndexUpdateArgs& args) const;
+  Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const IndexUpdateArgs& args) const;
+  Status check_indices(const Stream& stream, Workspace ws) const;  // as EmbeddingPlan's
+
+  const IndexUpdateDescriptor& descriptor() const { return desc_; }  // dim resolved to [0, rank)
+  Dims source_shape() const;  // self_shape with extent n at dim
+
+ private:
+  IndexUpdateDescriptor desc_;
+};
+
+}  // namespace baracuda

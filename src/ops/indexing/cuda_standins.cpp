@@ -3,6 +3,7 @@
 // then refuse CUDA streams at select() (family_not_built), and these keep them
 // linking (and refuse too, should anything reach them).
 #include "core/families.hpp"
+#include "ops/indexing/index_dim_launch.hpp"
 #include "ops/indexing/launch.hpp"
 
 namespace baracuda::indexing::cuda {
@@ -17,6 +18,16 @@ Status launch_backward(const BackwardLaunch&) {
 
 Status read_error_word(const char* plan, void*, const void*, int64_t*) {
   return baracuda::detail::family_not_built(plan, "indexing");
+}
+
+UpdateWorkspace update_workspace(int64_t, int64_t) { return {}; }
+
+Status launch_index_select(const SelectLaunch&) {
+  return baracuda::detail::family_not_built("IndexSelectPlan", "indexing");
+}
+
+Status launch_index_update(const UpdateLaunch&) {
+  return baracuda::detail::family_not_built("IndexUpdatePlan", "indexing");
 }
 
 }  // namespace baracuda::indexing::cuda

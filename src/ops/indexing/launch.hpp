@@ -95,3 +95,14 @@ Status launch_backward(const BackwardLaunch& l);
 Status read_error_word(const char* plan, void* stream, const void* error_word, int64_t* bad);
 
 }  // namespace baracuda::indexing::cuda
+
+// The stable (key, position) radix sort and the run starts, shared by the
+// embedding backward and IndexUpdatePlan (embedding_sort.cu). Keys are
+// < 2^31 and at most `V` (the "skip" key, sorted last): only the bits V needs
+// are sorted. row_start[v] (v in [0, V]) = the first sorted entry with key >= v.
+namespace baracuda::indexing::cuda {
+size_t sort_pairs_temp_bytes(int64_t n, int64_t V);
+Status sort_pairs(void* temp, size_t temp_bytes, const uint32_t* keys_in, uint32_t* keys_out, const int32_t* pos_in,
+                  int32_t* pos_out, int64_t n, int64_t V, void* stream, const char* what);
+Status run_starts(const uint32_t* keys, int64_t n, int64_t V, int32_t* row_start, void* stream, const char* what);
+}  // namespace baracuda::indexing::cuda

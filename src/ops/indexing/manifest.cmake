@@ -15,3 +15,16 @@ baracuda_kernel_set(embedding
 foreach(dt F32 F64 F16 BF16)
   baracuda_kernels(embedding embedding_${dt} ${dt})
 endforeach()
+
+# IndexSelectPlan / IndexUpdatePlan kernels (cuda/index_dim_kernels.cuh), one
+# generated TU per dtype; cuda/index_dim_launch.cu dispatches over the list and
+# prepares the update's sorted (slice, position) pairs.
+baracuda_kernel_set(index_dim
+  INCLUDE ops/indexing/cuda/index_dim_kernels.cuh
+  NAMESPACE baracuda::indexing::cuda::kern
+  COLUMNS DTYPE
+  INSTANTIATE "template Status launch_index_select_typed<@CTYPE@>(const SelectLaunch&);"
+              "template Status launch_index_update_typed<@CTYPE@>(const UpdateLaunch&);")
+foreach(dt F32 F64 F16 BF16 I32 I64)
+  baracuda_kernels(index_dim index_dim_${dt} ${dt})
+endforeach()

@@ -1,6 +1,7 @@
 // The dtype-independent half of the embedding backward: the error word, the
 // (key, position) pairs, CUB's stable radix sort and the run starts
-// (launch.hpp: sort_indices). Keys are the rows as 32-bit values, V for an
+// (launch.hpp: sort_indices), and the sort / run starts IndexUpdatePlan shares
+// (launch.hpp: sort_pairs, run_starts). Keys are the rows as 32-bit values, V for an
 // index that contributes nothing (out of range, or padding_idx), so those sort
 // last; only the bits that V needs are sorted.
 #include <cub/device/device_radix_sort.cuh>
@@ -87,9 +88,7 @@ BackwardWorkspace backward_workspace(int64_t n, int64_t V, bool compact) {
   size_t sort_bytes = 0, scan_bytes = 0;
   if (n > 0) {
     // Size queries only (null storage): nothing runs. Errors show again at run().
-    (void)cub::DeviceRadixSort::SortPairs(nullptr, sort_bytes, static_cast<const uint32_t*>(nullptr),
-                                          static_cast<uint32_t*>(nullptr), static_cast<const int32_t*>(nullptr),
-                                          static_cast<int32_t*>(nullptr), static_cast<int>(n), 0, key_bits(V));
+    sort_bytes = sort_pairs_temp_bytes(n, V);
     if (compact)
       (void)cub::DeviceScan::InclusiveSum(nullptr, scan_bytes, static_cast<const int32_t*>(nullptr),
                                           static_cast<int32_t*>(nullptr), static_cast<int>(n));
@@ -116,11 +115,8 @@ Status sort_indices(const BackwardLaunch& l) {
       kern::make_keys_kernel<int64_t><<<kern::blocks_for(l.n), kern::kThreads, 0, s>>>(
           l, static_cast<const int64_t*>(l.indices), keys_in, pos_in);
     BARACUDA_RETURN_IF_ERROR(status_of(cudaGetLastError(), kWhat));
-    size_t temp_bytes = l.ws.temp_bytes;
-    BARACUDA_RETURN_IF_ERROR(status_of(cub::DeviceRadixSort::SortPairs(ws + l.ws.temp, temp_bytes, keys_in, keys_out,
-                                                                        pos_in, pos_out, static_cast<int>(l.n), 0,
-                                                                        key_bits(l.V), s),
-                                       "EmbeddingBackwardPlan: radix sort"));
+    BARACUDA_RETURN_IF_ERROR(sort_pairs(ws + l.ws.temp, l.ws.temp_bytes, keys_in, keys_out, pos_in, pos_out, l.n,
+                                        l.V, s, "EmbeddingBackwardPlan: radix sort"));
   }
   if (l.compact) {
     if (l.n == 0) return status_of(cudaMemsetAsync(l.count, 0, sizeof(int64_t), s), kWhat);
@@ -133,9 +129,32 @@ Status sort_indices(const BackwardLaunch& l) {
     return status_of(cub::DeviceScan::InclusiveSum(ws + l.ws.temp, temp_bytes, flags, run_id, static_cast<int>(l.n), s),
                      "EmbeddingBackwardPlan: scan");
   }
-  kern::row_start_kernel<<<kern::blocks_for(l.V + 1), kern::kThreads, 0, s>>>(
-      keys_out, l.n, l.V, reinterpret_cast<int32_t*>(ws + l.ws.row_start));
-  return status_of(cudaGetLastError(), kWhat);
+  return run_starts(keys_out, l.n, l.V, reinterpret_cast<int32_t*>(ws + l.ws.row_start), s, kWhat);
+}
+
+// ---- shared with IndexUpdatePlan (launch.hpp) ----------------------------------------
+size_t sort_pairs_temp_bytes(int64_t n, int64_t V) {
+  size_t bytes = 0;
+  if (n > 0)  // a size query only (null storage): nothing runs; errors show again at the sort
+    (void)cub::DeviceRadixSort::SortPairs(nullptr, bytes, static_cast<const uint32_t*>(nullptr),
+                                          static_cast<uint32_t*>(nullptr), static_cast<const int32_t*>(nullptr),
+                                          static_cast<int32_t*>(nullptr), static_cast<int>(n), 0, key_bits(V));
+  return bytes;
+}
+
+Status sort_pairs(void* temp, size_t temp_bytes, const uint32_t* keys_in, uint32_t* keys_out, const int32_t* pos_in,
+                  int32_t* pos_out, int64_t n, int64_t V, void* stream, const char* what) {
+  if (n <= 0) return Status::ok();
+  return status_of(cub::DeviceRadixSort::SortPairs(temp, temp_bytes, keys_in, keys_out, pos_in, pos_out,
+                                                   static_cast<int>(n), 0, key_bits(V),
+                                                   static_cast<cudaStream_t>(stream)),
+                   what);
+}
+
+Status run_starts(const uint32_t* keys, int64_t n, int64_t V, int32_t* row_start, void* stream, const char* what) {
+  kern::row_start_kernel<<<kern::blocks_for(V + 1), kern::kThreads, 0, static_cast<cudaStream_t>(stream)>>>(
+      keys, n, V, row_start);
+  return status_of(cudaGetLastError(), what);
 }
 
 }  // namespace baracuda::indexing::cuda
