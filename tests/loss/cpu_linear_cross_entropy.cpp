@@ -180,15 +180,16 @@ TEST(LinearCrossEntropyCpu, ReferenceScratchIsBounded) {
 // ---- chunk rule -----------------------------------------------------------------------------
 TEST(LinearCrossEntropyChunks, BenchmarkShapeAtAQuarterOfTheLogits) {
   // (8192, 4096, 128256) bf16 with workspace_limit = N V 2 / 4 and about 33.6 MB
-  // of fixed scratch (cuBLASLt's 32 MiB, the CE row losses, pads): 1664 x 5.
+  // of fixed scratch (cuBLASLt's 32 MiB, the CE row losses, pads): n_max 1916,
+  // granule 512: 1536 x 6 (the last 512 rows), 0.203 of the logits.
   const int64_t N = 8192, V = 128256;
   const size_t limit = static_cast<size_t>(N * V * 2 / 4);
   const size_t fixed = (size_t{32} << 20) + 16 + N * 8 + 3 * 256 + N * 2;
   auto c = loss::detail::linear_ce_chunks(kPlan, N, V, 2, limit, 0, fixed);
   ASSERT_TRUE(c) << c.status().to_string();
-  EXPECT_EQ(c->rows, 1664);
-  EXPECT_EQ(c->chunks, 5);
-  EXPECT_EQ(c->granule, 128);
+  EXPECT_EQ(c->rows, 1536);
+  EXPECT_EQ(c->chunks, 6);
+  EXPECT_EQ(c->granule, 512);
   const double ratio = static_cast<double>(fixed + static_cast<size_t>(c->rows * V * 2)) / static_cast<double>(N * V * 2);
   EXPECT_LT(ratio, 0.25);
   EXPECT_GT(ratio, 0.2);
@@ -209,6 +210,11 @@ TEST(LinearCrossEntropyChunks, EdgeCases) {
   auto all = linear_ce_chunks(kPlan, 50, 100, 4, 1000 + 50 * 400, 0, 1000);
   EXPECT_EQ(all->rows, 50);
   EXPECT_EQ(all->chunks, 1);
+  // 128..511 rows fit: granule 128 (n_max 300 of 1000 rows -> 4 chunks of 256).
+  auto mid = linear_ce_chunks(kPlan, 1000, 100, 4, 1000 + 300 * 400 + 399, 0, 1000);
+  EXPECT_EQ(mid->granule, 128);
+  EXPECT_EQ(mid->rows, 256);
+  EXPECT_EQ(mid->chunks, 4);
   // Fewer than 128 rows fit: granule 1, balanced chunks (n_max 30 -> 4 chunks of 25).
   auto small = linear_ce_chunks(kPlan, 100, 100, 4, 1000 + 30 * 400 + 399, 0, 1000);
   EXPECT_EQ(small->granule, 1);

@@ -205,7 +205,8 @@ class BARACUDA_API CrossEntropyBackwardPlan : public PlanBase {
 // cross-entropy scratch (row losses N x 8 bytes, divisor, split partials)
 // and the largest inner plan's workspace (cuBLASLt's limit). chunk_rows:
 // `chunk_rows` when set; else, with `workspace_limit` > 0, the largest
-// balanced chunk (a multiple of 128 rows when at least 128 fit) whose
+// balanced chunk (a multiple of 512 rows when at least 512 fit, of 128 when
+// at least 128) whose
 // workspace fits the limit (InvalidProblem when not even one row fits);
 // else min(N, 2048). The CPU plan needs no workspace; its reference densifies
 // H and W in double and keeps dW / db in double (a 64-row logits block at a

@@ -80,7 +80,7 @@ Result<LinearCeChunks> linear_ce_chunks(const char* plan, int64_t N, int64_t V, 
     return baracuda::detail::invalid(plan, "workspace_limit ", limit, " is below the minimum ", fixed + per_row,
                                      " bytes (one row of logits and the fixed scratch)");
   if (n_max >= N) return finish(N);
-  c.granule = n_max >= kChunkGranule ? kChunkGranule : 1;
+  c.granule = n_max >= kChunkGranuleCoarse ? kChunkGranuleCoarse : n_max >= kChunkGranule ? kChunkGranule : 1;
   const int64_t g = c.granule;
   const int64_t k = (N + n_max / g * g - 1) / (n_max / g * g);
   const int64_t balanced = (N + k - 1) / k;
