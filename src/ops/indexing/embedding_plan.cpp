@@ -11,6 +11,7 @@
 #include "core/families.hpp"
 #include "core/layout.hpp"
 #include "core/plan_shell.hpp"
+#include "ops/indexing/index_check.hpp"
 #include "ops/indexing/launch.hpp"
 #include "ops/indexing/reference.hpp"
 
@@ -30,14 +31,6 @@ namespace {
 constexpr baracuda::detail::Family kFamily{"Indexing", "indexing", BARACUDA_KERNELS_INDEXING};
 constexpr const char* kFwd = "EmbeddingPlan";
 constexpr const char* kBwd = "EmbeddingBackwardPlan";
-// Any workspace pointer is aligned up to 256 bytes (the error word's atomics
-// and the sort's arrays need it); workspace_size() includes the pad.
-constexpr size_t kWorkspaceAlign = 256;
-[[maybe_unused]] void* aligned_workspace(void* p) {
-  return p ? reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(p) + kWorkspaceAlign - 1) / kWorkspaceAlign *
-                                     kWorkspaceAlign)
-           : nullptr;
-}
 // The CUDA backward sorts 32-bit keys (the row, V for a skipped index) and
 // 32-bit positions.
 constexpr int64_t kCudaBackwardLimit = (int64_t{1} << 31) - 1;
@@ -210,29 +203,10 @@ baracuda::detail::ArgCheck backward_args(const EmbeddingBackwardPlan& p, const E
 
 // ---- check_indices -------------------------------------------------------------------
 Status check_indices_of(const PlanBase& plan, const Dims& index_shape, int64_t V, const Stream& stream, Workspace ws) {
-  if (plan.empty()) return baracuda::detail::empty_plan(plan.name());
-  BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_stream(plan.name(), stream, plan.device()));
-  // The CPU run() reported bad indices itself; an empty problem reads no index.
-  if (plan.sku().backend == Backend::CpuReference || plan.sku().variant == "empty") return Status::ok();
-  BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_workspace(plan.name(), plan.workspace_size(), ws.bytes, ws.ptr));
-  if (baracuda::detail::stream_is_capturing(stream))
-    return unsupported(plan.name(), "check_indices synchronizes the stream, which is capturing a CUDA graph "
-                                    "(call it after the graph's launch)");
-  baracuda::detail::DeviceGuard guard(plan.device().ordinal);
-  BARACUDA_RETURN_IF_ERROR(guard.status());
   int64_t bad = -1;
-#ifdef BARACUDA_WITH_CUDA
-  BARACUDA_RETURN_IF_ERROR(cuda::read_error_word(plan.name(), stream.native_handle(), aligned_workspace(ws.ptr), &bad));
-#else
-  return baracuda::detail::no_cuda(plan.name());
-#endif
+  BARACUDA_RETURN_IF_ERROR(read_bad_position(plan, stream, ws, &bad));
   if (bad < 0) return Status::ok();
-  Dims coords = Dims::of_rank(index_shape.rank);
-  int64_t rest = bad;
-  for (int d = index_shape.rank - 1; d >= 0; --d) {
-    coords[d] = index_shape[d] > 0 ? rest % index_shape[d] : 0;
-    rest = index_shape[d] > 0 ? rest / index_shape[d] : 0;
-  }
+  const Dims coords = unravel(index_shape, bad);
   const bool fwd = std::string(plan.name()) == kFwd;
   return invalid(plan.name(), "indices element ", coords, " (position ", bad, ") is outside [0, ", V,
                  ") (num_embeddings; the first bad index, found on the GPU: ",

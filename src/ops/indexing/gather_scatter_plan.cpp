@@ -11,6 +11,7 @@
 #include "core/host_elements.hpp"
 #include "core/plan_shell.hpp"
 #include "ops/indexing/gather_scatter_launch.hpp"
+#include "ops/indexing/index_check.hpp"
 #include "ops/indexing/gather_scatter_reference.hpp"
 
 namespace baracuda {
@@ -33,10 +34,6 @@ namespace {
 constexpr baracuda::detail::Family kFamily{"Indexing", "indexing", BARACUDA_KERNELS_INDEXING};
 constexpr const char* kGather = "GatherPlan";
 constexpr const char* kScatter = "ScatterPlan";
-constexpr size_t kAlign = 256;  // any workspace pointer is aligned up (the pad is in workspace_size())
-[[maybe_unused]] void* aligned(void* p) {
-  return p ? reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(p) + kAlign - 1) / kAlign * kAlign) : nullptr;
-}
 constexpr int64_t kCudaIndexLimit = (int64_t{1} << 31) - 1;  // 32-bit positions in the sort / grid
 
 using baracuda::detail::invalid;
@@ -83,28 +80,10 @@ double rounded(DType t, double v) {
 
 Status check_indices_of(const PlanBase& plan, const Dims& index_shape, int64_t size, int64_t dim,
                         const Stream& stream, Workspace ws) {
-  if (plan.empty()) return baracuda::detail::empty_plan(plan.name());
-  BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_stream(plan.name(), stream, plan.device()));
-  if (plan.sku().backend == Backend::CpuReference || plan.sku().variant == "empty") return Status::ok();
-  BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_workspace(plan.name(), plan.workspace_size(), ws.bytes, ws.ptr));
-  if (baracuda::detail::stream_is_capturing(stream))
-    return unsupported(plan.name(), "check_indices synchronizes the stream, which is capturing a CUDA graph "
-                                    "(call it after the graph's launch)");
-  baracuda::detail::DeviceGuard guard(plan.device().ordinal);
-  BARACUDA_RETURN_IF_ERROR(guard.status());
   int64_t bad = -1;
-#ifdef BARACUDA_WITH_CUDA
-  BARACUDA_RETURN_IF_ERROR(cuda::read_error_word(plan.name(), stream.native_handle(), aligned(ws.ptr), &bad));
-#else
-  return baracuda::detail::no_cuda(plan.name());
-#endif
+  BARACUDA_RETURN_IF_ERROR(read_bad_position(plan, stream, ws, &bad));
   if (bad < 0) return Status::ok();
-  Dims coords = Dims::of_rank(index_shape.rank);
-  int64_t rest = bad;
-  for (int d = index_shape.rank - 1; d >= 0; --d) {
-    coords[d] = index_shape[d] > 0 ? rest % index_shape[d] : 0;
-    rest = index_shape[d] > 0 ? rest / index_shape[d] : 0;
-  }
+  const Dims coords = unravel(index_shape, bad);
   const bool gather = std::string(plan.name()) == kGather;
   return invalid(plan.name(), "index element ", coords, " (position ", bad, ") is outside [0, ", size,
                  ") (the size of dim ", dim, "; the first bad index, found on the GPU: ",
@@ -151,7 +130,7 @@ baracuda::detail::ArgCheck scatter_args(const ScatterPlan& p, const ScatterArgs&
   l.x = a.x.data;
   l.index = a.index.data;
   l.out = a.out.data;
-  l.error_word = aligned(ws);
+  l.error_word = aligned_workspace(ws);
   l.stream = stream;
   return l;
 }
@@ -180,7 +159,7 @@ baracuda::detail::ArgCheck scatter_args(const ScatterPlan& p, const ScatterArgs&
   l.index = a.index.data;
   l.src = d.use_value ? nullptr : a.src.data;
   l.out = a.out.data;
-  l.workspace = aligned(ws);
+  l.workspace = aligned_workspace(ws);
   l.atomic = atomic;
   if (!atomic) l.ws = cuda::scatter_workspace(l.n, l.self_numel);
   l.stream = stream;
@@ -212,7 +191,7 @@ Result<GatherPlan> GatherPlan::select(const Stream& stream, const GatherDescript
   if (n > kCudaIndexLimit)
     return unsupported(kGather, "the CUDA gather needs fewer than 2^31 index elements (got ", n, ")");
   baracuda::detail::PlanAccess::sku(plan).variant = "elementwise";
-  baracuda::detail::PlanAccess::set_workspace(plan, kAlign + indexing::cuda::kErrorWordBytes);
+  baracuda::detail::PlanAccess::set_workspace(plan, kWorkspaceAlign + indexing::cuda::kErrorWordBytes);
   return plan;
 }
 
@@ -287,7 +266,7 @@ Result<ScatterPlan> ScatterPlan::select(const Stream& stream, const ScatterDescr
     sku.precision.deterministic = false;
     sku.precision.bit_stable_on_same_hardware = false;
     sku.precision.accumulator = t;
-    baracuda::detail::PlanAccess::set_workspace(plan, kAlign + indexing::cuda::kErrorWordBytes);
+    baracuda::detail::PlanAccess::set_workspace(plan, kWorkspaceAlign + indexing::cuda::kErrorWordBytes);
     return plan;
   }
   baracuda::detail::PlanAccess::sku(plan).variant = "sorted";
@@ -295,7 +274,7 @@ Result<ScatterPlan> ScatterPlan::select(const Stream& stream, const ScatterDescr
   baracuda::detail::DeviceGuard guard(stream.device().ordinal);  // CUB's size queries read the current device
   BARACUDA_RETURN_IF_ERROR(guard.status());
   baracuda::detail::PlanAccess::set_workspace(
-      plan, kAlign + indexing::cuda::kErrorWordBytes + indexing::cuda::scatter_workspace(n, m).total);
+      plan, kWorkspaceAlign + indexing::cuda::kErrorWordBytes + indexing::cuda::scatter_workspace(n, m).total);
 #endif
   return plan;
 }

@@ -12,6 +12,7 @@
 #include "core/checks.hpp"
 #include "core/families.hpp"
 #include "core/plan_shell.hpp"
+#include "ops/indexing/index_check.hpp"
 #include "ops/indexing/index_dim_launch.hpp"
 #include "ops/indexing/index_dim_layout.hpp"
 #include "ops/indexing/index_dim_reference.hpp"
@@ -38,14 +39,6 @@ namespace {
 constexpr baracuda::detail::Family kFamily{"Indexing", "indexing", BARACUDA_KERNELS_INDEXING};
 constexpr const char* kSel = "IndexSelectPlan";
 constexpr const char* kUpd = "IndexUpdatePlan";
-// Any workspace pointer is aligned up to 256 bytes (the error word's atomics
-// and the sort's arrays need it); workspace_size() includes the pad.
-constexpr size_t kWorkspaceAlign = 256;
-[[maybe_unused]] void* aligned_workspace(void* p) {
-  return p ? reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(p) + kWorkspaceAlign - 1) / kWorkspaceAlign *
-                                     kWorkspaceAlign)
-           : nullptr;
-}
 // The CUDA update sorts 32-bit keys (the slice, S for a skipped index) and 32-bit positions.
 constexpr int64_t kCudaUpdateLimit = (int64_t{1} << 31) - 1;
 
@@ -165,21 +158,8 @@ baracuda::detail::ArgCheck update_args(const IndexUpdatePlan& p, const IndexUpda
 
 // ---- check_indices -------------------------------------------------------------------
 Status check_indices_of(const PlanBase& plan, int64_t S, int64_t dim, bool wraps, const Stream& stream, Workspace ws) {
-  if (plan.empty()) return baracuda::detail::empty_plan(plan.name());
-  BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_stream(plan.name(), stream, plan.device()));
-  if (plan.sku().backend == Backend::CpuReference || plan.sku().variant == "empty") return Status::ok();
-  BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_workspace(plan.name(), plan.workspace_size(), ws.bytes, ws.ptr));
-  if (baracuda::detail::stream_is_capturing(stream))
-    return unsupported(plan.name(), "check_indices synchronizes the stream, which is capturing a CUDA graph "
-                                    "(call it after the graph's launch)");
-  baracuda::detail::DeviceGuard guard(plan.device().ordinal);
-  BARACUDA_RETURN_IF_ERROR(guard.status());
   int64_t bad = -1;
-#ifdef BARACUDA_WITH_CUDA
-  BARACUDA_RETURN_IF_ERROR(cuda::read_error_word(plan.name(), stream.native_handle(), aligned_workspace(ws.ptr), &bad));
-#else
-  return baracuda::detail::no_cuda(plan.name());
-#endif
+  BARACUDA_RETURN_IF_ERROR(read_bad_position(plan, stream, ws, &bad));
   if (bad < 0) return Status::ok();
   const bool sel = std::string(plan.name()) == kSel;
   return invalid(plan.name(), "index position ", bad, " is outside [", wraps ? -S : 0, ", ", S, ") (self's extent at dim ",
