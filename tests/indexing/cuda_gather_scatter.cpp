@@ -171,6 +171,18 @@ TEST(ScatterCuda, AtomicSumOptIn) {
           ASSERT_TRUE(bad.st.is_ok()) << bad.st.to_string();
           EXPECT_EQ(bad.check.code(), StatusCode::InvalidProblem) << bad.check.to_string();
         }
+  // Signed zeros: the 16-bit packed atomics add -0.0 to the pair partner, which
+  // must keep every untouched -0.0 (adding +0.0 would turn it into +0.0).
+  for (const DType t : {DType::F16, DType::BF16}) {
+    const ScatterDescriptor d = scatter_desc(t, DType::I64, {9, 31}, {5, 31}, {5, 31}, 0, ScatterReduce::Sum);
+    const std::vector<double> self(9 * 31, -0.0), src(5 * 31, -0.0);
+    const auto idx = bt::random_indices(5 * 31, 9, rng, 2);
+    const auto L = bt::scatter_contiguous(d);
+    const auto gpu = bt::run_scatter(bt::kGpu, d, self, idx, src, L, true, 0xff, pref);
+    const auto cpu = bt::run_scatter(kCpu, d, self, idx, src, L, true);
+    ASSERT_TRUE(gpu.st.is_ok()) << gpu.st.to_string();
+    EXPECT_EQ(gpu.raw, cpu.raw) << what(d);
+  }
   auto plan = ScatterPlan::select(bt::kGpu, scatter_desc(DType::F32, DType::I64, {8, 4}, {8, 4}, {8, 4}, 0,
                                                          ScatterReduce::Sum), pref);
   ASSERT_TRUE(plan.is_ok());

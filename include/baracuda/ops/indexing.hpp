@@ -214,7 +214,10 @@ class BARACUDA_API EmbeddingBackwardPlan : public PlanBase {
 //           reduce Sum only; other reductions stay "sorted"): one thread per
 //           index element adds its contribution with a floating-point atomic
 //           in the dtype (16-bit sums round at every addition, as PyTorch's
-//           CUDA scatter_add); include_self = false first zeroes every
+//           CUDA scatter_add; a 16-bit element whose 4-byte pair partner is
+//           in out's row goes through a 32-bit packed atomic that adds -0.0
+//           to the partner, which leaves every value's bits unchanged);
+//           include_self = false first zeroes every
 //           destination that has a contribution. The order of the additions,
 //           so the bits, can change from run to run: sku().precision says
 //           deterministic = false, accumulator = the dtype. Workspace: the pad

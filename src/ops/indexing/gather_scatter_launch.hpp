@@ -31,9 +31,10 @@ struct GatherLaunch {
 // Byte offsets (after the error word) of the scatter's workspace pieces.
 struct ScatterWorkspace {
   bool wide = false;  // 64-bit keys (numel(self) >= 2^32 - 1)
-  size_t keys_in = 0, keys_out = 0, pos_in = 0, pos_out = 0, temp = 0, temp_bytes = 0, total = 0;
+  size_t keys_in = 0, keys_out = 0, vals_in = 0, vals_out = 0, temp = 0, temp_bytes = 0, total = 0;
 };
-ScatterWorkspace scatter_workspace(int64_t n, int64_t self_numel);
+// value_bytes: the dtype's size (the sort carries each contribution's bits).
+ScatterWorkspace scatter_workspace(int64_t n, int64_t self_numel, size_t value_bytes);
 
 struct ScatterLaunch {
   DType dtype = DType::F32;

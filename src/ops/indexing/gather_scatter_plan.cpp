@@ -161,7 +161,7 @@ baracuda::detail::ArgCheck scatter_args(const ScatterPlan& p, const ScatterArgs&
   l.out = a.out.data;
   l.workspace = aligned_workspace(ws);
   l.atomic = atomic;
-  if (!atomic) l.ws = cuda::scatter_workspace(l.n, l.self_numel);
+  if (!atomic) l.ws = cuda::scatter_workspace(l.n, l.self_numel, dtype_size(d.dtype));
   l.stream = stream;
   return l;
 }
@@ -274,7 +274,7 @@ Result<ScatterPlan> ScatterPlan::select(const Stream& stream, const ScatterDescr
   baracuda::detail::DeviceGuard guard(stream.device().ordinal);  // CUB's size queries read the current device
   BARACUDA_RETURN_IF_ERROR(guard.status());
   baracuda::detail::PlanAccess::set_workspace(
-      plan, kWorkspaceAlign + indexing::cuda::kErrorWordBytes + indexing::cuda::scatter_workspace(n, m).total);
+      plan, kWorkspaceAlign + indexing::cuda::kErrorWordBytes + indexing::cuda::scatter_workspace(n, m, dtype_size(desc.dtype)).total);
 #endif
   return plan;
 }

@@ -50,6 +50,7 @@ struct UpdateLaunch {
   bool include_self = true;
   bool in_place = false;             // out is self: only the indexed slices are visited
   bool wrap_negative = false;        // Fill: an index in [-S, 0) counts from the end
+  bool vec = false;                  // inner rows of self, out and source combined as 16-byte vectors
   const void* self = nullptr;
   const void* index = nullptr;
   const void* source = nullptr;

@@ -127,6 +127,17 @@ cuda::SelectLaunch select_launch(const IndexSelectDescriptor& d, const IndexSele
   l.in_place = a.out.data == a.self.data;
   l.wrap_negative = d.mode == IndexUpdateMode::Fill;
   l.self = a.self.data, l.index = a.index.data, l.source = has_src ? a.source.data : nullptr, l.out = a.out.data;
+  // The vector path: the inner dims are one contiguous, 16-byte aligned row in
+  // every operand (the source map carries self's strides for Fill).
+  const int64_t es = static_cast<int64_t>(dtype_size(d.dtype));
+  bool vec = l.inner_map.rank == 1 && (l.inner * es) % 16 == 0 && baracuda::detail::is_aligned16(l.self) &&
+             baracuda::detail::is_aligned16(l.out) && (!has_src || baracuda::detail::is_aligned16(l.source));
+  const int64_t dim_strides[3] = {l.self_dim_stride, l.out_dim_stride, l.src_dim_stride};
+  for (int k = 0; k < 3 && vec; ++k) {
+    vec = l.inner_map.stride[k][0] == 1 && (dim_strides[k] * es) % 16 == 0;
+    for (int i = 0; i < l.outer_map.rank; ++i) vec = vec && (l.outer_map.stride[k][i] * es) % 16 == 0;
+  }
+  l.vec = vec;
   return l;
 }
 
@@ -267,7 +278,11 @@ Result<IndexUpdatePlan> IndexUpdatePlan::select(const Stream& stream, const Inde
   if (n > kCudaUpdateLimit || S >= kCudaUpdateLimit)
     return unsupported(kUpd, "the CUDA update needs fewer than 2^31 indices and a dim extent below 2^31 - 1 (got ", n,
                        " indices, extent ", S, ")");
-  baracuda::detail::PlanAccess::sku(plan).variant = "sorted";
+  // Contiguous views take the vector path when an inner row is a whole number of 16-byte vectors.
+  int64_t inner = 1;
+  for (int i = static_cast<int>(dim) + 1; i < desc.self_shape.rank; ++i) inner *= desc.self_shape[i];
+  const bool vec = (inner * static_cast<int64_t>(dtype_size(desc.dtype))) % 16 == 0;
+  baracuda::detail::PlanAccess::sku(plan).variant = vec ? "sorted.vec16" : "sorted";
 #ifdef BARACUDA_WITH_CUDA
   baracuda::detail::DeviceGuard guard(stream.device().ordinal);  // CUB's size queries read the current device
   BARACUDA_RETURN_IF_ERROR(guard.status());
@@ -280,7 +295,11 @@ Result<IndexUpdatePlan> IndexUpdatePlan::select(const Stream& stream, const Inde
 Status IndexUpdatePlan::can_implement(const IndexUpdateArgs& a) const { return update_args(*this, a).status(); }
 
 Result<KernelSku> IndexUpdatePlan::sku_for(const Stream& stream, Workspace ws, const IndexUpdateArgs& a) const {
-  return baracuda::detail::sku_for_run(*this, stream, ws, update_args(*this, a));
+  return baracuda::detail::sku_for_run(*this, stream, ws, update_args(*this, a), [&]() -> Result<KernelSku> {
+    KernelSku s = sku();
+    s.variant = update_launch(desc_, a).vec ? "sorted.vec16" : "sorted";
+    return s;
+  });
 }
 
 Status IndexUpdatePlan::run(const Stream& stream, Workspace ws, const IndexUpdateArgs& a) const {

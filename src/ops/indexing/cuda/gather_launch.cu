@@ -24,7 +24,7 @@ __global__ void __launch_bounds__(kThreads) gather_kernel(const GatherLaunch l) 
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t p = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; p < l.n; p += stride) {
     int64_t c[kMaxRank];
-    coords_of(l.rank, l.shape, p, c);
+    coords_of(l.rank, l.shape, static_cast<uint32_t>(p), c);  // n < 2^31 (select())
     const int64_t v = load_index<I>(l.index, offset_of(l.rank, c, l.idx_stride));
     const int64_t o = offset_of(l.rank, c, l.out_stride);
     if (v < 0 || v >= l.size_dim) {

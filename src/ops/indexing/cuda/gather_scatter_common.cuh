@@ -9,13 +9,18 @@
 
 namespace baracuda::indexing::cuda::kern {
 
-// Coordinates of position p of the row-major flattened shape (rank >= 1).
-__device__ __forceinline__ void coords_of(int rank, const int64_t* shape, int64_t p, int64_t* c) {
+// Coordinates of position p of the row-major flattened shape (rank >= 1),
+// dividing in U: uint32_t when p and every extent are below 2^32 (the plans'
+// CUDA limits make that the common case; a 64-bit division costs several
+// times more and was most of these kernels' time), else uint64_t.
+template <class U>
+__device__ __forceinline__ void coords_of(int rank, const int64_t* shape, U p, int64_t* c) {
   for (int d = rank - 1; d > 0; --d) {
-    c[d] = p % shape[d];
-    p /= shape[d];
+    const U s = static_cast<U>(shape[d]);
+    c[d] = static_cast<int64_t>(p % s);
+    p /= s;
   }
-  c[0] = p;
+  c[0] = static_cast<int64_t>(p);
 }
 
 __device__ __forceinline__ int64_t offset_of(int rank, const int64_t* c, const int64_t* stride) {

@@ -115,13 +115,49 @@ __global__ void __launch_bounds__(kDimThreads)
   }
 }
 
+// Vector path, rows of at least a warp's worth of vectors: one warp per
+// output row (o, k). The index, the bounds check and the outer offsets are
+// worked out once per row instead of once per 16 bytes, and each lane keeps
+// four 16-byte loads in flight.
+template <class T, class I>
+__global__ void __launch_bounds__(kDimThreads)
+    index_select_rows_kernel(const SelectLaunch l, const T* __restrict__ self, const I* __restrict__ index,
+                             T* __restrict__ out, int64_t units) {
+  constexpr int kWarps = kDimThreads / 32;
+  const int lane = threadIdx.x & 31;
+  const int64_t rows = l.outer * l.n;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kWarps;
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32; r < rows; r += step) {
+    const int64_t k = r % l.n, o = r / l.n;
+    const int64_t v = static_cast<int64_t>(index[k * l.index_stride]);
+    const bool ok = v >= 0 && v < l.S;
+    if (!ok && lane == 0) record_bad(l.error_word, k);
+    const Pair64 oo = map_offsets(l.outer_map, o, 0, 1);
+    uint4* dst = reinterpret_cast<uint4*>(out + oo.b + k * l.out_dim_stride);
+    if (!ok) {
+      for (int64_t u = lane; u < units; u += 32) dst[u] = make_uint4(0, 0, 0, 0);
+      continue;
+    }
+    const uint4* src = reinterpret_cast<const uint4*>(self + oo.a + v * l.self_dim_stride);
+    int64_t u = lane;
+    for (; u + 96 < units; u += 128) {
+      const uint4 a = __ldg(src + u), b = __ldg(src + u + 32), c = __ldg(src + u + 64), d = __ldg(src + u + 96);
+      dst[u] = a, dst[u + 32] = b, dst[u + 64] = c, dst[u + 96] = d;
+    }
+    for (; u < units; u += 32) dst[u] = __ldg(src + u);
+  }
+}
+
 template <class T, class I>
 Status launch_select_index(const SelectLaunch& l) {
   cudaStream_t s = static_cast<cudaStream_t>(l.stream);
   const T* self = static_cast<const T*>(l.self);
   const I* idx = static_cast<const I*>(l.index);
   T* out = static_cast<T*>(l.out);
-  if (l.vec) {
+  if (l.vec && l.inner * static_cast<int64_t>(sizeof(T)) >= 16 * 32) {
+    const int64_t units = l.inner * static_cast<int64_t>(sizeof(T)) / 16;
+    index_select_rows_kernel<T, I><<<dim_blocks(l.outer * l.n * 32), kDimThreads, 0, s>>>(l, self, idx, out, units);
+  } else if (l.vec) {
     const int64_t units = l.inner * static_cast<int64_t>(sizeof(T)) / 16;
     index_select_kernel<T, uint4, I><<<dim_blocks(l.outer * l.n * units), kDimThreads, 0, s>>>(l, self, idx, out, units);
   } else {
@@ -236,6 +272,143 @@ __global__ void __launch_bounds__(kDimThreads)
   }
 }
 
+// ---- vector path of the updates: one warp per destination row ------------------------
+// A lane owns 16-byte vectors u = lane, lane + 32, ... of the row; each vector's
+// E elements go through combine_run's operations in the same order (so the
+// bits equal the element path's and the CPU reference's).
+template <class T>
+struct alignas(16) VecOf {
+  static constexpr int E = 16 / static_cast<int>(sizeof(T));
+  T e[E];
+  __device__ __forceinline__ void set(uint4 w) { *reinterpret_cast<uint4*>(e) = w; }
+  __device__ __forceinline__ uint4 get() const { return *reinterpret_cast<const uint4*>(e); }
+};
+
+template <class T>
+__device__ __forceinline__ uint4 combine_run_vec(const UpdateLaunch& l, uint4 self_w, const char* __restrict__ src_base,
+                                                 const int32_t* __restrict__ pos, int64_t b, int64_t e, int64_t u) {
+  constexpr int E = VecOf<T>::E;
+  const int64_t row_bytes = l.src_dim_stride * static_cast<int64_t>(sizeof(T));
+  auto src_vec = [&](int64_t j) {
+    return __ldg(reinterpret_cast<const uint4*>(src_base + static_cast<int64_t>(pos[j]) * row_bytes) + u);
+  };
+  VecOf<T> out;
+  if (l.mode == IndexUpdateMode::Fill) {
+    const T f = fill_value<T>(l.value);
+#pragma unroll
+    for (int i = 0; i < E; ++i) out.e[i] = f;
+    return out.get();
+  }
+  if (l.mode == IndexUpdateMode::Copy) return src_vec(e - 1);
+  if constexpr (kIsFloat<T>) {
+    using Acc = DimAcc<T>;
+    VecOf<T> s;
+    s.set(self_w);
+    Acc acc[E];
+    int64_t j = b;
+    const bool mx = l.mode == IndexUpdateMode::Amax;
+    switch (l.mode) {
+      case IndexUpdateMode::Add:
+#pragma unroll
+        for (int i = 0; i < E; ++i) acc[i] = load_acc<T>(s.e[i]);
+        break;
+      case IndexUpdateMode::Prod:
+#pragma unroll
+        for (int i = 0; i < E; ++i) acc[i] = l.include_self ? load_acc<T>(s.e[i]) : Acc(1);
+        break;
+      case IndexUpdateMode::Mean:
+#pragma unroll
+        for (int i = 0; i < E; ++i) acc[i] = l.include_self ? load_acc<T>(s.e[i]) : Acc(0);
+        break;
+      default: {  // Amax / Amin
+        VecOf<T> first;
+        first.set(l.include_self ? self_w : src_vec(j++));
+#pragma unroll
+        for (int i = 0; i < E; ++i) acc[i] = load_acc<T>(first.e[i]);
+      }
+    }
+    const Acc alpha = static_cast<Acc>(l.alpha);
+    for (; j < e; ++j) {
+      VecOf<T> v;
+      v.set(src_vec(j));
+#pragma unroll
+      for (int i = 0; i < E; ++i) {
+        const Acc x = load_acc<T>(v.e[i]);
+        switch (l.mode) {
+          case IndexUpdateMode::Add:
+            if constexpr (std::is_same_v<Acc, double>) acc[i] = ::fma(alpha, x, acc[i]);
+            else acc[i] = fmaf(alpha, x, acc[i]);
+            break;
+          case IndexUpdateMode::Prod: acc[i] = acc[i] * x; break;
+          case IndexUpdateMode::Mean: acc[i] = acc[i] + x; break;
+          default:
+            if (x != x || (mx ? x > acc[i] : x < acc[i])) acc[i] = x;
+        }
+      }
+    }
+    if (l.mode == IndexUpdateMode::Mean) {
+      const Acc count = static_cast<Acc>((e - b) + (l.include_self ? 1 : 0));
+#pragma unroll
+      for (int i = 0; i < E; ++i) acc[i] = acc[i] / count;
+    }
+#pragma unroll
+    for (int i = 0; i < E; ++i) out.e[i] = store_acc<T>(acc[i]);
+    return out.get();
+  }
+  return self_w;  // not reached: select() admits integers for Copy / Fill only
+}
+
+// Out of place: one warp per (o, slice) row of out; an empty run copies self's row.
+template <class T>
+__global__ void __launch_bounds__(kDimThreads)
+    index_update_all_rows_kernel(const UpdateLaunch l, const int32_t* __restrict__ row_start,
+                                 const int32_t* __restrict__ pos, int64_t units) {
+  constexpr int kWarps = kDimThreads / 32;
+  const int lane = threadIdx.x & 31;
+  const int64_t rows = l.outer * l.S;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kWarps;
+  const int64_t es = static_cast<int64_t>(sizeof(T));
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32; r < rows; r += step) {
+    const int64_t sl = r % l.S, o = r / l.S;
+    const int64_t b = row_start[sl], e = row_start[sl + 1];
+    const uint4* self_row = reinterpret_cast<const uint4*>(static_cast<const char*>(l.self) +
+                                                           (map_offset(l.outer_map, o, 0) + sl * l.self_dim_stride) * es);
+    uint4* out_row = reinterpret_cast<uint4*>(static_cast<char*>(l.out) +
+                                              (map_offset(l.outer_map, o, 1) + sl * l.out_dim_stride) * es);
+    if (b == e) {
+      for (int64_t u = lane; u < units; u += 32) out_row[u] = __ldg(self_row + u);
+      continue;
+    }
+    const char* src_base = l.source ? static_cast<const char*>(l.source) + map_offset(l.outer_map, o, 2) * es : nullptr;
+    for (int64_t u = lane; u < units; u += 32) out_row[u] = combine_run_vec<T>(l, __ldg(self_row + u), src_base, pos, b, e, u);
+  }
+}
+
+// In place: one warp per (sorted entry j, o); the entry that starts a run
+// updates its slice's row, the others move on.
+template <class T>
+__global__ void __launch_bounds__(kDimThreads)
+    index_update_runs_rows_kernel(const UpdateLaunch l, const uint32_t* __restrict__ keys,
+                                  const int32_t* __restrict__ row_start, const int32_t* __restrict__ pos,
+                                  int64_t units) {
+  constexpr int kWarps = kDimThreads / 32;
+  const int lane = threadIdx.x & 31;
+  const int64_t rows = l.outer * l.n;
+  const int64_t step = static_cast<int64_t>(gridDim.x) * kWarps;
+  const int64_t es = static_cast<int64_t>(sizeof(T));
+  const uint32_t skip = static_cast<uint32_t>(l.S);
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kWarps + threadIdx.x / 32; r < rows; r += step) {
+    const int64_t j = r % l.n, o = r / l.n;
+    const uint32_t key = keys[j];
+    if (key == skip || (j > 0 && keys[j - 1] == key)) continue;  // not the start of a run
+    const int64_t sl = key, e = row_start[sl + 1];
+    uint4* out_row = reinterpret_cast<uint4*>(static_cast<char*>(l.out) +
+                                              (map_offset(l.outer_map, o, 1) + sl * l.out_dim_stride) * es);
+    const char* src_base = l.source ? static_cast<const char*>(l.source) + map_offset(l.outer_map, o, 2) * es : nullptr;
+    for (int64_t u = lane; u < units; u += 32) out_row[u] = combine_run_vec<T>(l, out_row[u], src_base, pos, j, e, u);
+  }
+}
+
 template <class T>
 Status launch_index_update_typed(const UpdateLaunch& l) {
   cudaStream_t s = static_cast<cudaStream_t>(l.stream);
@@ -243,7 +416,15 @@ Status launch_index_update_typed(const UpdateLaunch& l) {
   const auto* keys = reinterpret_cast<const uint32_t*>(ws + l.ws.keys_out);
   const auto* pos = reinterpret_cast<const int32_t*>(ws + l.ws.pos_out);
   const auto* row_start = reinterpret_cast<const int32_t*>(ws + l.ws.row_start);
-  if (l.in_place) {
+  if (l.vec) {
+    const int64_t units = l.inner * static_cast<int64_t>(sizeof(T)) / 16;
+    if (l.in_place) {
+      if (l.outer * l.n * l.inner == 0) return Status::ok();
+      index_update_runs_rows_kernel<T><<<dim_blocks(l.outer * l.n * 32), kDimThreads, 0, s>>>(l, keys, row_start, pos, units);
+    } else {
+      index_update_all_rows_kernel<T><<<dim_blocks(l.outer * l.S * 32), kDimThreads, 0, s>>>(l, row_start, pos, units);
+    }
+  } else if (l.in_place) {
     if (l.outer * l.n * l.inner == 0) return Status::ok();
     index_update_runs_kernel<T><<<dim_blocks(l.outer * l.n * l.inner), kDimThreads, 0, s>>>(l, keys, row_start, pos);
   } else {
