@@ -53,8 +53,17 @@ TEST(NormPath, ForwardByRowLength) {
   EXPECT_EQ(variant(DType::BF16, {9, 768}), "warp.vec16");
   EXPECT_EQ(variant(DType::F16, {9, 100}), "warp");  // 4 elements per lane: no 8-element vector
   EXPECT_EQ(variant(DType::F32, {9, 1024}), "warp.vec16");
-  EXPECT_EQ(variant(DType::F32, {9, 1028}), "block.vec16.prefetch");  // two rows fit: double-buffered
+  // Up to 2 vectors per thread of 256: the row in registers (regs_rows.cuh).
+  EXPECT_EQ(variant(DType::F32, {9, 1028}), "block.vec16.regs");
+  EXPECT_EQ(variant(DType::F32, {9, 2048}), "block.vec16.regs");
+  EXPECT_EQ(variant(DType::BF16, {9, 4096}), "block.vec16.regs");
+  EXPECT_EQ(choose(DType::BF16, {9, 4096}, 1, false, false, 90).regs_vecs, 2);
+  EXPECT_EQ(choose(DType::F16, {9, 2048}, 1, false, false, 90).regs_vecs, 1);
+  EXPECT_EQ(choose(DType::F32, {9, 2048}, 1, false, false, 90).regs_vecs, 2);
+  EXPECT_EQ(variant(DType::BF16, {9, 4104}), "block.vec16.prefetch");  // 513 vectors: staged, two rows fit
+  EXPECT_EQ(variant(DType::F64, {9, 2048}), "block.vec16.prefetch");   // f64 keeps the staged path
   EXPECT_EQ(variant(DType::F32, {9, 4096}), "block.vec16.prefetch");
+  EXPECT_EQ(variant(DType::F32, {9, 2048}, true).find(".regs"), std::string::npos);  // forward only
   // (These views have a residual: x and the residual, double-buffered.)
   EXPECT_EQ(variant(DType::F32, {9, 12800}), "block.vec16.prefetch");  // 2 x 2 x 50 KiB
   EXPECT_EQ(variant(DType::F32, {9, 12804}), "block.vec16");

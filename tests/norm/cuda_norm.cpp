@@ -402,7 +402,7 @@ TEST(NormCuda, VariantsNameThePath) {
   };
   // f32: warp up to 1024, staged block up to 200 KiB (backward: x and dy), then long.
   for (const V& v : {V{7, "warp", "warp+colsum"}, V{768, "warp.vec16", "warp.vec16+colsum"},
-                     V{4096, "block.vec16.prefetch", "block.vec16.prefetch+colsum.fused"}, V{32768, "block.vec16", "long.vec16+colsum"},
+                     V{2048, "block.vec16.regs", "block.vec16.prefetch+colsum.fused"}, V{4096, "block.vec16.prefetch", "block.vec16.prefetch+colsum.fused"}, V{32768, "block.vec16", "long.vec16+colsum"},
                      V{65536, "long.vec16", "long.vec16+colsum"}}) {
     std::string got;
     Case c = make(kLN, DType::F32, {4, v.len}, 1, true, true);

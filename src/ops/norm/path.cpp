@@ -67,6 +67,7 @@ void choose_path(cuda::Launch& l) {
   l.chunks = 0;
   l.fused_colsum = false;
   l.prefetch = false;
+  l.regs_vecs = 0;
   l.col_vec = false;
   const bool colsum = l.backward && (l.need_dweight || l.need_dbias);
   if (colsum) {
@@ -111,6 +112,14 @@ void choose_path(cuda::Launch& l) {
     // one) when two rows fit.
     if (!l.backward)
       l.prefetch = vec && 2 * row_bytes * (l.op[cuda::kIn3] ? 2 : 1) <= baracuda::detail::row_staging_limit(l.arch);
+    // Forward rows of up to kRegsMaxVecs vectors per thread of 256 stay in
+    // registers (regs_rows.cuh) instead of staging (f64 keeps the staged path).
+    const int64_t nvec = r.len / v;
+    if (!l.backward && vec && esize < 8 && nvec <= 256 * cuda::kRegsMaxVecs) {
+      l.regs_vecs = nvec <= 256 ? 1 : 2;
+      l.prefetch = false;
+      l.block_threads = 256;
+    }
     // Fused column sums: each thread's columns fit kFusedColsPerThread
     // (registers); one chunk per block of a grid of the blocks that fit the
     // SMs at once (threads and staging), so each block's partials cover many
@@ -146,6 +155,7 @@ std::string variant_of(const cuda::Launch& l) {
     case Path::None: break;
   }
   if (l.vec) s += ".vec16";
+  if (l.regs_vecs > 0) s += ".regs";
   if (l.prefetch) s += ".prefetch";
   if (l.chunks > 0) s += s.empty() ? "colsum" : l.fused_colsum ? "+colsum.fused" : "+colsum";
   return s;

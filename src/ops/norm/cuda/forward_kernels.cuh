@@ -6,6 +6,7 @@
 #include "core/cuda_device.hpp"
 #include "ops/norm/cuda/block_rows.cuh"
 #include "ops/norm/cuda/norm_common.cuh"
+#include "ops/norm/cuda/regs_rows.cuh"
 #include "ops/norm/cuda/warp_rows.cuh"
 
 namespace baracuda::norm::cuda::kern {
@@ -28,6 +29,13 @@ Status launch_forward_typed(const Launch& l) {
         default: return launch_warp<T, 32, false>(p, l.sm_count, stream, what);
       }
     case Path::Block:
+      if constexpr (sizeof(T) < 8) {
+        switch (l.regs_vecs) {
+          case 1: return launch_regs<T, 1>(p, l.sm_count, stream, what);
+          case 2: return launch_regs<T, 2>(p, l.sm_count, stream, what);
+          default: break;
+        }
+      }
       if (l.prefetch) {
         constexpr int kP = kModeForwardPrefetch;
         return l.block_threads == 1024 ? launch_block<T, 1024, true, false, kP>(p, l.sm_count, l.arch, stream, what)
