@@ -85,7 +85,29 @@ def bandwidth_case(torch, prepare_case, c, meta, args):
 def bandwidth_row(r):
     if not r["ok"]:
         return "%-42s  ERROR %s" % (r["name"], r["error"])
-    return "%-42s %10.1f %8.1f %6.1f%%" % (r["name"], r["time_us"], r["gbps"], 100 * r["frac_copy"])
+    line = "%-42s %10.1f %8.1f %6.1f%%" % (r["name"], r["time_us"], r["gbps"], 100 * r["frac_copy"])
+    if r.get("compiled_us"):
+        line += "   compiled %.1f us, %.1f GB/s" % (r["compiled_us"], r["compiled_gbps"])
+    elif r.get("compiled_error"):
+        line += "   compiled: ERROR %s" % r["compiled_error"]
+    return line
+
+
+def compiled_bandwidth_case(torch, prepare_case, c, meta, args):
+    """The case again with prepare_case(..., compiled=True), its function through
+    torch.compile (default mode, dynamic=False), compiled by a first untimed call:
+    compiled_us / compiled_gbps, or compiled_error (no Triton, no compiler, an
+    unsupported op...: the eager time still counts)."""
+    try:
+        # AOTAutograd's donated buffers free the saved tensors in the backward,
+        # which the retain_graph=True timing loops (one graph, many backwards) need.
+        torch._functorch.config.donated_buffer = False
+        counted, _, launch = prepare_case(torch, c, max(4 * meta["l2_bytes"], 256 << 20), compiled=True)
+        launch(0)
+        us = time_median_ms(torch, launch, args.warmup, args.iters) * 1e3
+        return dict(compiled_us=us, compiled_gbps=counted / (us * 1e-6) / 1e9)
+    except Exception as e:
+        return dict(compiled_error="%s: %s" % (type(e).__name__, " ".join(str(e).split())[:300]))
 
 
 # ---- the case loop ------------------------------------------------------------------------

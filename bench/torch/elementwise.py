@@ -202,30 +202,11 @@ def prepare_case(torch, c, rotate_bytes, compiled=False):
 
 
 start = common.bandwidth_start
-
-
-def row(r):
-    line = common.bandwidth_row(r)
-    if r.get("compiled_us"):
-        line += "   compiled %.1f us, %.1f GB/s" % (r["compiled_us"], r["compiled_gbps"])
-    elif r.get("compiled_error"):
-        line += "   compiled: ERROR %s" % r["compiled_error"]
-    return line
-
-
-def compiled_case(torch, c, meta, args):
-    """The case again through torch.compile: compiled_us / compiled_gbps, or compiled_error."""
-    try:
-        counted, _, launch = prepare_case(torch, c, max(4 * meta["l2_bytes"], 256 << 20), compiled=True)
-        launch(0)  # compiles, outside the timing
-        us = common.time_median_ms(torch, launch, args.warmup, args.iters) * 1e3
-        return dict(compiled_us=us, compiled_gbps=counted / (us * 1e-6) / 1e9)
-    except Exception as e:  # no Triton, no compiler...: eager still counts
-        return dict(compiled_error="%s: %s" % (type(e).__name__, " ".join(str(e).split())[:300]))
+row = common.bandwidth_row
 
 
 def run_case(torch, c, meta, args):
     r = common.bandwidth_case(torch, prepare_case, c, meta, args)
     if c["op"] in COMPILED:
-        r.update(compiled_case(torch, c, meta, args))
+        r.update(common.compiled_bandwidth_case(torch, prepare_case, c, meta, args))
     return r

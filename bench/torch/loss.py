@@ -9,6 +9,7 @@ bench/compare.py can join the two JSON files by case name:
     forward + backward, what a training step runs);
   * bwd has no PyTorch twin (autograd's backward needs its own forward);
   * bytes: logits read (+ dlogits written for fwdbwd), as ours;
+  * every cross-entropy case again through torch.compile: compiled_us;
   * rotation among independent buffer sets touching >= max(4 x L2, 256 MiB);
     warm-up, then `iters` runs each between its own pair of CUDA events, median.
 Fused linear + cross-entropy (the names of cases/loss.cpp's fused and unfused
@@ -51,7 +52,7 @@ def all_cases():
     return out
 
 
-def prepare_case(torch, c, rotate_bytes):
+def prepare_case(torch, c, rotate_bytes, compiled=False):
     dt = {"f32": torch.float32, "bf16": torch.bfloat16}[c["dtype"]]
     rows, classes = c["shape"]
     grad = c["dir"] == "fwdbwd"
@@ -60,6 +61,7 @@ def prepare_case(torch, c, rotate_bytes):
     F = torch.nn.functional
     xs = [torch.empty(c["shape"], dtype=dt, device="cuda").uniform_(-8, 8) for _ in range(nsets)]
     ts = [torch.randint(0, classes, (rows,), dtype=torch.int64, device="cuda") for _ in range(nsets)]
+    ce = torch.compile(lambda x, t: F.cross_entropy(x, t), dynamic=False) if compiled else F.cross_entropy
     if grad:
         for x in xs:
             x.requires_grad_(True)
@@ -67,12 +69,12 @@ def prepare_case(torch, c, rotate_bytes):
         def launch(i):
             j = i % nsets
             xs[j].grad = None
-            F.cross_entropy(xs[j], ts[j]).backward()
+            ce(xs[j], ts[j]).backward()
     else:
         def launch(i):
             j = i % nsets
             with torch.no_grad():
-                F.cross_entropy(xs[j], ts[j])
+                ce(xs[j], ts[j])
 
     return counted, nsets, launch
 
@@ -131,4 +133,6 @@ def row(r):
 def run_case(torch, c, meta, args):
     if c["op"] == "linear_cross_entropy":
         return run_lce(torch, c, args)
-    return common.bandwidth_case(torch, prepare_case, c, meta, args)
+    r = common.bandwidth_case(torch, prepare_case, c, meta, args)
+    r.update(common.compiled_bandwidth_case(torch, prepare_case, c, meta, args))
+    return r

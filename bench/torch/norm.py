@@ -10,13 +10,16 @@ bench/compare.py can join the two JSON files by case name:
     (retain_graph): layer / rms norm: (y) -> (x, w[, b]) with dy; add_rms_norm:
     (y, h) -> (x, w) with (dy, dh_in) (dx is the gradient of h: x's and r's);
   * bytes counted as baracuda's (what the op must move), whatever PyTorch moves;
+  * every case again through torch.compile (the forward function compiled;
+    the backward is its compiled backward graph): compiled_us / compiled_gbps;
   * rotation among independent buffer sets touching >= max(4 x L2, 256 MiB);
     warm-up, then `iters` runs each between its own pair of CUDA events, median.
 """
 from . import common
 
 TOOL = "torch_norm"
-NOTES = "eager F.layer_norm / F.rms_norm (add: x + r first); backward = autograd.grad on a prebuilt graph"
+NOTES = ("eager F.layer_norm / F.rms_norm (add: x + r first); backward = autograd.grad on a prebuilt graph; "
+         "compiled_us: the same through torch.compile")
 ITERS, WARMUP = 30, 5
 
 OPS = ["layer_norm", "rms_norm", "add_rms_norm"]
@@ -51,7 +54,7 @@ def counted_bytes(c):
     return row_tensors * rows * cols * es + params * cols * es * (2 if bwd else 1) + nstats * rows * 4
 
 
-def prepare_case(torch, c, rotate_bytes):
+def prepare_case(torch, c, rotate_bytes, compiled=False):
     F = torch.nn.functional
     dt = {"f32": torch.float32, "bf16": torch.bfloat16}[c["dtype"]]
     rows, cols = c["shape"]
@@ -66,13 +69,17 @@ def prepare_case(torch, c, rotate_bytes):
     w = rand((cols,), 0.5, 1.5, bwd)
     b = rand((cols,), -0.5, 0.5, bwd) if op == "layer_norm" else None
 
-    def forward(x, r):
+    def eager_forward(x, r):
         if op == "layer_norm":
             return F.layer_norm(x, (cols,), w, b, EPS), None
         if op == "rms_norm":
             return F.rms_norm(x, (cols,), w, EPS), None
         h = x + r
         return F.rms_norm(h, (cols,), w, EPS), h
+
+    # compiled: the forward through torch.compile; the backward is then the
+    # compiled (AOTAutograd + Inductor) backward graph autograd.grad runs.
+    forward = torch.compile(eager_forward, dynamic=False) if compiled else eager_forward
 
     sets = []
     for _ in range(nsets):
@@ -106,4 +113,6 @@ row = common.bandwidth_row
 
 
 def run_case(torch, c, meta, args):
-    return common.bandwidth_case(torch, prepare_case, c, meta, args)
+    r = common.bandwidth_case(torch, prepare_case, c, meta, args)
+    r.update(common.compiled_bandwidth_case(torch, prepare_case, c, meta, args))
+    return r

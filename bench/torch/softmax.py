@@ -8,13 +8,15 @@ bench/compare.py can join the two JSON files by case name:
   * backward: the aten op autograd runs, called directly (no graph overhead):
     aten._softmax_backward_data(dy, y, -1, dtype) / aten._log_softmax_backward_data;
   * bytes: x read + y written; backward y, dy read + dx written;
+  * every case again with the same function through torch.compile: compiled_us;
   * rotation among independent buffer sets touching >= max(4 x L2, 256 MiB);
     warm-up, then `iters` runs each between its own pair of CUDA events, median.
 """
 from . import common
 
 TOOL = "torch_softmax"
-NOTES = "eager torch.softmax / log_softmax; backward = aten._(log_)softmax_backward_data called directly"
+NOTES = ("eager torch.softmax / log_softmax; backward = aten._(log_)softmax_backward_data called directly; "
+         "compiled_us: the same functions through torch.compile")
 ITERS, WARMUP = 30, 5
 
 OPS = ["softmax", "log_softmax"]
@@ -39,7 +41,7 @@ def all_cases():
     return out
 
 
-def prepare_case(torch, c, rotate_bytes):
+def prepare_case(torch, c, rotate_bytes, compiled=False):
     dt = {"f32": torch.float32, "bf16": torch.bfloat16}[c["dtype"]]
     n = 1
     for e in c["shape"]:
@@ -55,6 +57,8 @@ def prepare_case(torch, c, rotate_bytes):
     if c["dir"] == "fwd":
         xs = [rand(-8, 8) for _ in range(nsets)]
         fn = torch.log_softmax if log else torch.softmax
+        if compiled:
+            fn = torch.compile(lambda x, d, f=fn: f(x, d), dynamic=False)
 
         def launch(i):
             with torch.no_grad():
@@ -65,6 +69,8 @@ def prepare_case(torch, c, rotate_bytes):
         dys = [rand(-8, 8) for _ in range(nsets)]
         aten = torch.ops.aten
         op = aten._log_softmax_backward_data if log else aten._softmax_backward_data
+        if compiled:
+            op = torch.compile(lambda dy, y, d, t, f=op: f(dy, y, d, t), dynamic=False)
 
         def launch(i):
             j = i % nsets
@@ -78,4 +84,6 @@ row = common.bandwidth_row
 
 
 def run_case(torch, c, meta, args):
-    return common.bandwidth_case(torch, prepare_case, c, meta, args)
+    r = common.bandwidth_case(torch, prepare_case, c, meta, args)
+    r.update(common.compiled_bandwidth_case(torch, prepare_case, c, meta, args))
+    return r
