@@ -18,6 +18,7 @@ the memory-bound families (reduce, rope, elementwise), which give prepare_case.
 torch is passed in (never imported here), so --list and py_compile work without it.
 """
 import datetime
+import importlib
 import json
 import os
 import statistics
@@ -101,7 +102,7 @@ def compiled_bandwidth_case(torch, prepare_case, c, meta, args):
     try:
         # AOTAutograd's donated buffers free the saved tensors in the backward,
         # which the retain_graph=True timing loops (one graph, many backwards) need.
-        torch._functorch.config.donated_buffer = False
+        importlib.import_module("torch._functorch.config").donated_buffer = False
         counted, _, launch = prepare_case(torch, c, max(4 * meta["l2_bytes"], 256 << 20), compiled=True)
         launch(0)
         us = time_median_ms(torch, launch, args.warmup, args.iters) * 1e3
