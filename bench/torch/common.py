@@ -103,6 +103,9 @@ def compiled_bandwidth_case(torch, prepare_case, c, meta, args):
         # AOTAutograd's donated buffers free the saved tensors in the backward,
         # which the retain_graph=True timing loops (one graph, many backwards) need.
         importlib.import_module("torch._functorch.config").donated_buffer = False
+        # A fresh Dynamo per case: the cases share their functions' code objects,
+        # and past the recompile limit (8) Dynamo silently runs them eagerly.
+        torch._dynamo.reset()
         counted, _, launch = prepare_case(torch, c, max(4 * meta["l2_bytes"], 256 << 20), compiled=True)
         launch(0)
         us = time_median_ms(torch, launch, args.warmup, args.iters) * 1e3
