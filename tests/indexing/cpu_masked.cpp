@@ -28,8 +28,7 @@ using bt::Rng;
 namespace {
 
 const Stream kCpu = Stream::cpu();
-constexpr DType kTypes[] = {DType::Bool, DType::U8,   DType::I8,  DType::I16, DType::I32,
-                            DType::I64,  DType::F16, DType::BF16, DType::F32, DType::F64};
+constexpr auto& kTypes = bt::kMaskedTypes;
 
 // ---- naive models -------------------------------------------------------------------------
 bool is_nonzero(DType t, double v) { return is_floating_point(t) ? v != 0.0 : bt::round_to(t, v) != 0.0; }
@@ -113,14 +112,7 @@ bool gaps_untouched(const std::vector<uint8_t>& raw, const Layout& L, size_t ele
   return true;
 }
 
-Layout layout_of(int which, const Dims& shape) {
-  switch (which % 4) {
-    case 1: return bt::transposed(shape);
-    case 2: return bt::padded(shape);
-    case 3: return bt::every_other(shape);
-    default: return bt::contiguous(shape);
-  }
-}
+Layout layout_of(int which, const Dims& shape) { return bt::masked_layout(which, shape); }
 
 // ---- descriptor rules ---------------------------------------------------------------------
 TEST(NonzeroCpu, DescriptorRules) {
@@ -157,7 +149,7 @@ TEST(MaskedSelectCpu, DescriptorRules) {
   expect(bt::masked_select_desc(DType::I32, {3}, {3}, 3, std::nan("")), StatusCode::InvalidProblem,
          "fill_value nan is not finite (dtype i32 is not a float)");
   expect(bt::masked_select_desc(DType::I64, {3}, {3}, 3, 1e19), StatusCode::InvalidProblem,
-         "is outside the int64 range (dtype i64)");
+         "fill_value 1e+19 is outside the int64 range (dtype i64)");
   auto p = MaskedSelectPlan::select(kCpu, bt::masked_select_desc(DType::I32, {4, 1, 3}, {5, 1}, 9, -2.7));
   ASSERT_TRUE(p.is_ok()) << p.status().to_string();
   EXPECT_EQ(p->broadcast_shape(), (Dims{4, 5, 3}));
@@ -202,6 +194,10 @@ TEST(NonzeroCpu, ArgumentRules) {
   BT_EXPECT_STATUS(plan.can_implement(a), StatusCode::InvalidProblem, "NonzeroPlan: count is missing");
   a.count = TensorMut::contiguous(count.data(), Device::cpu(), {}, 1);
   EXPECT_TRUE(plan.can_implement(a).is_ok()) << plan.can_implement(a).to_string();
+  NonzeroDescriptor no_count = bt::nonzero_desc(DType::F32, {4}, 4);
+  no_count.has_count = false;  // phase two: the size is known
+  BT_EXPECT_STATUS(NonzeroPlan::select(kCpu, no_count).value().can_implement(a), StatusCode::InvalidProblem,
+                   "NonzeroPlan: count is given but descriptor.has_count is false");
   a.out = TensorMut::contiguous(out.data(), Device::cpu(), {4}, 4);
   BT_EXPECT_STATUS(plan.can_implement(a), StatusCode::InvalidProblem, "NonzeroPlan: out shape [4] must be [4,1]");
   a.out = TensorMut::contiguous(out.data(), Device::cpu(), {4, 1}, 4);
@@ -220,8 +216,14 @@ TEST(MaskedSelectCpu, ArgumentRules) {
   a.x = TensorRef::contiguous(x.data(), Device::cpu(), {4}, 4);
   a.mask = TensorRef::contiguous(reinterpret_cast<bool*>(mask.data()), Device::cpu(), {4}, 4);
   a.out = TensorMut::contiguous(out.data(), Device::cpu(), {4}, 4);
-  EXPECT_TRUE(plan.can_implement(a).is_ok()) << "count is optional: " << plan.can_implement(a).to_string();
+  BT_EXPECT_STATUS(plan.can_implement(a), StatusCode::InvalidProblem, "MaskedSelectPlan: count is missing");
+  MaskedSelectDescriptor no_count = bt::masked_select_desc(DType::F32, {4}, {4}, 4);
+  no_count.has_count = false;
+  auto plan2 = MaskedSelectPlan::select(kCpu, no_count).value();
+  EXPECT_TRUE(plan2.can_implement(a).is_ok()) << plan2.can_implement(a).to_string();
   a.count = TensorMut::contiguous(count.data(), Device::cpu(), {}, 1);
+  BT_EXPECT_STATUS(plan2.can_implement(a), StatusCode::InvalidProblem,
+                   "MaskedSelectPlan: count is given but descriptor.has_count is false");
   EXPECT_TRUE(plan.can_implement(a).is_ok()) << plan.can_implement(a).to_string();
   a.mask = TensorRef::contiguous(x.data(), Device::cpu(), {4}, 4);
   BT_EXPECT_STATUS(plan.can_implement(a), StatusCode::InvalidProblem, "MaskedSelectPlan: mask");
@@ -349,11 +351,12 @@ TEST(MaskedSelectCpu, MatchesModel) {
 TEST(MaskedSelectCpu, BroadcastViewsAndBits) {
   // Stride-0 views of x and mask; the elements' bits move unchanged (-0.0, NaN payload).
   const Dims s{3, 4};
-  const std::vector<double> x = {-0.0, bt::kNaN, 2.0, 3.0};
-  const std::vector<double> mask = {1, 0, 1};
+  const std::vector<double> row = {-0.0, bt::kNaN, 2.0, 3.0}, rows_mask = {1, 0, 1};
+  std::vector<double> x(12), mask(12);  // logical values: what the stride-0 views show
+  for (size_t p = 0; p < 12; ++p) x[p] = row[p % 4], mask[p] = rows_mask[p / 4];
   const MaskedSelectDescriptor d = bt::masked_select_desc(DType::F32, s, s, 12, 9.0);
   const bt::SelectLayouts L{bt::broadcast(s, 0), bt::broadcast(s, 1), bt::contiguous({12})};
-  const bt::MaskedResult r = bt::run_masked_select(kCpu, d, std::vector<double>{-0.0, bt::kNaN, 2.0, 3.0}, mask, L);
+  const bt::MaskedResult r = bt::run_masked_select(kCpu, d, x, mask, L);
   ASSERT_TRUE(r.st.is_ok()) << r.st.to_string();
   EXPECT_EQ(r.count, 8);
   const std::vector<double> want = {-0.0, bt::kNaN, 2, 3, -0.0, bt::kNaN, 2, 3, 9, 9, 9, 9};
@@ -361,7 +364,6 @@ TEST(MaskedSelectCpu, BroadcastViewsAndBits) {
   float first = 1.f;
   std::memcpy(&first, r.raw.data(), sizeof(float));
   EXPECT_TRUE(std::signbit(first)) << "-0.0 keeps its sign bit";
-  (void)x;
 }
 
 // ---- masked_scatter against the model ---------------------------------------------------------
@@ -441,8 +443,11 @@ std::vector<double> run_masked_fill(DType t, const Dims& xs, const Dims& ms, con
   TernaryDescriptor d;
   d.op = TernaryOp::Where;
   d.a = ElementwiseOperand::tensor(DType::Bool, ms);
-  d.b = zero_dim_tensor ? ElementwiseOperand::tensor(t, {}) : ElementwiseOperand::scalar(DType::F64);
+  const bool integral = !is_floating_point(t);
+  d.b = zero_dim_tensor ? ElementwiseOperand::tensor(t, {})
+                        : ElementwiseOperand::scalar(integral ? DType::I64 : DType::F64);
   d.c = ElementwiseOperand::tensor(t, xs);
+  d.out_dtype = t;  // torch's masked_fill keeps x's dtype (the value is cast to it)
   auto plan = TernaryPlan::select(kCpu, d);
   EXPECT_TRUE(plan.is_ok()) << plan.status().to_string();
   if (!plan) return {};
@@ -452,7 +457,7 @@ std::vector<double> run_masked_fill(DType t, const Dims& xs, const Dims& ms, con
   TernaryArgs a;
   a.a = bt::view(M, bt::contiguous(ms));
   if (zero_dim_tensor) a.b = bt::view(V, bt::contiguous({}));
-  else a.b_value = Scalar(value);
+  else a.b_value = integral ? Scalar(static_cast<long long>(value)) : Scalar(value);
   a.c = bt::view(X, bt::contiguous(xs));
   a.out = bt::view_mut(O, bt::contiguous(plan->output_shape()));
   const Status st = plan->run(kCpu, {}, a);

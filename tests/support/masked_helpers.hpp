@@ -16,6 +16,21 @@
 
 namespace bt {
 
+// Every dtype the masked plans claim.
+inline constexpr baracuda::DType kMaskedTypes[] = {
+    baracuda::DType::Bool, baracuda::DType::U8,  baracuda::DType::I8,   baracuda::DType::I16, baracuda::DType::I32,
+    baracuda::DType::I64,  baracuda::DType::F16, baracuda::DType::BF16, baracuda::DType::F32, baracuda::DType::F64};
+
+// A layout per test iteration: contiguous, transposed, padded, every other element.
+inline Layout masked_layout(int which, const Dims& shape) {
+  switch (which % 4) {
+    case 1: return transposed(shape);
+    case 2: return padded(shape);
+    case 3: return every_other(shape);
+    default: return contiguous(shape);
+  }
+}
+
 inline baracuda::NonzeroDescriptor nonzero_desc(baracuda::DType t, Dims shape, int64_t m, int64_t fill = 0) {
   baracuda::NonzeroDescriptor d;
   d.dtype = t;
@@ -94,14 +109,15 @@ inline MaskedResult run_nonzero(const baracuda::Stream& s, const baracuda::Nonze
   EmbTensor C(dev, baracuda::DType::I64, contiguous({}), nullptr, nullptr, poison);
   baracuda::Buffer ws(dev, std::max<size_t>(plan->workspace_size(), 1));
   const baracuda::Workspace W(ws.data(), plan->workspace_size());
-  const baracuda::NonzeroArgs a{X.ref(), O.mut(), C.mut()};
+  baracuda::NonzeroArgs a{X.ref(), O.mut(), {}};
+  if (d.has_count) a.count = C.mut();
   auto sku = plan->sku_for(s, W, a);
   if (sku) r.variant = sku->variant;
   r.st = plan->run(s, W, a);
   if (r.st.is_ok()) r.st = baracuda::synchronize(s);
   r.out_i = O.ints();
   r.raw = O.raw();
-  r.count = read_count(C);
+  if (d.has_count) r.count = read_count(C);
   return r;
 }
 
@@ -109,10 +125,12 @@ struct SelectLayouts {
   Layout x, mask, out;
 };
 
-inline MaskedResult run_masked_select(const baracuda::Stream& s, const baracuda::MaskedSelectDescriptor& d,
+// with_count = false: descriptor.has_count off, no count tensor.
+inline MaskedResult run_masked_select(const baracuda::Stream& s, baracuda::MaskedSelectDescriptor d,
                                       const std::vector<double>& x, const std::vector<double>& mask,
                                       const SelectLayouts& L, bool with_count = true, uint8_t poison = 0xff) {
   MaskedResult r;
+  d.has_count = with_count;
   auto plan = baracuda::MaskedSelectPlan::select(s, d);
   if (!plan) {
     r.st = plan.status();

@@ -28,8 +28,10 @@
 //   align, extents equal or 1; InvalidProblem otherwise). out [m] (x's dtype):
 //   out[k] = the k-th element of x (broadcast to B) whose mask is true, in
 //   row-major order over B; out[count..m) = fill_value (cast to the dtype as a
-//   C++ cast would: integers truncated). count is an OPTIONAL output (omit it
-//   when the caller knows the size, e.g. the second phase).
+//   C++ cast would: integers truncated).
+// count is an output of both plans unless descriptor.has_count is false (the
+// caller knows the size, e.g. the second phase); a count given while
+// has_count is false is an error (as every unused optional tensor).
 //
 // MaskedScatterPlan (Tensor.masked_scatter / masked_scatter_): self (any dtype
 //   above), mask (bool, broadcastable TO self's shape; self never broadcasts),
@@ -46,7 +48,8 @@
 //
 // masked_fill is not a plan of its own: x.masked_fill(mask, value) is
 // ElementwiseTernary Where(mask, value, x) (elementwise.hpp, TernaryOp::Where:
-// value a Scalar operand or a 0-dim tensor; mask broadcasts). See docs/OPS.md.
+// value a Scalar operand or a 0-dim tensor; mask broadcasts; out_dtype = x's
+// dtype, as torch keeps it). See docs/OPS.md.
 //
 // Workspace (every plan of this file, the same rule): CPU plans need none;
 // CUDA plans report workspace_size() from the descriptor: an alignment pad (any
@@ -92,12 +95,13 @@ struct NonzeroDescriptor {
   Dims shape;                 // x: rank 0..8
   int64_t capacity = 0;       // m >= 0: out has m rows
   int64_t fill_value = 0;     // the coordinates written in rows [count, m) (jnp.nonzero's fill_value)
+  bool has_count = true;      // args.count is given (leave it out only when the size is known: phase two)
 };
 
 struct NonzeroArgs {
   TensorRef x;     // shape, dtype
   TensorMut out;   // [capacity, rank], I64
-  TensorMut count; // rank 0, I64 (required): the number of nonzero elements
+  TensorMut count; // rank 0, I64: the number of nonzero elements (when has_count)
 };
 
 class BARACUDA_API NonzeroPlan : public PlanBase {
@@ -122,13 +126,14 @@ struct MaskedSelectDescriptor {
   Dims mask_shape;           // rank 0..8, bool; broadcasts with x_shape
   int64_t capacity = 0;      // m >= 0
   double fill_value = 0.0;   // written to out[count..m), cast to dtype
+  bool has_count = true;     // args.count is given
 };
 
 struct MaskedSelectArgs {
   TensorRef x;      // x_shape
   TensorRef mask;   // mask_shape, Bool
   TensorMut out;    // [capacity], dtype
-  TensorMut count;  // optional: rank 0, I64
+  TensorMut count;  // rank 0, I64 (when has_count)
 };
 
 class BARACUDA_API MaskedSelectPlan : public PlanBase {

@@ -104,18 +104,19 @@ baracuda::detail::ArgCheck nonzero_args(const NonzeroPlan& p, const NonzeroArgs&
   baracuda::detail::ArgCheck c(p);
   c.input("x", a.x, d.dtype, d.shape)
       .output("out", a.out, DType::I64, p.out_shape())
-      .output("count", a.count, DType::I64, Dims{}, "the number of nonzero elements is always written");
+      .optional_output("count", a.count, d.has_count, DType::I64, Dims{},
+                       "count is given but descriptor.has_count is false");
   return std::move(c.disjoint());
 }
 
 baracuda::detail::ArgCheck select_args(const MaskedSelectPlan& p, const MaskedSelectArgs& a) {
   const MaskedSelectDescriptor& d = p.descriptor();
   baracuda::detail::ArgCheck c(p);
-  const bool has_count = a.count.data != nullptr || a.count.shape.rank != 0;
   c.input("x", a.x, d.dtype, d.x_shape)
       .input("mask", a.mask, DType::Bool, d.mask_shape)
       .output("out", a.out, d.dtype, p.out_shape())
-      .optional_output("count", a.count, has_count, DType::I64, Dims{}, "");
+      .optional_output("count", a.count, d.has_count, DType::I64, Dims{},
+                       "count is given but descriptor.has_count is false");
   return std::move(c.disjoint());
 }
 
@@ -188,7 +189,7 @@ Status NonzeroPlan::run(const Stream& stream, Workspace ws, const NonzeroArgs& a
         l.out_stride[1] = a.out.strides[1];
         l.capacity = desc_.capacity;
         l.fill_bits = static_cast<uint64_t>(desc_.fill_value);
-        l.count = a.count.data;
+        l.count = desc_.has_count ? a.count.data : nullptr;
         return indexing::cuda::launch_masked(l);
 #else
         return baracuda::detail::no_cuda(kNonzero);
@@ -241,7 +242,7 @@ Status MaskedSelectPlan::run(const Stream& stream, Workspace ws, const MaskedSel
         l.out_stride[0] = a.out.strides[0];
         l.capacity = desc_.capacity;
         l.fill_bits = bits_of(desc_.dtype, desc_.fill_value);
-        l.count = a.count.data;
+        l.count = desc_.has_count ? a.count.data : nullptr;
         return indexing::cuda::launch_masked(l);
 #else
         return baracuda::detail::no_cuda(kSelect);

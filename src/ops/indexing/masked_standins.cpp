@@ -8,6 +8,11 @@ namespace baracuda::indexing::cuda {
 
 MaskedWorkspace masked_workspace(int64_t, int) { return {}; }
 
-Status launch_masked(const MaskedLaunch&) { return baracuda::detail::family_not_built("NonzeroPlan", "indexing"); }
+Status launch_masked(const MaskedLaunch& l) {
+  const char* plan = l.op == MaskedOp::Nonzero ? "NonzeroPlan"
+                     : l.op == MaskedOp::Select ? "MaskedSelectPlan"
+                                                 : "MaskedScatterPlan";
+  return baracuda::detail::family_not_built(plan, "indexing");
+}
 
 }  // namespace baracuda::indexing::cuda
