@@ -28,7 +28,8 @@
 //   align, extents equal or 1; InvalidProblem otherwise). out [m] (x's dtype):
 //   out[k] = the k-th element of x (broadcast to B) whose mask is true, in
 //   row-major order over B; out[count..m) = fill_value (cast to the dtype as a
-//   C++ cast would: integers truncated).
+//   C++ cast would: integers truncated and wrapped; for an integer dtype a
+//   non-finite value or one outside int64 is InvalidProblem).
 // count is an output of both plans unless descriptor.has_count is false (the
 // caller knows the size, e.g. the second phase); a count given while
 // has_count is false is an error (as every unused optional tensor).
