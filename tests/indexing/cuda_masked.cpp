@@ -39,6 +39,21 @@ void expect_same(const bt::MaskedResult& gpu, const bt::MaskedResult& cpu, const
   EXPECT_EQ(gpu.raw, cpu.raw) << "differs from the CPU (gaps included): " << w;
 }
 
+TEST(MaskedCuda, PositionsBelow2e31) {
+  BT_SKIP_WITHOUT_GPU();
+  const Dims huge{int64_t{1} << 16, int64_t{1} << 15};  // 2^31 positions: select only, nothing allocated
+  BT_EXPECT_STATUS(NonzeroPlan::select(bt::kGpu, bt::nonzero_desc(DType::Bool, huge, 0)).status(),
+                   StatusCode::Unsupported, "NonzeroPlan: the CUDA kernels need fewer than 2^31 positions");
+  BT_EXPECT_STATUS(MaskedSelectPlan::select(bt::kGpu, bt::masked_select_desc(DType::F32, huge, {1}, 0)).status(),
+                   StatusCode::Unsupported, "MaskedSelectPlan: the CUDA kernels need fewer than 2^31 positions");
+  BT_EXPECT_STATUS(MaskedScatterPlan::select(bt::kGpu, bt::masked_scatter_desc(DType::F32, huge, {1}, {1})).status(),
+                   StatusCode::Unsupported, "MaskedScatterPlan: the CUDA kernels need fewer than 2^31 positions");
+  auto ok = NonzeroPlan::select(bt::kGpu, bt::nonzero_desc(DType::Bool, {3, 5}, 15));
+  ASSERT_TRUE(ok.is_ok()) << ok.status().to_string();
+  EXPECT_GT(ok->workspace_size(), 0u);
+  EXPECT_EQ(ok->sku().variant, "select");
+}
+
 TEST(NonzeroCuda, MatchesCpu) {
   BT_SKIP_WITHOUT_GPU();
   Rng rng(bt::fresh_seed());
