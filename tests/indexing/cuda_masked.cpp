@@ -83,7 +83,7 @@ TEST(NonzeroCuda, TorchZeroTestOnBits) {
     const NonzeroDescriptor d = bt::nonzero_desc(t, {8}, 8, -7);
     const auto gpu = bt::run_nonzero(bt::kGpu, d, x, bt::contiguous({8}), bt::contiguous({8, 1}));
     const auto cpu = bt::run_nonzero(kCpu, d, x, bt::contiguous({8}), bt::contiguous({8, 1}));
-    expect_same(gpu, cpu, dtype_name(t));
+    expect_same(gpu, cpu, std::string(dtype_name(t)));
   }
 }
 
