@@ -26,7 +26,18 @@
 //  * bytes: index_select the indices, the picked rows read and out written;
 //    index_add the indices, source read, the indexed rows of self read and written;
 //  * rotation as above (index_add: self is shared and updated in place every run).
+// The masked plans over [8192, 4096] with a ~50 % random bool mask (host
+// mt19937, seed per set), one phase (capacity = numel: one run, no host sync):
+//   masked_select.bf16.8192x4096 (torch.masked_select), nonzero.bool.8192x4096
+//   (torch.nonzero of the mask), masked_scatter.bf16.8192x4096 (in place, as
+//   Tensor.masked_scatter_, source of numel 8192 x 4096).
+//  * bytes: what the op must move, the same for both libraries: the inputs read
+//    once (x and mask; nonzero the mask; masked_scatter the mask and the count
+//    source elements used) + the result written (count selected elements;
+//    count x 2 int64 coordinates; count elements of self). baracuda's one-phase
+//    masked_select / nonzero also write the fill past count (not counted).
 #include <algorithm>
+#include <functional>
 #include <optional>
 #include <random>
 #include <string>
@@ -314,6 +325,107 @@ void run_index_case(const Env& env, const BandwidthCase& c, BandwidthResult& r) 
   r.us = ms * 1e3;
 }
 
+// masked_select / nonzero / masked_scatter over shape = {R, C}; c.op names the plan.
+void run_masked_case(const Env& env, const BandwidthCase& c, BandwidthResult& r) {
+  const Dims s{c.shape[0], c.shape[1]};
+  const int64_t n = c.shape[0] * c.shape[1];
+  const size_t es = c.op == "nonzero" ? 1 : dtype_size(c.dtype), nb = static_cast<size_t>(n);
+  std::optional<NonzeroPlan> nz;
+  std::optional<MaskedSelectPlan> sel;
+  std::optional<MaskedScatterPlan> sc;
+  size_t ws_bytes = 0;
+  if (c.op == "nonzero") {
+    NonzeroDescriptor d;
+    d.dtype = DType::Bool;
+    d.shape = s;
+    d.capacity = n;
+    auto p = NonzeroPlan::select(env.stream, d);
+    status_check(p.status(), "NonzeroPlan::select");
+    nz = *p;
+    record_sku(r, nz->sku());
+    ws_bytes = nz->workspace_size();
+  } else if (c.op == "masked_select") {
+    MaskedSelectDescriptor d;
+    d.dtype = c.dtype;
+    d.x_shape = d.mask_shape = s;
+    d.capacity = n;
+    auto p = MaskedSelectPlan::select(env.stream, d);
+    status_check(p.status(), "MaskedSelectPlan::select");
+    sel = *p;
+    record_sku(r, sel->sku());
+    ws_bytes = sel->workspace_size();
+  } else {
+    MaskedScatterDescriptor d;
+    d.dtype = c.dtype;
+    d.self_shape = d.mask_shape = s;
+    d.source_shape = Dims{n};
+    auto p = MaskedScatterPlan::select(env.stream, d);
+    status_check(p.status(), "MaskedScatterPlan::select");
+    sc = *p;
+    record_sku(r, sc->sku());
+    ws_bytes = sc->workspace_size();
+  }
+  const size_t per_set = nb + (c.op == "nonzero" ? nb * 16 : 2 * nb * es);
+  r.sets = static_cast<int>(std::clamp<size_t>((env.rotate_bytes + per_set - 1) / per_set, 1, 16));
+  std::mt19937_64 rng(29);
+  uint64_t seed = 29;
+  int64_t count = 0;  // true entries of the first set's mask (every set: ~n / 2)
+  std::vector<Buffer> keep;
+  auto mask = [&](int set) {
+    std::vector<uint8_t> h(nb);
+    for (auto& v : h) v = static_cast<uint8_t>(rng() & 1);
+    if (set == 0)
+      for (uint8_t v : h) count += v;
+    Buffer b = device_buffer(nb, 16);
+    status_check(b.copy_from_host(h.data(), nb), "mask upload");
+    return b;
+  };
+  auto filled = [&](size_t count_elems) {
+    Buffer b = device_buffer(count_elems * es, 16);
+    cuda_check(bench_fill_uniform(b.data(), c.dtype, count_elems, -1.f, 1.f, seed++, env.cs), "fill");
+    return b;
+  };
+  Buffer ws = device_buffer(std::max<size_t>(ws_bytes, 16), 16);
+  const Workspace wks(ws.data(), ws_bytes);
+  Buffer count_buf = device_buffer(8, 16);
+  std::vector<std::function<void()>> runs;
+  for (int set = 0; set < r.sets; ++set) {
+    keep.push_back(mask(set));
+    const TensorRef m = keep.back().view(DType::Bool, s);
+    if (nz) {
+      keep.push_back(device_buffer(nb * 16, 16));
+      NonzeroArgs a{m, keep.back().view_mut(DType::I64, Dims{n, 2}), count_buf.view_mut(DType::I64, Dims{})};
+      status_check(nz->can_implement(a), "can_implement");
+      runs.push_back([&, a] { status_check(nz->run(env.stream, wks, a), "run"); });
+    } else if (sel) {
+      keep.push_back(filled(nb));
+      MaskedSelectArgs a;
+      a.x = keep.back().view(c.dtype, s);
+      a.mask = m;
+      keep.push_back(device_buffer(nb * es, 16));
+      a.out = keep.back().view_mut(c.dtype, Dims{n});
+      a.count = count_buf.view_mut(DType::I64, Dims{});
+      status_check(sel->can_implement(a), "can_implement");
+      runs.push_back([&, a] { status_check(sel->run(env.stream, wks, a), "run"); });
+    } else {
+      keep.push_back(filled(nb));
+      MaskedScatterArgs a;
+      a.self = keep.back().view(c.dtype, s);
+      a.out = keep.back().view_mut(c.dtype, s);
+      a.mask = m;
+      keep.push_back(filled(nb));
+      a.source = keep.back().view(c.dtype, Dims{n});
+      status_check(sc->can_implement(a), "can_implement");
+      runs.push_back([&, a] { status_check(sc->run(env.stream, wks, a), "run"); });
+    }
+  }
+  const size_t k = static_cast<size_t>(count);
+  r.bytes = static_cast<double>(c.op == "nonzero" ? nb + k * 16 : (c.op == "masked_select" ? nb * es + nb + k * es
+                                                                                          : nb + 2 * k * es));
+  r.us = 1e3 * time_median_ms(env.cs, env.warmup, env.iters,
+                              [&](int i) { runs[static_cast<size_t>(i % r.sets)](); });
+}
+
 }  // namespace
 
 void register_indexing(Registry& reg) {
@@ -340,6 +452,11 @@ void register_indexing(Registry& reg) {
     BandwidthCase c{{}, op, false, DType::BF16, s, Dims{}};
     c.name = c.op + "." + std::string(dtype_name(c.dtype)) + "." + join(s, "x");
     reg.add_case(bandwidth_case("indexing", c, [c](Env& env, BandwidthResult& r) { run_index_case(env, c, r); }));
+  }
+  for (const char* name : {"masked_select.bf16.8192x4096", "nonzero.bool.8192x4096", "masked_scatter.bf16.8192x4096"}) {
+    const std::string op = std::string(name).substr(0, std::string(name).find('.'));
+    BandwidthCase c{name, op, false, op == "nonzero" ? DType::Bool : DType::BF16, Dims{8192, 4096}, Dims{}};
+    reg.add_case(bandwidth_case("indexing", c, [c](Env& env, BandwidthResult& r) { run_masked_case(env, c, r); }));
   }
 }
 

@@ -18,6 +18,11 @@ index_select / index_add (dim 0 of a [128256, 4096] bf16 self, 8192 int64 indice
   * torch.index_select(self, 0, idx) into a fresh output, torch.Tensor.index_add_(0, idx, src) in place on
     one shared self; bytes as baracuda's (indices + picked rows read + out written; indices + source read +
     indexed rows of self read and written).
+masked ops over [8192, 4096] with a ~50 % random bool mask (torch.rand < 0.5):
+  * masked_select.bf16.8192x4096: torch.masked_select(x, mask); nonzero.bool.8192x4096: torch.nonzero(mask);
+    masked_scatter.bf16.8192x4096: self.masked_scatter_(mask, src) in place, src of numel 8192 x 4096;
+  * bytes as baracuda's: inputs read once (x and mask / the mask / the mask and the count source elements
+    used) + the result written (count elements / count x 2 int64 / count elements of self).
 """
 from . import common
 
@@ -28,7 +33,7 @@ ITERS, WARMUP = 30, 5
 
 SHAPES = [(50304, 768, 8192), (128256, 4096, 8192)]
 DTYPES = ["bf16"]
-DTYPE_SIZE = {"bf16": 2}
+DTYPE_SIZE = {"bf16": 2, "bool": 1}
 
 
 def case_name(direction, dtype, shape):
@@ -57,7 +62,49 @@ def all_cases():
     # The same torch call beside our opt-in atomic route (require_deterministic = false).
     out.append(dict(name="scatter_add_atomic.fwd.bf16.65536x4096x8192", op="scatter_add_atomic", dir="fwd",
                     dtype="bf16", shape=[65536, 4096, 8192], axes=[]))
+    for name in ("masked_select.bf16.8192x4096", "nonzero.bool.8192x4096", "masked_scatter.bf16.8192x4096"):
+        op = name.split(".")[0]
+        out.append(dict(name=name, op=op, dir="fwd", dtype=name.split(".")[1], shape=[8192, 4096], axes=[]))
     return out
+
+
+MASKED_OPS = ("masked_select", "nonzero", "masked_scatter")
+
+
+def prepare_masked_case(torch, c, rotate_bytes):
+    R, C = c["shape"]
+    n = R * C
+    es = 1 if c["op"] == "nonzero" else DTYPE_SIZE[c["dtype"]]
+    per_set = n + (n * 16 if c["op"] == "nonzero" else 2 * n * es)
+    nsets = max(1, min(16, -(-rotate_bytes // per_set)))
+    sets = []
+    for _ in range(nsets):
+        mask = torch.rand((R, C), device="cuda") < 0.5
+        if c["op"] == "nonzero":
+            sets.append((mask,))
+        else:
+            sets.append((mask, torch.empty((R, C), dtype=torch.bfloat16, device="cuda").uniform_(-1, 1),
+                         torch.empty((n,), dtype=torch.bfloat16, device="cuda").uniform_(-1, 1)))
+    k = int(sets[0][0].sum().item())
+    if c["op"] == "nonzero":
+        counted = n + k * 16
+
+        def launch(i):
+            torch.nonzero(sets[i % nsets][0])
+    elif c["op"] == "masked_select":
+        counted = n * es + n + k * es
+
+        def launch(i):
+            mask, x, _ = sets[i % nsets]
+            torch.masked_select(x, mask)
+    else:
+        counted = n + 2 * k * es
+
+        def launch(i):
+            mask, self_t, src = sets[i % nsets]
+            self_t.masked_scatter_(mask, src)
+
+    return counted, nsets, launch
 
 
 def prepare_gather_scatter(torch, c, rotate_bytes):
@@ -138,6 +185,8 @@ def prepare_index_case(torch, c, rotate_bytes):
 
 
 def prepare_case(torch, c, rotate_bytes):
+    if c["op"] in MASKED_OPS:
+        return prepare_masked_case(torch, c, rotate_bytes)
     if c["op"] in ("index_select", "index_add"):
         return prepare_index_case(torch, c, rotate_bytes)
     if c["op"] != "embedding":

@@ -1,5 +1,6 @@
 // The indexing plans in the contract suite, CUDA checks (skip without a GPU).
 #include "contract/indexing_traits.hpp"
+#include "contract/masked_traits.hpp"
 #include "contract/cuda_suite.hpp"
 
 namespace contract {
@@ -9,4 +10,7 @@ INSTANTIATE_TYPED_TEST_SUITE_P(GatherPlan, PlanContractCuda, ::testing::Types<Ga
 INSTANTIATE_TYPED_TEST_SUITE_P(ScatterPlan, PlanContractCuda, ::testing::Types<ScatterTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(IndexSelectPlan, PlanContractCuda, ::testing::Types<IndexSelectTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(IndexUpdatePlan, PlanContractCuda, ::testing::Types<IndexUpdateTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(NonzeroPlan, PlanContractCuda, ::testing::Types<NonzeroTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(MaskedSelectPlan, PlanContractCuda, ::testing::Types<MaskedSelectTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(MaskedScatterPlan, PlanContractCuda, ::testing::Types<MaskedScatterTraits>);
 }  // namespace contract

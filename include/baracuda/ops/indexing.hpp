@@ -431,3 +431,4 @@ class BARACUDA_API IndexUpdatePlan : public PlanBase {
 };
 
 }  // namespace baracuda
+#include "baracuda/ops/indexing_masked.hpp"
