@@ -1,5 +1,6 @@
 // The indexing plans in the contract suite, CPU checks and fuzz (tests/contract/suite.hpp).
 #include "contract/indexing_traits.hpp"
+#include "contract/advanced_traits.hpp"
 #include "contract/cpu_suite.hpp"
 
 namespace contract {
@@ -9,4 +10,6 @@ INSTANTIATE_TYPED_TEST_SUITE_P(GatherPlan, PlanContract, ::testing::Types<Gather
 INSTANTIATE_TYPED_TEST_SUITE_P(ScatterPlan, PlanContract, ::testing::Types<ScatterTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(IndexSelectPlan, PlanContract, ::testing::Types<IndexSelectTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(IndexUpdatePlan, PlanContract, ::testing::Types<IndexUpdateTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(IndexGetPlan, PlanContract, ::testing::Types<IndexGetTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(IndexPutPlan, PlanContract, ::testing::Types<IndexPutTraits>);
 }  // namespace contract

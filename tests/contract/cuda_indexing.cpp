@@ -1,5 +1,6 @@
 // The indexing plans in the contract suite, CUDA checks (skip without a GPU).
 #include "contract/indexing_traits.hpp"
+#include "contract/advanced_traits.hpp"
 #include "contract/cuda_suite.hpp"
 
 namespace contract {
@@ -9,4 +10,6 @@ INSTANTIATE_TYPED_TEST_SUITE_P(GatherPlan, PlanContractCuda, ::testing::Types<Ga
 INSTANTIATE_TYPED_TEST_SUITE_P(ScatterPlan, PlanContractCuda, ::testing::Types<ScatterTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(IndexSelectPlan, PlanContractCuda, ::testing::Types<IndexSelectTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(IndexUpdatePlan, PlanContractCuda, ::testing::Types<IndexUpdateTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(IndexGetPlan, PlanContractCuda, ::testing::Types<IndexGetTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(IndexPutPlan, PlanContractCuda, ::testing::Types<IndexPutTraits>);
 }  // namespace contract
