@@ -18,6 +18,11 @@ index_select / index_add (dim 0 of a [128256, 4096] bf16 self, 8192 int64 indice
   * torch.index_select(self, 0, idx) into a fresh output, torch.Tensor.index_add_(0, idx, src) in place on
     one shared self; bytes as baracuda's (indices + picked rows read + out written; indices + source read +
     indexed rows of self read and written).
+Advanced indexing (int64 indices uniform; bytes as bench/cases/indexing.cpp):
+  * index.f32.8192x4096x4194304: x[rows, cols], x f32 [8192, 4096], rows / cols [2^22];
+  * index_put_acc.f32.8192x4096x4194304: self.index_put_((rows, cols), v, accumulate=True) in place on one
+    self (zeros at the start, as baracuda's);
+  * index_slice.bf16.8192x4096x2048: x[:, cols], x bf16 [8192, 4096], cols [2048].
 """
 from . import common
 
@@ -57,7 +62,52 @@ def all_cases():
     # The same torch call beside our opt-in atomic route (require_deterministic = false).
     out.append(dict(name="scatter_add_atomic.fwd.bf16.65536x4096x8192", op="scatter_add_atomic", dir="fwd",
                     dtype="bf16", shape=[65536, 4096, 8192], axes=[]))
+    for op, dtype, shape in ADVANCED:
+        out.append(dict(name="%s.%s.%s" % (op, dtype, "x".join(map(str, shape))), op=op, dir="fwd", dtype=dtype,
+                        shape=list(shape), axes=[]))
     return out
+
+
+ADVANCED = [("index", "f32", (8192, 4096, 1 << 22)), ("index_put_acc", "f32", (8192, 4096, 1 << 22)),
+            ("index_slice", "bf16", (8192, 4096, 2048))]
+
+
+def prepare_advanced(torch, c, rotate_bytes):
+    dt = {"bf16": torch.bfloat16, "f32": torch.float32}[c["dtype"]]
+    es = {"bf16": 2, "f32": 4}[c["dtype"]]
+    M, C, n = c["shape"]
+    put, slice_ = c["op"] == "index_put_acc", c["op"] == "index_slice"
+    picked = M * n if slice_ else n
+    n_idx = 1 if slice_ else 2
+    counted = n_idx * n * 8 + (3 if put else 2) * picked * es
+    per_set = n_idx * n * 8 + picked * es + (0 if put else M * C * es)
+    nsets = max(1, min(16, -(-rotate_bytes // per_set)))
+
+    def idx(size):
+        return torch.randint(0, size, (n,), dtype=torch.int64, device="cuda")
+
+    sets = []
+    if put:
+        self_t = torch.zeros((M, C), dtype=dt, device="cuda")
+        for _ in range(nsets):
+            sets.append((idx(M), idx(C), torch.empty((n,), dtype=dt, device="cuda").uniform_(-1, 1)))
+
+        def launch(i):
+            rows, cols, v = sets[i % nsets]
+            self_t.index_put_((rows, cols), v, accumulate=True)
+    else:
+        for _ in range(nsets):
+            sets.append((torch.empty((M, C), dtype=dt, device="cuda").uniform_(-1, 1), None if slice_ else idx(M),
+                         idx(C)))
+
+        def launch(i):
+            x, rows, cols = sets[i % nsets]
+            if slice_:
+                x[:, cols]
+            else:
+                x[rows, cols]
+
+    return counted, nsets, launch
 
 
 def prepare_gather_scatter(torch, c, rotate_bytes):
@@ -138,6 +188,8 @@ def prepare_index_case(torch, c, rotate_bytes):
 
 
 def prepare_case(torch, c, rotate_bytes):
+    if c["op"] in ("index", "index_put_acc", "index_slice"):
+        return prepare_advanced(torch, c, rotate_bytes)
     if c["op"] in ("index_select", "index_add"):
         return prepare_index_case(torch, c, rotate_bytes)
     if c["op"] != "embedding":
