@@ -12,6 +12,7 @@
 // Without a GPU every test GTEST_SKIPs.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -33,15 +34,8 @@ using bt::adv_index;
 using bt::get_desc;
 using bt::put_desc;
 
-struct Indices {
-  std::vector<int64_t> v[kMaxRank];
-};
-Indices random_indices(const AdvancedIndex& ix, Rng& rng) {
-  Indices I;
-  for (int d = 0; d < ix.self_shape.rank; ++d)
-    if (ix.has_index[d]) I.v[d] = bt::adv_indices(bt::numel(ix.index_shape[d]), ix.self_shape[d], rng);
-  return I;
-}
+using Indices = bt::AdvIndices;
+Indices random_indices(const AdvancedIndex& ix, Rng& rng) { return bt::random_adv_indices(ix, rng); }
 
 void expect_get_matches(const IndexGetDescriptor& d, const std::vector<double>& x, const Indices& I,
                         const bt::AdvLayouts& L, const std::string& w) {

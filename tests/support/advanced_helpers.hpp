@@ -193,6 +193,18 @@ inline std::vector<int64_t> adv_indices(int64_t n, int64_t size, Rng& rng) {
   return v;
 }
 
+// Index tensors' row-major values, one vector per indexed dim (random: in
+// [-size, size), duplicates).
+struct AdvIndices {
+  std::vector<int64_t> v[baracuda::kMaxRank];
+};
+inline AdvIndices random_adv_indices(const AdvancedIndex& ix, Rng& rng) {
+  AdvIndices I;
+  for (int d = 0; d < ix.self_shape.rank; ++d)
+    if (ix.has_index[d]) I.v[d] = adv_indices(numel(ix.index_shape[d]), ix.self_shape[d], rng);
+  return I;
+}
+
 // ---- runners ---------------------------------------------------------------------------
 struct AdvResult {
   baracuda::Status st, check;

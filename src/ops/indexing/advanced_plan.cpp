@@ -33,21 +33,22 @@ constexpr const char* kIndexNames[kMaxRank] = {"indices[0]", "indices[1]", "indi
 using baracuda::detail::invalid;
 using baracuda::detail::unsupported;
 
-// Right-aligned broadcast of `s` into *acc (torch's rule); false when the
-// extents disagree (neither equal nor 1).
+// Right-aligned broadcast of `s` into *acc (torch's rule); false (and *acc
+// unchanged) when the extents disagree (neither equal nor 1).
 bool broadcast_into(Dims* acc, const Dims& s) {
-  if (s.rank > acc->rank) {
-    Dims grown = Dims::of_rank(s.rank, 1);
-    for (int k = 0; k < acc->rank; ++k) grown[s.rank - acc->rank + k] = (*acc)[k];
-    *acc = grown;
+  Dims r = *acc;
+  if (s.rank > r.rank) {
+    r = Dims::of_rank(s.rank, 1);
+    for (int k = 0; k < acc->rank; ++k) r[s.rank - acc->rank + k] = (*acc)[k];
   }
   for (int k = 0; k < s.rank; ++k) {
-    int64_t& a = (*acc)[acc->rank - s.rank + k];
+    int64_t& a = r[r.rank - s.rank + k];
     const int64_t e = s[k];
     if (e == a || e == 1) continue;
     if (a != 1) return false;
     a = e;
   }
+  *acc = r;
   return true;
 }
 
