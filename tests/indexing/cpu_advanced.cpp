@@ -13,7 +13,6 @@
 //   * the backward compositions against finite differences (f64).
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -29,14 +28,12 @@ using bt::Rng;
 namespace {
 
 const Stream kCpu = Stream::cpu();
-constexpr DType kAccumulate[] = {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64};
 
 using bt::adv_index;
 using bt::get_desc;
 using bt::put_desc;
-
 using Indices = bt::AdvIndices;
-Indices random_indices(const AdvancedIndex& ix, Rng& rng) { return bt::random_adv_indices(ix, rng); }
+using bt::random_adv_indices;
 
 // ---- descriptor rules ---------------------------------------------------------------------
 TEST(IndexGetCpu, DescriptorRulesAndShapes) {
@@ -187,11 +184,7 @@ TEST(AdvancedIndexCpu, BadIndexNamesTheFirstBadPositionAndWritesNothing) {
 }
 
 // ---- get ------------------------------------------------------------------------------------
-struct Case {
-  Dims self;
-  std::vector<std::pair<int, Dims>> idx;
-};
-const Case kCases[] = {
+const bt::AdvCase kCases[] = {
     {{7}, {{0, {11}}}},                        // x[i]
     {{7}, {{0, {}}}},                          // x[0-D i]: rank-0 result
     {{4, 6}, {{1, {3}}}},                      // x[:, i]
@@ -206,14 +199,14 @@ TEST(IndexGetCpu, MatchesNaiveModelEveryDtype) {
   Rng rng(bt::fresh_seed());
   for (const DType t : kAllDTypes)
     for (const DType it : {DType::I32, DType::I64})
-      for (const Case& c : kCases) {
+      for (const bt::AdvCase& c : kCases) {
         const AdvancedIndex ix = adv_index(it, c.self, c.idx);
         const IndexGetDescriptor d = get_desc(t, ix);
         const auto p = IndexGetPlan::select(kCpu, d);
         ASSERT_TRUE(p.is_ok()) << p.status().to_string();
         ASSERT_EQ(p->out_shape(), bt::adv_model_shape(ix).R) << c.self.to_string();
         const auto x = bt::adv_values(t, bt::numel(c.self), rng);
-        const Indices I = random_indices(ix, rng);
+        const Indices I = random_adv_indices(ix, rng);
         const auto r = bt::run_index_get(kCpu, d, x, I.v, bt::adv_contiguous(ix, p->out_shape()));
         ASSERT_TRUE(r.st.is_ok()) << r.st.to_string();
         EXPECT_EQ(r.out, bt::naive_index_get(ix, x, I.v)) << dtype_name(t) << " x " << c.self.to_string();
@@ -227,7 +220,7 @@ TEST(IndexGetCpu, StridedAndBroadcastViews) {
   const auto x = bt::adv_values(DType::BF16, 210, rng);
   for (int k = 0; k < 3; ++k) {
     bt::AdvLayouts L = bt::adv_contiguous(ix, R);
-    Indices I = random_indices(ix, rng);
+    Indices I = random_adv_indices(ix, rng);
     if (k == 0) {
       L.x = bt::transposed({5, 6, 7}), L.index[0] = bt::broadcast({4, 3}, 0), L.out = bt::padded(R, 2);
       for (size_t i = 3; i < 12; ++i) I.v[0][i] = I.v[0][i % 3];  // a broadcast tensor holds one row
@@ -289,10 +282,10 @@ void expect_put(const IndexPutDescriptor& d, const std::vector<double>& self, co
 
 TEST(IndexPutCpu, MatchesNaiveModel) {
   Rng rng(bt::fresh_seed());
-  for (const Case& c : kCases)
+  for (const bt::AdvCase& c : kCases)
     for (const bool acc : {false, true})
       for (const DType t : kAllDTypes) {
-        if (acc && std::find(std::begin(kAccumulate), std::end(kAccumulate), t) == std::end(kAccumulate)) continue;
+        if (acc && !bt::adv_accumulates(t)) continue;
         const AdvancedIndex ix = adv_index(t == DType::F32 ? DType::I32 : DType::I64, c.self, c.idx);
         const Dims R = bt::adv_model_shape(ix).R;
         // values: the full R, or its last axis broadcast (R's rank >= 1)
@@ -302,7 +295,7 @@ TEST(IndexPutCpu, MatchesNaiveModel) {
           const IndexPutDescriptor d = put_desc(t, ix, vs, acc);
           const auto self = bt::adv_values(t, bt::numel(c.self), rng);
           const auto vals = bt::adv_values(t, bt::numel(vs), rng);
-          expect_put(d, self, random_indices(ix, rng), vals, bt::adv_contiguous(ix, c.self, vs),
+          expect_put(d, self, random_adv_indices(ix, rng), vals, bt::adv_contiguous(ix, c.self, vs),
                      std::string(dtype_name(t)) + (acc ? " accumulate" : "") + " self " + c.self.to_string() +
                          " values " + vs.to_string());
         }
@@ -314,7 +307,7 @@ TEST(IndexPutCpu, HeavyDuplicatesAndStridedViews) {
   // x[i, :, j] = v with 40 x 3 positions onto 2 destinations per column.
   const AdvancedIndex ix = adv_index(DType::I64, {4, 5, 3}, {{0, {40, 1}}, {2, {3}}});  // R = [40, 3, 5]
   const Dims R{40, 3, 5};
-  for (const DType t : kAccumulate)
+  for (const DType t : bt::kAdvAccumulate)
     for (const bool acc : {false, true}) {
       Indices I;
       I.v[0].assign(40, 2);
@@ -363,7 +356,7 @@ TEST(IndexPutCpu, RunTwiceBitIdentical) {
   const AdvancedIndex ix = adv_index(DType::I64, {17, 9}, {{0, {64, 1}}, {1, {5}}});
   const IndexPutDescriptor d = put_desc(DType::BF16, ix, {64, 5}, true);
   const auto self = bt::adv_values(DType::BF16, 153, rng), vals = bt::adv_values(DType::BF16, 320, rng);
-  const Indices I = random_indices(ix, rng);
+  const Indices I = random_adv_indices(ix, rng);
   const auto L = bt::adv_contiguous(ix, {17, 9}, {64, 5});
   const auto a = bt::run_index_put(kCpu, d, self, I.v, vals, L, false, 0xff);
   const auto b = bt::run_index_put(kCpu, d, self, I.v, vals, L, false, 0x5a);

@@ -12,7 +12,6 @@
 // Without a GPU every test GTEST_SKIPs.
 #include <gtest/gtest.h>
 
-#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -28,14 +27,12 @@ using bt::Rng;
 namespace {
 
 const Stream kCpu = Stream::cpu();
-constexpr DType kAccumulate[] = {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64};
 
 using bt::adv_index;
 using bt::get_desc;
 using bt::put_desc;
-
 using Indices = bt::AdvIndices;
-Indices random_indices(const AdvancedIndex& ix, Rng& rng) { return bt::random_adv_indices(ix, rng); }
+using bt::random_adv_indices;
 
 void expect_get_matches(const IndexGetDescriptor& d, const std::vector<double>& x, const Indices& I,
                         const bt::AdvLayouts& L, const std::string& w) {
@@ -62,11 +59,7 @@ void expect_put_matches(const IndexPutDescriptor& d, const std::vector<double>& 
   }
 }
 
-struct Case {
-  Dims self;
-  std::vector<std::pair<int, Dims>> idx;
-};
-const Case kCases[] = {
+const bt::AdvCase kCases[] = {
     {{37}, {{0, {53}}}},
     {{7}, {{0, {}}}},
     {{9, 13}, {{1, {5}}}},
@@ -82,10 +75,10 @@ TEST(IndexGetCuda, MatchesCpuEveryDtype) {
   Rng rng(bt::fresh_seed());
   for (const DType t : kAllDTypes)
     for (const DType it : {DType::I32, DType::I64})
-      for (const Case& c : kCases) {
+      for (const bt::AdvCase& c : kCases) {
         const AdvancedIndex ix = adv_index(it, c.self, c.idx);
         const auto x = bt::adv_values(t, bt::numel(c.self), rng);
-        expect_get_matches(get_desc(t, ix), x, random_indices(ix, rng), bt::adv_contiguous(ix, bt::adv_model_shape(ix).R),
+        expect_get_matches(get_desc(t, ix), x, random_adv_indices(ix, rng), bt::adv_contiguous(ix, bt::adv_model_shape(ix).R),
                            std::string(dtype_name(t)) + " self " + c.self.to_string());
       }
 }
@@ -98,7 +91,7 @@ TEST(IndexGetCuda, StridedAndBroadcastViews) {
   const auto x = bt::adv_values(DType::F16, 210, rng);
   for (int k = 0; k < 2; ++k) {
     bt::AdvLayouts L = bt::adv_contiguous(ix, R);
-    Indices I = random_indices(ix, rng);
+    Indices I = random_adv_indices(ix, rng);
     if (k == 0) {
       L.x = bt::transposed({5, 6, 7}), L.index[0] = bt::broadcast({4, 3}, 0), L.out = bt::padded(R, 2);
       for (size_t i = 3; i < 12; ++i) I.v[0][i] = I.v[0][i % 3];
@@ -112,15 +105,15 @@ TEST(IndexGetCuda, StridedAndBroadcastViews) {
 TEST(IndexPutCuda, MatchesCpu) {
   BT_SKIP_WITHOUT_GPU();
   Rng rng(bt::fresh_seed());
-  for (const Case& c : kCases)
+  for (const bt::AdvCase& c : kCases)
     for (const bool acc : {false, true})
       for (const DType t : kAllDTypes) {
-        if (acc && std::find(std::begin(kAccumulate), std::end(kAccumulate), t) == std::end(kAccumulate)) continue;
+        if (acc && !bt::adv_accumulates(t)) continue;
         const AdvancedIndex ix = adv_index(t == DType::F16 ? DType::I32 : DType::I64, c.self, c.idx);
         Dims vs = bt::adv_model_shape(ix).R;
         if (vs.rank > 1) vs[0] = 1;  // values broadcast on the first axis
         const auto self = bt::adv_values(t, bt::numel(c.self), rng), vals = bt::adv_values(t, bt::numel(vs), rng);
-        expect_put_matches(put_desc(t, ix, vs, acc), self, random_indices(ix, rng), vals,
+        expect_put_matches(put_desc(t, ix, vs, acc), self, random_adv_indices(ix, rng), vals,
                            bt::adv_contiguous(ix, c.self, vs),
                            std::string(dtype_name(t)) + (acc ? " accumulate" : "") + " self " + c.self.to_string());
       }
@@ -131,7 +124,7 @@ TEST(IndexPutCuda, HeavyDuplicatesAndStridedViews) {
   Rng rng(bt::fresh_seed());
   const AdvancedIndex ix = adv_index(DType::I64, {4, 5, 3}, {{0, {300, 1}}, {2, {3}}});  // R = [300, 3, 5]
   const Dims R{300, 3, 5};
-  for (const DType t : kAccumulate)
+  for (const DType t : bt::kAdvAccumulate)
     for (const bool acc : {false, true}) {
       Indices I;
       I.v[0].assign(300, 2);
@@ -244,13 +237,13 @@ TEST(AdvancedIndexCuda, BenchLikeShapes) {
   Rng rng(bt::fresh_seed());
   const AdvancedIndex rc = adv_index(DType::I64, {1024, 512}, {{0, {1 << 16}}, {1, {1 << 16}}});
   const auto x = bt::adv_values(DType::F32, 1024 * 512, rng);
-  const Indices I = random_indices(rc, rng);
+  const Indices I = random_adv_indices(rc, rng);
   expect_get_matches(get_desc(DType::F32, rc), x, I, bt::adv_contiguous(rc, {1 << 16}), "x[rows, cols]");
   expect_put_matches(put_desc(DType::F32, rc, {1 << 16}, true), std::vector<double>(1024 * 512, 0.0), I,
                      bt::adv_values(DType::F32, 1 << 16, rng), bt::adv_contiguous(rc, {1024, 512}, {1 << 16}),
                      "index_put_ accumulate");
   const AdvancedIndex sc = adv_index(DType::I64, {256, 1024}, {{1, {300}}});  // x[:, cols]
-  expect_get_matches(get_desc(DType::BF16, sc), bt::adv_values(DType::BF16, 256 * 1024, rng), random_indices(sc, rng),
+  expect_get_matches(get_desc(DType::BF16, sc), bt::adv_values(DType::BF16, 256 * 1024, rng), random_adv_indices(sc, rng),
                      bt::adv_contiguous(sc, {256, 300}), "x[:, cols]");
 }
 

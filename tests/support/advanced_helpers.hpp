@@ -22,6 +22,19 @@ using baracuda::AdvancedIndex;
 using baracuda::IndexGetDescriptor;
 using baracuda::IndexPutDescriptor;
 
+// The dtypes IndexPutPlan accumulates.
+inline constexpr baracuda::DType kAdvAccumulate[] = {baracuda::DType::F32, baracuda::DType::F64, baracuda::DType::F16,
+                                                     baracuda::DType::BF16, baracuda::DType::I32, baracuda::DType::I64};
+inline bool adv_accumulates(baracuda::DType t) {
+  return std::find(std::begin(kAdvAccumulate), std::end(kAdvAccumulate), t) != std::end(kAdvAccumulate);
+}
+
+// A test problem: self's shape and {dim, index shape} for each indexed dim.
+struct AdvCase {
+  Dims self;
+  std::vector<std::pair<int, Dims>> idx;
+};
+
 // {dim, index shape} for each indexed dim.
 inline AdvancedIndex adv_index(baracuda::DType it, Dims self, std::vector<std::pair<int, Dims>> idx) {
   AdvancedIndex ix;

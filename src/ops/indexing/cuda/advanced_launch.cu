@@ -41,11 +41,14 @@ unsigned grid_of(int64_t items) {
   return static_cast<unsigned>(b < 1 ? 1 : (b > (int64_t{1} << 20) ? (int64_t{1} << 20) : b));
 }
 
+// r < numel(R): what is left after the inner axes is axis 0's coordinate (no
+// division for a rank-1 R).
 __device__ __forceinline__ void decode(const AdvancedMap& m, int64_t r, int64_t* c) {
-  for (int k = m.rank - 1; k >= 0; --k) {
+  for (int k = m.rank - 1; k > 0; --k) {
     c[k] = r % m.shape[k];
     r /= m.shape[k];
   }
+  if (m.rank > 0) c[0] = r;
 }
 
 // The offset through `stride` (per self dim) of position c, indices wrapped;
