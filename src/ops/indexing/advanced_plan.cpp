@@ -282,10 +282,10 @@ Status IndexGetPlan::run(const Stream& stream, Workspace ws, const IndexGetArgs&
       [&] { return indexing::ref::index_get(kGet, get_launch(*this, a)); },
       [&]() -> Status {
 #ifdef BARACUDA_WITH_CUDA
-        cuda::AdvancedLaunch l = get_launch(*this, a);
+        indexing::cuda::AdvancedLaunch l = get_launch(*this, a);
         l.workspace = aligned_workspace(ws.ptr);
         l.stream = stream.native_handle();
-        return cuda::launch_index_get(l);
+        return indexing::cuda::launch_index_get(l);
 #else
         return baracuda::detail::no_cuda(kGet);
 #endif
@@ -329,7 +329,7 @@ Result<IndexPutPlan> IndexPutPlan::select(const Stream& stream, const IndexPutDe
 #ifdef BARACUDA_WITH_CUDA
   baracuda::detail::DeviceGuard guard(stream.device().ordinal);  // CUB's size queries read the current device
   BARACUDA_RETURN_IF_ERROR(guard.status());
-  baracuda::detail::PlanAccess::set_workspace(plan, error_word_workspace() + cuda::put_workspace(n, m).total);
+  baracuda::detail::PlanAccess::set_workspace(plan, error_word_workspace() + indexing::cuda::put_workspace(n, m).total);
 #endif
   return plan;
 }
@@ -345,11 +345,11 @@ Status IndexPutPlan::run(const Stream& stream, Workspace ws, const IndexPutArgs&
       *this, stream, ws, put_args(*this, a), [&] { return indexing::ref::index_put(kPut, put_launch(*this, a)); },
       [&]() -> Status {
 #ifdef BARACUDA_WITH_CUDA
-        cuda::AdvancedLaunch l = put_launch(*this, a);
+        indexing::cuda::AdvancedLaunch l = put_launch(*this, a);
         l.workspace = aligned_workspace(ws.ptr);
-        l.ws = cuda::put_workspace(l.m.numel, l.m.self_numel);
+        l.ws = indexing::cuda::put_workspace(l.m.numel, l.m.self_numel);
         l.stream = stream.native_handle();
-        return cuda::launch_index_put(l);
+        return indexing::cuda::launch_index_put(l);
 #else
         return baracuda::detail::no_cuda(kPut);
 #endif
