@@ -153,6 +153,20 @@ TEST(AdvancedIndexCuda, ZeroSize) {
   expect_put_matches(put_desc(DType::BF16, s, {}, false), {}, I, {1.0}, bt::adv_contiguous(s, {3, 0}, {}), "empty self");
 }
 
+// 32-bit positions and keys: numel(R) and numel(self) below 2^31 (select only, nothing allocated).
+TEST(AdvancedIndexCuda, SizeLimitsAreUnsupported) {
+  BT_SKIP_WITHOUT_GPU();
+  const AdvancedIndex big_r = adv_index(DType::I64, {4, 1 << 16}, {{0, {1 << 16, 1}}});  // R = [2^16, 2^16]
+  BT_EXPECT_STATUS(IndexGetPlan::select(bt::kGpu, get_desc(DType::F32, big_r)).status(), StatusCode::Unsupported,
+                   "IndexGetPlan: the CUDA index needs fewer than 2^31 result elements");
+  BT_EXPECT_STATUS(IndexPutPlan::select(bt::kGpu, put_desc(DType::F32, big_r, {}, true)).status(),
+                   StatusCode::Unsupported, "IndexPutPlan: the CUDA index_put needs fewer than 2^31");
+  const AdvancedIndex big_self = adv_index(DType::I64, {1 << 16, 1 << 15}, {{0, {4}}});
+  BT_EXPECT_STATUS(IndexPutPlan::select(bt::kGpu, put_desc(DType::BF16, big_self, {}, false)).status(),
+                   StatusCode::Unsupported, "IndexPutPlan: the CUDA index_put needs");
+  EXPECT_TRUE(IndexGetPlan::select(bt::kGpu, get_desc(DType::BF16, big_self)).is_ok()) << "R = [4, 2^15] is fine";
+}
+
 TEST(AdvancedIndexCuda, BadIndicesAreReportedNeverDereferenced) {
   BT_SKIP_WITHOUT_GPU();
   Rng rng(bt::fresh_seed());

@@ -48,7 +48,8 @@
 //   out is self itself (the same view: in place) or disjoint from every input.
 //
 // Tensors: any non-negative strides (inputs may broadcast with stride 0).
-// CUDA: numel(R) and numel(self) below 2^31 (Unsupported otherwise).
+// CUDA: numel(R) below 2^31, and for put numel(self) below 2^31 - 1 (its
+// sort's 32-bit keys; Unsupported otherwise). Offsets are 64-bit.
 //
 // CUDA algorithms (sku().variant):
 //   get  "elementwise": one thread per output element (grid-stride, 64-bit
