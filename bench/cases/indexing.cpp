@@ -36,6 +36,17 @@
 //    source elements used) + the result written (count selected elements;
 //    count x 2 int64 coordinates; count elements of self). baracuda's one-phase
 //    masked_select / nonzero also write the fill past count (not counted).
+// IndexGetPlan / IndexPutPlan (advanced indexing), i64 indices uniform:
+//   index.f32.8192x4096x4194304: x f32 [8192, 4096], rows / cols [2^22]:
+//     out = x[rows, cols]; bytes: both index tensors read, the picked elements
+//     read, out written;
+//   index_put_acc.f32.8192x4096x4194304: self f32 [8192, 4096] (zeros, then
+//     updated in place every run, as torch's index_put_ call):
+//     self.index_put_((rows, cols), v, accumulate=True); bytes: both index
+//     tensors and v read, the destination elements read and written;
+//   index_slice.bf16.8192x4096x2048: x bf16 [8192, 4096], cols [2048]:
+//     out = x[:, cols] (a slice and an index: the adjacent rule); bytes: cols
+//     read, the picked elements read, out written.
 #include <algorithm>
 #include <functional>
 #include <optional>
@@ -424,6 +435,98 @@ void run_masked_case(const Env& env, const BandwidthCase& c, BandwidthResult& r)
                                                                                           : nb + 2 * k * es));
   r.us = 1e3 * time_median_ms(env.cs, env.warmup, env.iters,
                               [&](int i) { runs[static_cast<size_t>(i % r.sets)](); });
+// x[rows, cols] / index_put_((rows, cols), v, accumulate) / x[:, cols]: shape = {M, C, n}.
+void run_advanced_case(const Env& env, const BandwidthCase& c, BandwidthResult& r) {
+  const int64_t M = c.shape[0], C = c.shape[1], n = c.shape[2];
+  const bool put = c.op == "index_put_acc", slice = c.op == "index_slice";
+  AdvancedIndex ix;
+  ix.index_dtype = DType::I64;
+  ix.self_shape = Dims{M, C};
+  ix.has_index[1] = true;
+  ix.index_shape[1] = Dims{n};
+  if (!slice) ix.has_index[0] = true, ix.index_shape[0] = Dims{n};
+  const Dims out_shape = slice ? Dims{M, n} : Dims{n};
+  const int64_t picked = slice ? M * n : n;
+  std::optional<IndexGetPlan> get;
+  std::optional<IndexPutPlan> upd;
+  size_t ws_bytes = 0;
+  if (put) {
+    IndexPutDescriptor d;
+    d.dtype = c.dtype;
+    d.index = ix;
+    d.values_shape = Dims{n};
+    d.accumulate = true;
+    auto p = IndexPutPlan::select(env.stream, d);
+    status_check(p.status(), "IndexPutPlan::select");
+    upd = *p;
+    record_sku(r, upd->sku());
+    ws_bytes = upd->workspace_size();
+  } else {
+    IndexGetDescriptor d;
+    d.dtype = c.dtype;
+    d.index = ix;
+    auto p = IndexGetPlan::select(env.stream, d);
+    status_check(p.status(), "IndexGetPlan::select");
+    get = *p;
+    record_sku(r, get->sku());
+    ws_bytes = get->workspace_size();
+  }
+  const size_t es = dtype_size(c.dtype), idx_bytes = static_cast<size_t>(n) * 8;
+  const size_t n_idx = slice ? 1 : 2, picked_bytes = static_cast<size_t>(picked) * es;
+  r.bytes = static_cast<double>(n_idx * idx_bytes + (put ? 3 : 2) * picked_bytes);
+  const size_t x_bytes = static_cast<size_t>(M * C) * es;
+  const size_t per_set = n_idx * idx_bytes + picked_bytes + (put ? 0 : x_bytes);
+  r.sets = static_cast<int>(std::clamp<size_t>((env.rotate_bytes + per_set - 1) / per_set, 1, 16));
+  std::mt19937_64 rng(23);
+  uint64_t seed = 23;
+  auto upload_indices = [&](std::vector<Buffer>& keep, int64_t size) {
+    std::vector<int64_t> h(static_cast<size_t>(n));
+    for (auto& v : h) v = std::uniform_int_distribution<int64_t>(0, size - 1)(rng);
+    keep.push_back(device_buffer(idx_bytes, 16));
+    status_check(keep.back().copy_from_host(h.data(), idx_bytes), "index upload");
+    return keep.back().view(DType::I64, Dims{n});
+  };
+  std::vector<Buffer> keep;
+  Buffer ws = device_buffer(std::max<size_t>(ws_bytes, 16), 16);
+  const Workspace wks(ws.data(), ws_bytes);
+  if (put) {
+    Buffer self = device_buffer(x_bytes, 16);
+    cuda_check(cudaMemsetAsync(self.data(), 0, x_bytes, env.cs), "zero self");
+    std::vector<IndexPutArgs> args;
+    for (int s = 0; s < r.sets; ++s) {
+      IndexPutArgs a;
+      a.self = self.view(c.dtype, ix.self_shape);
+      a.out = self.view_mut(c.dtype, ix.self_shape);
+      a.indices[0] = upload_indices(keep, M);
+      a.indices[1] = upload_indices(keep, C);
+      keep.push_back(device_buffer(picked_bytes, 16));
+      cuda_check(bench_fill_uniform(keep.back().data(), c.dtype, static_cast<size_t>(n), -1.f, 1.f, seed++, env.cs), "fill");
+      a.values = keep.back().view(c.dtype, Dims{n});
+      args.push_back(a);
+    }
+    status_check(upd->can_implement(args[0]), "can_implement");
+    r.us = 1e3 * time_median_ms(env.cs, env.warmup, env.iters, [&](int i) {
+             status_check(upd->run(env.stream, wks, args[static_cast<size_t>(i % r.sets)]), "run");
+           });
+    return;
+  }
+  std::vector<IndexGetArgs> args;
+  for (int s = 0; s < r.sets; ++s) {
+    IndexGetArgs a;
+    keep.push_back(device_buffer(x_bytes, 16));
+    cuda_check(bench_fill_uniform(keep.back().data(), c.dtype, static_cast<size_t>(M * C), -1.f, 1.f, seed++, env.cs),
+               "fill");
+    a.x = keep.back().view(c.dtype, ix.self_shape);
+    if (!slice) a.indices[0] = upload_indices(keep, M);
+    a.indices[1] = upload_indices(keep, C);
+    keep.push_back(device_buffer(picked_bytes, 16));
+    a.out = keep.back().view_mut(c.dtype, out_shape);
+    args.push_back(a);
+  }
+  status_check(get->can_implement(args[0]), "can_implement");
+  r.us = 1e3 * time_median_ms(env.cs, env.warmup, env.iters, [&](int i) {
+           status_check(get->run(env.stream, wks, args[static_cast<size_t>(i % r.sets)]), "run");
+         });
 }
 
 }  // namespace
@@ -457,6 +560,18 @@ void register_indexing(Registry& reg) {
     const std::string op = std::string(name).substr(0, std::string(name).find('.'));
     BandwidthCase c{name, op, false, op == "nonzero" ? DType::Bool : DType::BF16, Dims{8192, 4096}, Dims{}};
     reg.add_case(bandwidth_case("indexing", c, [c](Env& env, BandwidthResult& r) { run_masked_case(env, c, r); }));
+  }
+  const struct {
+    const char* op;
+    DType dtype;
+    Dims shape;
+  } adv[] = {{"index", DType::F32, Dims{8192, 4096, int64_t{1} << 22}},
+             {"index_put_acc", DType::F32, Dims{8192, 4096, int64_t{1} << 22}},
+             {"index_slice", DType::BF16, Dims{8192, 4096, 2048}}};
+  for (const auto& a : adv) {
+    BandwidthCase c{{}, a.op, false, a.dtype, a.shape, Dims{}};
+    c.name = c.op + "." + std::string(dtype_name(c.dtype)) + "." + join(a.shape, "x");
+    reg.add_case(bandwidth_case("indexing", c, [c](Env& env, BandwidthResult& r) { run_advanced_case(env, c, r); }));
   }
 }
 

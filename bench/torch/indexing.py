@@ -23,6 +23,11 @@ masked ops over [8192, 4096] with a ~50 % random bool mask (torch.rand < 0.5):
     masked_scatter.bf16.8192x4096: self.masked_scatter_(mask, src) in place, src of numel 8192 x 4096;
   * bytes as baracuda's: inputs read once (x and mask / the mask / the mask and the count source elements
     used) + the result written (count elements / count x 2 int64 / count elements of self).
+Advanced indexing (int64 indices uniform; bytes as bench/cases/indexing.cpp):
+  * index.f32.8192x4096x4194304: x[rows, cols], x f32 [8192, 4096], rows / cols [2^22];
+  * index_put_acc.f32.8192x4096x4194304: self.index_put_((rows, cols), v, accumulate=True) in place on one
+    self (zeros at the start, as baracuda's);
+  * index_slice.bf16.8192x4096x2048: x[:, cols], x bf16 [8192, 4096], cols [2048].
 """
 from . import common
 
@@ -103,6 +108,50 @@ def prepare_masked_case(torch, c, rotate_bytes):
         def launch(i):
             mask, self_t, src = sets[i % nsets]
             self_t.masked_scatter_(mask, src)
+    for op, dtype, shape in ADVANCED:
+        out.append(dict(name="%s.%s.%s" % (op, dtype, "x".join(map(str, shape))), op=op, dir="fwd", dtype=dtype,
+                        shape=list(shape), axes=[]))
+    return out
+
+
+ADVANCED = [("index", "f32", (8192, 4096, 1 << 22)), ("index_put_acc", "f32", (8192, 4096, 1 << 22)),
+            ("index_slice", "bf16", (8192, 4096, 2048))]
+
+
+def prepare_advanced(torch, c, rotate_bytes):
+    dt = {"bf16": torch.bfloat16, "f32": torch.float32}[c["dtype"]]
+    es = {"bf16": 2, "f32": 4}[c["dtype"]]
+    M, C, n = c["shape"]
+    put, slice_ = c["op"] == "index_put_acc", c["op"] == "index_slice"
+    picked = M * n if slice_ else n
+    n_idx = 1 if slice_ else 2
+    counted = n_idx * n * 8 + (3 if put else 2) * picked * es
+    per_set = n_idx * n * 8 + picked * es + (0 if put else M * C * es)
+    nsets = max(1, min(16, -(-rotate_bytes // per_set)))
+
+    def idx(size):
+        return torch.randint(0, size, (n,), dtype=torch.int64, device="cuda")
+
+    sets = []
+    if put:
+        self_t = torch.zeros((M, C), dtype=dt, device="cuda")
+        for _ in range(nsets):
+            sets.append((idx(M), idx(C), torch.empty((n,), dtype=dt, device="cuda").uniform_(-1, 1)))
+
+        def launch(i):
+            rows, cols, v = sets[i % nsets]
+            self_t.index_put_((rows, cols), v, accumulate=True)
+    else:
+        for _ in range(nsets):
+            sets.append((torch.empty((M, C), dtype=dt, device="cuda").uniform_(-1, 1), None if slice_ else idx(M),
+                         idx(C)))
+
+        def launch(i):
+            x, rows, cols = sets[i % nsets]
+            if slice_:
+                x[:, cols]
+            else:
+                x[rows, cols]
 
     return counted, nsets, launch
 
@@ -187,6 +236,8 @@ def prepare_index_case(torch, c, rotate_bytes):
 def prepare_case(torch, c, rotate_bytes):
     if c["op"] in MASKED_OPS:
         return prepare_masked_case(torch, c, rotate_bytes)
+    if c["op"] in ("index", "index_put_acc", "index_slice"):
+        return prepare_advanced(torch, c, rotate_bytes)
     if c["op"] in ("index_select", "index_add"):
         return prepare_index_case(torch, c, rotate_bytes)
     if c["op"] != "embedding":

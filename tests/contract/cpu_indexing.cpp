@@ -1,6 +1,7 @@
 // The indexing plans in the contract suite, CPU checks and fuzz (tests/contract/suite.hpp).
 #include "contract/indexing_traits.hpp"
 #include "contract/masked_traits.hpp"
+#include "contract/advanced_traits.hpp"
 #include "contract/cpu_suite.hpp"
 
 namespace contract {
@@ -13,4 +14,6 @@ INSTANTIATE_TYPED_TEST_SUITE_P(IndexUpdatePlan, PlanContract, ::testing::Types<I
 INSTANTIATE_TYPED_TEST_SUITE_P(NonzeroPlan, PlanContract, ::testing::Types<NonzeroTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(MaskedSelectPlan, PlanContract, ::testing::Types<MaskedSelectTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(MaskedScatterPlan, PlanContract, ::testing::Types<MaskedScatterTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(IndexGetPlan, PlanContract, ::testing::Types<IndexGetTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(IndexPutPlan, PlanContract, ::testing::Types<IndexPutTraits>);
 }  // namespace contract

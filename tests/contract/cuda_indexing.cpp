@@ -1,6 +1,7 @@
 // The indexing plans in the contract suite, CUDA checks (skip without a GPU).
 #include "contract/indexing_traits.hpp"
 #include "contract/masked_traits.hpp"
+#include "contract/advanced_traits.hpp"
 #include "contract/cuda_suite.hpp"
 
 namespace contract {
@@ -13,4 +14,6 @@ INSTANTIATE_TYPED_TEST_SUITE_P(IndexUpdatePlan, PlanContractCuda, ::testing::Typ
 INSTANTIATE_TYPED_TEST_SUITE_P(NonzeroPlan, PlanContractCuda, ::testing::Types<NonzeroTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(MaskedSelectPlan, PlanContractCuda, ::testing::Types<MaskedSelectTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(MaskedScatterPlan, PlanContractCuda, ::testing::Types<MaskedScatterTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(IndexGetPlan, PlanContractCuda, ::testing::Types<IndexGetTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(IndexPutPlan, PlanContractCuda, ::testing::Types<IndexPutTraits>);
 }  // namespace contract

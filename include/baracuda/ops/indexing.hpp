@@ -432,3 +432,4 @@ class BARACUDA_API IndexUpdatePlan : public PlanBase {
 
 }  // namespace baracuda
 #include "baracuda/ops/indexing_masked.hpp"
+#include "baracuda/ops/indexing_advanced.hpp"
