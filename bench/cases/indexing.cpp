@@ -26,6 +26,15 @@
 //  * bytes: index_select the indices, the picked rows read and out written;
 //    index_add the indices, source read, the indexed rows of self read and written;
 //  * rotation as above (index_add: self is shared and updated in place every run).
+// TakePlan / PutPlan / OneHotPlan, i64 indices:
+//   take.f32.8192x4096x4194304: torch.take(x [8192, 4096], index [2^22]) with
+//     indices uniform in [0, N); bytes: index read, the taken elements read, out written;
+//   put_accumulate.f32.8192x4096x4194304: self [8192, 4096] (zero at the start,
+//     shared by the sets, updated in place as torch's put_(accumulate=True)),
+//     index / source [2^22]; bytes: index and source read, the destination
+//     elements read and written;
+//   one_hot.{i64,bf16}.8192x32000: out [8192, 32000] from 8192 classes uniform in
+//     [0, 32000); bytes: the classes read, out written.
 #include <algorithm>
 #include <optional>
 #include <random>
@@ -314,6 +323,138 @@ void run_index_case(const Env& env, const BandwidthCase& c, BandwidthResult& r) 
   r.us = ms * 1e3;
 }
 
+// take / put_ accumulate: shape = {rows, cols, n}; one_hot: shape = {rows, C}.
+void run_take_put_case(const Env& env, const BandwidthCase& c, BandwidthResult& r) {
+  const bool put = c.op == "put_accumulate";
+  const int64_t N = c.shape[0] * c.shape[1], n = c.shape[2];
+  const Dims x_shape{c.shape[0], c.shape[1]}, ishape{n};
+  std::optional<TakePlan> take;
+  std::optional<PutPlan> putp;
+  size_t ws_bytes = 0;
+  if (put) {
+    PutDescriptor d;
+    d.dtype = c.dtype;
+    d.index_dtype = DType::I64;
+    d.self_shape = x_shape;
+    d.index_shape = d.source_shape = ishape;
+    d.accumulate = true;
+    auto p = PutPlan::select(env.stream, d);
+    status_check(p.status(), "PutPlan::select");
+    putp = *p;
+    record_sku(r, putp->sku());
+    ws_bytes = putp->workspace_size();
+  } else {
+    TakeDescriptor d;
+    d.dtype = c.dtype;
+    d.index_dtype = DType::I64;
+    d.x_shape = x_shape;
+    d.index_shape = ishape;
+    auto p = TakePlan::select(env.stream, d);
+    status_check(p.status(), "TakePlan::select");
+    take = *p;
+    record_sku(r, take->sku());
+    ws_bytes = take->workspace_size();
+  }
+  const size_t es = dtype_size(c.dtype), elems = static_cast<size_t>(n) * es, idx_bytes = static_cast<size_t>(n) * 8;
+  const size_t table = static_cast<size_t>(N) * es;
+  r.bytes = static_cast<double>(idx_bytes + (put ? 3 : 2) * elems);
+  const size_t per_set = put ? idx_bytes + elems : table + idx_bytes + elems;
+  r.sets = static_cast<int>(std::clamp<size_t>((env.rotate_bytes + per_set - 1) / per_set, 1, 16));
+  uint64_t seed = 23;
+  std::mt19937_64 rng(seed);
+  auto indices = [&] {
+    std::vector<int64_t> h(static_cast<size_t>(n));
+    for (auto& v : h) v = std::uniform_int_distribution<int64_t>(0, N - 1)(rng);
+    Buffer b = device_buffer(idx_bytes, 16);
+    status_check(b.copy_from_host(h.data(), idx_bytes), "indices upload");
+    return b;
+  };
+  auto filled = [&](size_t bytes, size_t count) {
+    Buffer b = device_buffer(bytes, 16);
+    cuda_check(bench_fill_uniform(b.data(), c.dtype, count, -1.f, 1.f, seed++, env.cs), "fill");
+    return b;
+  };
+  std::vector<Buffer> keep;
+  Buffer ws = device_buffer(std::max<size_t>(ws_bytes, 16), 16);
+  const Workspace wks(ws.data(), ws_bytes);
+  double ms = 0;
+  if (put) {
+    Buffer self = device_buffer(table, 16);
+    cuda_check(cudaMemsetAsync(self.data(), 0, table, env.cs), "zero self");
+    std::vector<PutArgs> args;
+    for (int s = 0; s < r.sets; ++s) {
+      PutArgs a;
+      a.self = self.view(c.dtype, x_shape);
+      a.out = self.view_mut(c.dtype, x_shape);
+      keep.push_back(indices());
+      a.index = keep.back().view(DType::I64, ishape);
+      keep.push_back(filled(elems, static_cast<size_t>(n)));
+      a.source = keep.back().view(c.dtype, ishape);
+      args.push_back(a);
+    }
+    status_check(putp->can_implement(args[0]), "can_implement");
+    ms = time_median_ms(env.cs, env.warmup, env.iters, [&](int i) {
+      status_check(putp->run(env.stream, wks, args[static_cast<size_t>(i % r.sets)]), "run");
+    });
+    keep.push_back(std::move(self));
+  } else {
+    std::vector<TakeArgs> args;
+    for (int s = 0; s < r.sets; ++s) {
+      TakeArgs a;
+      keep.push_back(filled(table, static_cast<size_t>(N)));
+      a.x = keep.back().view(c.dtype, x_shape);
+      keep.push_back(indices());
+      a.index = keep.back().view(DType::I64, ishape);
+      keep.push_back(device_buffer(elems, 16));
+      a.out = keep.back().view_mut(c.dtype, ishape);
+      args.push_back(a);
+    }
+    status_check(take->can_implement(args[0]), "can_implement");
+    ms = time_median_ms(env.cs, env.warmup, env.iters, [&](int i) {
+      status_check(take->run(env.stream, wks, args[static_cast<size_t>(i % r.sets)]), "run");
+    });
+  }
+  r.us = ms * 1e3;
+}
+
+void run_one_hot_case(const Env& env, const BandwidthCase& c, BandwidthResult& r) {
+  const int64_t rows = c.shape[0], C = c.shape[1];
+  OneHotDescriptor d;
+  d.dtype = c.dtype;
+  d.index_dtype = DType::I64;
+  d.index_shape = Dims{rows};
+  d.num_classes = C;
+  auto p = OneHotPlan::select(env.stream, d);
+  status_check(p.status(), "OneHotPlan::select");
+  record_sku(r, p->sku());
+  const size_t idx_bytes = static_cast<size_t>(rows) * 8;
+  const size_t out_bytes = static_cast<size_t>(rows) * static_cast<size_t>(C) * dtype_size(c.dtype);
+  r.bytes = static_cast<double>(idx_bytes + out_bytes);
+  const size_t per_set = idx_bytes + out_bytes;
+  r.sets = static_cast<int>(std::clamp<size_t>((env.rotate_bytes + per_set - 1) / per_set, 1, 16));
+  std::mt19937_64 rng(29);
+  std::vector<Buffer> keep;
+  std::vector<OneHotArgs> args;
+  Buffer ws = device_buffer(std::max<size_t>(p->workspace_size(), 16), 16);
+  const Workspace wks(ws.data(), p->workspace_size());
+  const Dims out_shape = p->out_shape();
+  for (int s = 0; s < r.sets; ++s) {
+    OneHotArgs a;
+    std::vector<int64_t> h(static_cast<size_t>(rows));
+    for (auto& v : h) v = std::uniform_int_distribution<int64_t>(0, C - 1)(rng);
+    keep.push_back(device_buffer(idx_bytes, 16));
+    status_check(keep.back().copy_from_host(h.data(), idx_bytes), "indices upload");
+    a.indices = keep.back().view(DType::I64, d.index_shape);
+    keep.push_back(device_buffer(out_bytes, 16));
+    a.out = keep.back().view_mut(c.dtype, out_shape);
+    args.push_back(a);
+  }
+  status_check(p->can_implement(args[0]), "can_implement");
+  r.us = 1e3 * time_median_ms(env.cs, env.warmup, env.iters, [&](int i) {
+           status_check(p->run(env.stream, wks, args[static_cast<size_t>(i % r.sets)]), "run");
+         });
+}
+
 }  // namespace
 
 void register_indexing(Registry& reg) {
@@ -340,6 +481,18 @@ void register_indexing(Registry& reg) {
     BandwidthCase c{{}, op, false, DType::BF16, s, Dims{}};
     c.name = c.op + "." + std::string(dtype_name(c.dtype)) + "." + join(s, "x");
     reg.add_case(bandwidth_case("indexing", c, [c](Env& env, BandwidthResult& r) { run_index_case(env, c, r); }));
+  }
+  for (const char* op : {"take", "put_accumulate"}) {
+    const Dims s{8192, 4096, int64_t{1} << 22};
+    BandwidthCase c{{}, op, false, DType::F32, s, Dims{}};
+    c.name = c.op + "." + std::string(dtype_name(c.dtype)) + "." + join(s, "x");
+    reg.add_case(bandwidth_case("indexing", c, [c](Env& env, BandwidthResult& r) { run_take_put_case(env, c, r); }));
+  }
+  for (const DType t : {DType::I64, DType::BF16}) {
+    const Dims s{8192, 32000};
+    BandwidthCase c{{}, "one_hot", false, t, s, Dims{}};
+    c.name = c.op + "." + std::string(dtype_name(t)) + "." + join(s, "x");
+    reg.add_case(bandwidth_case("indexing", c, [c](Env& env, BandwidthResult& r) { run_one_hot_case(env, c, r); }));
   }
 }
 

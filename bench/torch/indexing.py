@@ -18,6 +18,13 @@ index_select / index_add (dim 0 of a [128256, 4096] bf16 self, 8192 int64 indice
   * torch.index_select(self, 0, idx) into a fresh output, torch.Tensor.index_add_(0, idx, src) in place on
     one shared self; bytes as baracuda's (indices + picked rows read + out written; indices + source read +
     indexed rows of self read and written).
+take / put_ / one_hot (int64 indices):
+  * take.f32.8192x4096x4194304: torch.take(x, idx), idx [2^22] uniform in [0, N);
+  * put_accumulate.f32.8192x4096x4194304: self.put_(idx, src, accumulate=True) in place on one
+    shared self (zero at the start);
+  * one_hot.i64.8192x32000: F.one_hot(idx, 32000) (int64 out, torch's own dtype);
+  * one_hot.bf16.8192x32000: torch has no bf16 one_hot: torch.zeros(..., bf16).scatter_(1, idx[:, None], 1.0),
+    the usual idiom; bytes as baracuda's (classes read, out written).
 """
 from . import common
 
@@ -57,7 +64,60 @@ def all_cases():
     # The same torch call beside our opt-in atomic route (require_deterministic = false).
     out.append(dict(name="scatter_add_atomic.fwd.bf16.65536x4096x8192", op="scatter_add_atomic", dir="fwd",
                     dtype="bf16", shape=[65536, 4096, 8192], axes=[]))
+    out.append(dict(name="take.f32.8192x4096x4194304", op="take", dir="fwd", dtype="f32",
+                    shape=[8192, 4096, 1 << 22], axes=[]))
+    out.append(dict(name="put_accumulate.f32.8192x4096x4194304", op="put_accumulate", dir="fwd", dtype="f32",
+                    shape=[8192, 4096, 1 << 22], axes=[]))
+    for dtype in ("i64", "bf16"):
+        out.append(dict(name="one_hot.%s.8192x32000" % dtype, op="one_hot", dir="fwd", dtype=dtype,
+                        shape=[8192, 32000], axes=[]))
     return out
+
+
+def prepare_take_put_one_hot(torch, c, rotate_bytes):
+    dt = {"bf16": torch.bfloat16, "f32": torch.float32, "i64": torch.int64}[c["dtype"]]
+    es = {"bf16": 2, "f32": 4, "i64": 8}[c["dtype"]]
+    sets = []
+    if c["op"] == "one_hot":
+        rows, C = c["shape"]
+        counted = rows * 8 + rows * C * es
+        nsets = max(1, min(16, -(-rotate_bytes // counted)))
+        for _ in range(nsets):
+            sets.append(torch.randint(0, C, (rows,), dtype=torch.int64, device="cuda"))
+
+        def launch(i):
+            idx = sets[i % nsets]
+            if dt == torch.int64:
+                torch.nn.functional.one_hot(idx, C)
+            else:
+                torch.zeros((rows, C), dtype=dt, device="cuda").scatter_(1, idx[:, None], 1.0)
+
+        return counted, nsets, launch
+    R, Cc, n = c["shape"]
+    N = R * Cc
+    put = c["op"] == "put_accumulate"
+    counted = n * 8 + (3 if put else 2) * n * es
+    per_set = n * 8 + n * es + (0 if put else N * es)
+    nsets = max(1, min(16, -(-rotate_bytes // per_set)))
+    if put:
+        self_t = torch.zeros((R, Cc), dtype=dt, device="cuda")
+        for _ in range(nsets):
+            sets.append((torch.randint(0, N, (n,), dtype=torch.int64, device="cuda"),
+                         torch.empty((n,), dtype=dt, device="cuda").uniform_(-1, 1)))
+
+        def launch(i):
+            idx, src = sets[i % nsets]
+            self_t.put_(idx, src, accumulate=True)
+    else:
+        for _ in range(nsets):
+            sets.append((torch.empty((R, Cc), dtype=dt, device="cuda").uniform_(-1, 1),
+                         torch.randint(0, N, (n,), dtype=torch.int64, device="cuda")))
+
+        def launch(i):
+            x, idx = sets[i % nsets]
+            torch.take(x, idx)
+
+    return counted, nsets, launch
 
 
 def prepare_gather_scatter(torch, c, rotate_bytes):
@@ -140,6 +200,8 @@ def prepare_index_case(torch, c, rotate_bytes):
 def prepare_case(torch, c, rotate_bytes):
     if c["op"] in ("index_select", "index_add"):
         return prepare_index_case(torch, c, rotate_bytes)
+    if c["op"] in ("take", "put_accumulate", "one_hot"):
+        return prepare_take_put_one_hot(torch, c, rotate_bytes)
     if c["op"] != "embedding":
         return prepare_gather_scatter(torch, c, rotate_bytes)
     F = torch.nn.functional

@@ -1,5 +1,6 @@
 // The indexing plans in the contract suite, CPU checks and fuzz (tests/contract/suite.hpp).
 #include "contract/indexing_traits.hpp"
+#include "contract/take_traits.hpp"
 #include "contract/cpu_suite.hpp"
 
 namespace contract {
@@ -9,4 +10,7 @@ INSTANTIATE_TYPED_TEST_SUITE_P(GatherPlan, PlanContract, ::testing::Types<Gather
 INSTANTIATE_TYPED_TEST_SUITE_P(ScatterPlan, PlanContract, ::testing::Types<ScatterTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(IndexSelectPlan, PlanContract, ::testing::Types<IndexSelectTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(IndexUpdatePlan, PlanContract, ::testing::Types<IndexUpdateTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(TakePlan, PlanContract, ::testing::Types<TakeTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(PutPlan, PlanContract, ::testing::Types<PutTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(OneHotPlan, PlanContract, ::testing::Types<OneHotTraits>);
 }  // namespace contract

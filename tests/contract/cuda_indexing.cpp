@@ -1,5 +1,6 @@
 // The indexing plans in the contract suite, CUDA checks (skip without a GPU).
 #include "contract/indexing_traits.hpp"
+#include "contract/take_traits.hpp"
 #include "contract/cuda_suite.hpp"
 
 namespace contract {
@@ -9,4 +10,7 @@ INSTANTIATE_TYPED_TEST_SUITE_P(GatherPlan, PlanContractCuda, ::testing::Types<Ga
 INSTANTIATE_TYPED_TEST_SUITE_P(ScatterPlan, PlanContractCuda, ::testing::Types<ScatterTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(IndexSelectPlan, PlanContractCuda, ::testing::Types<IndexSelectTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(IndexUpdatePlan, PlanContractCuda, ::testing::Types<IndexUpdateTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(TakePlan, PlanContractCuda, ::testing::Types<TakeTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(PutPlan, PlanContractCuda, ::testing::Types<PutTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(OneHotPlan, PlanContractCuda, ::testing::Types<OneHotTraits>);
 }  // namespace contract

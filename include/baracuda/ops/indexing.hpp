@@ -428,3 +428,4 @@ class BARACUDA_API IndexUpdatePlan : public PlanBase {
 };
 
 }  // namespace baracuda
+#include "baracuda/ops/indexing_take.hpp"
