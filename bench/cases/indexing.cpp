@@ -230,6 +230,22 @@ void run_scatter_add_case(const Env& env, const BandwidthCase& c, BandwidthResul
          });
 }
 
+// n int64 indices uniform in [0, hi), on the device.
+Buffer uniform_indices(int64_t n, int64_t hi, std::mt19937_64& rng) {
+  std::vector<int64_t> h(static_cast<size_t>(n));
+  for (auto& v : h) v = std::uniform_int_distribution<int64_t>(0, hi - 1)(rng);
+  Buffer b = device_buffer(h.size() * 8, 16);
+  status_check(b.copy_from_host(h.data(), h.size() * 8), "indices upload");
+  return b;
+}
+
+// `count` elements of t uniform in [-1, 1) in a fresh device buffer of `bytes`.
+Buffer filled_buffer(const Env& env, DType t, size_t bytes, size_t count, uint64_t& seed) {
+  Buffer b = device_buffer(bytes, 16);
+  cuda_check(bench_fill_uniform(b.data(), t, count, -1.f, 1.f, seed++, env.cs), "fill");
+  return b;
+}
+
 // index_select / index_add along dim 0: shape = {S, inner, n}.
 void run_index_case(const Env& env, const BandwidthCase& c, BandwidthResult& r) {
   const int64_t S = c.shape[0], inner = c.shape[1], n = c.shape[2];
@@ -269,18 +285,8 @@ void run_index_case(const Env& env, const BandwidthCase& c, BandwidthResult& r) 
   r.sets = static_cast<int>(std::clamp<size_t>((env.rotate_bytes + per_set - 1) / per_set, 1, 16));
   uint64_t seed = 17;
   std::mt19937_64 rng(seed);
-  auto indices = [&] {
-    std::vector<int64_t> h(static_cast<size_t>(n));
-    for (auto& v : h) v = std::uniform_int_distribution<int64_t>(0, S - 1)(rng);
-    Buffer b = device_buffer(idx_bytes, 16);
-    status_check(b.copy_from_host(h.data(), idx_bytes), "indices upload");
-    return b;
-  };
-  auto filled = [&](size_t bytes, size_t count) {
-    Buffer b = device_buffer(bytes, 16);
-    cuda_check(bench_fill_uniform(b.data(), c.dtype, count, -1.f, 1.f, seed++, env.cs), "fill");
-    return b;
-  };
+  auto indices = [&] { return uniform_indices(n, S, rng); };
+  auto filled = [&](size_t bytes, size_t count) { return filled_buffer(env, c.dtype, bytes, count, seed); };
   std::vector<Buffer> keep;
   Buffer ws = device_buffer(std::max<size_t>(ws_bytes, 16), 16);
   const Workspace wks(ws.data(), ws_bytes);
@@ -362,18 +368,8 @@ void run_take_put_case(const Env& env, const BandwidthCase& c, BandwidthResult& 
   r.sets = static_cast<int>(std::clamp<size_t>((env.rotate_bytes + per_set - 1) / per_set, 1, 16));
   uint64_t seed = 23;
   std::mt19937_64 rng(seed);
-  auto indices = [&] {
-    std::vector<int64_t> h(static_cast<size_t>(n));
-    for (auto& v : h) v = std::uniform_int_distribution<int64_t>(0, N - 1)(rng);
-    Buffer b = device_buffer(idx_bytes, 16);
-    status_check(b.copy_from_host(h.data(), idx_bytes), "indices upload");
-    return b;
-  };
-  auto filled = [&](size_t bytes, size_t count) {
-    Buffer b = device_buffer(bytes, 16);
-    cuda_check(bench_fill_uniform(b.data(), c.dtype, count, -1.f, 1.f, seed++, env.cs), "fill");
-    return b;
-  };
+  auto indices = [&] { return uniform_indices(n, N, rng); };
+  auto filled = [&](size_t bytes, size_t count) { return filled_buffer(env, c.dtype, bytes, count, seed); };
   std::vector<Buffer> keep;
   Buffer ws = device_buffer(std::max<size_t>(ws_bytes, 16), 16);
   const Workspace wks(ws.data(), ws_bytes);
@@ -440,10 +436,7 @@ void run_one_hot_case(const Env& env, const BandwidthCase& c, BandwidthResult& r
   const Dims out_shape = p->out_shape();
   for (int s = 0; s < r.sets; ++s) {
     OneHotArgs a;
-    std::vector<int64_t> h(static_cast<size_t>(rows));
-    for (auto& v : h) v = std::uniform_int_distribution<int64_t>(0, C - 1)(rng);
-    keep.push_back(device_buffer(idx_bytes, 16));
-    status_check(keep.back().copy_from_host(h.data(), idx_bytes), "indices upload");
+    keep.push_back(uniform_indices(rows, C, rng));
     a.indices = keep.back().view(DType::I64, d.index_shape);
     keep.push_back(device_buffer(out_bytes, 16));
     a.out = keep.back().view_mut(c.dtype, out_shape);

@@ -28,32 +28,10 @@ using bt::Rng;
 namespace {
 
 const Stream kCpu = Stream::cpu();
-constexpr DType kAll[] = {DType::Bool, DType::I8,   DType::U8,     DType::I16,    DType::I32,
-                          DType::I64,  DType::F16,  DType::BF16,   DType::F32,    DType::F64,
-                          DType::F8E4M3, DType::F8E5M2, DType::C64, DType::C128};
-constexpr DType kAccumulate[] = {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64};
-
-// Indices in [-N, N) (negatives wrap), half of them on a few hot elements.
-std::vector<int64_t> flat_indices(int64_t n, int64_t N, Rng& rng, bool hot = false) {
-  std::vector<int64_t> v(static_cast<size_t>(n), 0);
-  for (auto& x : v) {
-    x = hot && bt::uniform_int(rng, 0, 1) == 0 ? bt::uniform_int(rng, 0, std::min<int64_t>(N, 3) - 1)
-                                               : bt::uniform_int(rng, 0, N - 1);
-    if (bt::uniform_int(rng, 0, 2) == 0) x -= N;  // the same element, counted from the end
-  }
-  return v;
-}
-
-// Values for accumulate: small integers for integer dtypes (the sums wrap
-// only where a test asks for it).
-Bytes values_for(DType t, int64_t n, Rng& rng) {
-  if (!bt::is_fp(t)) {
-    std::vector<double> v(static_cast<size_t>(n));
-    for (auto& x : v) x = static_cast<double>(bt::uniform_int(rng, -1000, 1000));
-    return bt::bytes_of(t, v);
-  }
-  return bt::bytes_of(t, bt::random_values(t, n, rng));
-}
+using bt::flat_indices;
+constexpr auto& kAll = bt::kAllDtypes;
+constexpr auto& kAccumulate = bt::kAccumulateDtypes;
+Bytes values_for(DType t, int64_t n, Rng& rng) { return bt::values_for(t, n, rng, 1000); }
 
 // ---- TakePlan ---------------------------------------------------------------------------
 TEST(TakeCpu, DescriptorRules) {
@@ -241,7 +219,7 @@ TEST(PutCpu, EveryDtypeMatchesNaiveModel) {
       const PutDescriptor d = bt::put_desc(t, DType::I64, c.self, c.index, c.source, true);
       const auto idx = flat_indices(bt::numel(c.index), bt::numel(c.self), rng, true);
       expect_put(d, values_for(t, bt::numel(c.self), rng), idx, values_for(t, bt::numel(c.source), rng),
-                 bt::put_contiguous(d), std::string("accumulate ") + dtype_name(t) + " self " + c.self.to_string());
+                 bt::put_contiguous(d), "accumulate " + std::string(dtype_name(t)) + " self " + c.self.to_string());
     }
 }
 
@@ -273,7 +251,7 @@ TEST(PutCpu, DocumentedSemantics) {
     const PutDescriptor d = bt::put_desc(t, DType::I64, {4}, {5}, {5}, acc);
     const auto r = bt::run_put(kCpu, d, bt::bytes_of(t, s), idx, bt::bytes_of(t, x), bt::put_contiguous(d));
     EXPECT_TRUE(r.st.is_ok()) << r.st.to_string();
-    const HostBuffer h = bt::host_of(t, r.out);
+    const bt::HostBuffer h = bt::host_of(t, r.out);
     std::vector<double> v;
     for (int64_t i = 0; i < h.size(); ++i) v.push_back(bt::is_fp(t) ? h.get(i) : static_cast<double>(h.get_i(i)));
     return v;
@@ -347,7 +325,7 @@ TEST(OneHotCpu, DescriptorRules) {
   d = ok, d.dtype = static_cast<DType>(50);
   expect(d, StatusCode::Unsupported, "dtype 50 is not a dtype");
   d = ok, d.index_shape = Dims{1, 1, 1, 1, 1, 1, 1, 1};
-  expect(d, StatusCode::InvalidProblem, "has rank 8 (at most 7: out adds the class axis)");
+  expect(d, StatusCode::InvalidProblem, "index_shape [1,1,1,1,1,1,1,1] has rank 8 (at most 7: out adds the class axis)");
   d = ok, d.index_shape = Dims{2, -2};
   expect(d, StatusCode::InvalidProblem, "index_shape");
   auto p = OneHotPlan::select(kCpu, ok);

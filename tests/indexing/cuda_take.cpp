@@ -30,29 +30,10 @@ using bt::Rng;
 namespace {
 
 const Stream kCpu = Stream::cpu();
-constexpr DType kAll[] = {DType::Bool, DType::I8,   DType::U8,     DType::I16,    DType::I32,
-                          DType::I64,  DType::F16,  DType::BF16,   DType::F32,    DType::F64,
-                          DType::F8E4M3, DType::F8E5M2, DType::C64, DType::C128};
-constexpr DType kAccumulate[] = {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64};
-
-std::vector<int64_t> flat_indices(int64_t n, int64_t N, Rng& rng, bool hot = false) {
-  std::vector<int64_t> v(static_cast<size_t>(n), 0);
-  for (auto& x : v) {
-    x = hot && bt::uniform_int(rng, 0, 1) == 0 ? bt::uniform_int(rng, 0, std::min<int64_t>(N, 3) - 1)
-                                               : bt::uniform_int(rng, 0, N - 1);
-    if (bt::uniform_int(rng, 0, 2) == 0) x -= N;
-  }
-  return v;
-}
-
-Bytes values_for(DType t, int64_t n, Rng& rng) {
-  if (!bt::is_fp(t)) {
-    std::vector<double> v(static_cast<size_t>(n));
-    for (auto& x : v) x = static_cast<double>(bt::uniform_int(rng, -100000, 100000));
-    return bt::bytes_of(t, v);
-  }
-  return bt::bytes_of(t, bt::random_values(t, n, rng));
-}
+using bt::flat_indices;
+constexpr auto& kAll = bt::kAllDtypes;
+constexpr auto& kAccumulate = bt::kAccumulateDtypes;
+Bytes values_for(DType t, int64_t n, Rng& rng) { return bt::values_for(t, n, rng, 100000); }
 
 void expect_take(const TakeDescriptor& d, const Bytes& x, const std::vector<int64_t>& idx, const bt::TakeLayouts& L,
                  const std::string& w) {
@@ -141,7 +122,7 @@ TEST(PutCuda, EveryDtypeMatchesCpu) {
         const PutDescriptor d = bt::put_desc(t, DType::I64, c.self, c.index, c.source, true);
         expect_put(d, values_for(t, bt::numel(c.self), rng), flat_indices(bt::numel(c.index), bt::numel(c.self), rng, true),
                    values_for(t, bt::numel(c.source), rng), bt::put_contiguous(d), in_place,
-                   std::string("accumulate ") + dtype_name(t) + " self " + c.self.to_string());
+                   "accumulate " + std::string(dtype_name(t)) + " self " + c.self.to_string());
       }
   }
 }

@@ -98,6 +98,50 @@ struct TakeResult {
   std::string variant;
 };
 
+// Every dtype (take / put_ without accumulate / one_hot's out) and the ones
+// put_ accumulates.
+inline constexpr baracuda::DType kAllDtypes[] = {
+    baracuda::DType::Bool, baracuda::DType::I8,     baracuda::DType::U8,     baracuda::DType::I16,
+    baracuda::DType::I32,  baracuda::DType::I64,    baracuda::DType::F16,    baracuda::DType::BF16,
+    baracuda::DType::F32,  baracuda::DType::F64,    baracuda::DType::F8E4M3, baracuda::DType::F8E5M2,
+    baracuda::DType::C64,  baracuda::DType::C128};
+inline constexpr baracuda::DType kAccumulateDtypes[] = {baracuda::DType::F32, baracuda::DType::F64,
+                                                        baracuda::DType::F16, baracuda::DType::BF16,
+                                                        baracuda::DType::I32, baracuda::DType::I64};
+
+// n flat indices of an N-element tensor in [-N, N) (a third counted from the
+// end); with `hot`, half of them on the first 3 elements (duplicates).
+inline std::vector<int64_t> flat_indices(int64_t n, int64_t N, Rng& rng, bool hot = false) {
+  std::vector<int64_t> v(static_cast<size_t>(n), 0);
+  for (auto& x : v) {
+    x = hot && uniform_int(rng, 0, 1) == 0 ? uniform_int(rng, 0, std::min<int64_t>(N, 3) - 1) : uniform_int(rng, 0, N - 1);
+    if (uniform_int(rng, 0, 2) == 0) x -= N;  // the same element, counted from the end
+  }
+  return v;
+}
+
+// Values for accumulate: integers in [-limit, limit] for integer dtypes, else
+// uniform in [-1, 1) rounded to t.
+inline Bytes values_for(baracuda::DType t, int64_t n, Rng& rng, int64_t limit = 1000) {
+  if (!is_fp(t)) {
+    std::vector<double> v(static_cast<size_t>(n));
+    for (auto& x : v) x = static_cast<double>(uniform_int(rng, -limit, limit));
+    return bytes_of(t, v);
+  }
+  return bytes_of(t, random_values(t, n, rng));
+}
+
+// The end every runner shares: the SKU for the arguments, run, synchronize,
+// check_indices.
+template <class Plan, class Args>
+void run_and_check(const baracuda::Stream& s, const Plan& plan, const baracuda::Workspace& W, const Args& a,
+                   TakeResult& r) {
+  if (auto sku = plan.sku_for(s, W, a)) r.variant = sku->variant;
+  r.st = plan.run(s, W, a);
+  if (r.st.is_ok()) r.st = baracuda::synchronize(s);
+  if (r.st.is_ok()) r.check = plan.check_indices(s, W);
+}
+
 // ---- take -----------------------------------------------------------------------------
 inline baracuda::TakeDescriptor take_desc(baracuda::DType t, baracuda::DType it, Dims x, Dims index) {
   baracuda::TakeDescriptor d;
@@ -143,10 +187,7 @@ inline TakeResult run_take(const baracuda::Stream& s, const baracuda::TakeDescri
   baracuda::Buffer ws(dev, std::max<size_t>(plan->workspace_size(), 1));
   const baracuda::Workspace W(ws.data(), plan->workspace_size());
   const baracuda::TakeArgs a{X.ref(), I.ref(), O.mut()};
-  if (auto sku = plan->sku_for(s, W, a)) r.variant = sku->variant;
-  r.st = plan->run(s, W, a);
-  if (r.st.is_ok()) r.st = baracuda::synchronize(s);
-  if (r.st.is_ok()) r.check = plan->check_indices(s, W);
+  run_and_check(s, *plan, W, a, r);
   r.out = O.logical();
   r.raw = O.raw();
   return r;
@@ -236,10 +277,7 @@ inline TakeResult run_put(const baracuda::Stream& s, const baracuda::PutDescript
   baracuda::Buffer ws(dev, std::max<size_t>(plan->workspace_size(), 1));
   const baracuda::Workspace W(ws.data(), plan->workspace_size());
   baracuda::PutArgs a{S.ref(), I.ref(), X.ref(), in_place ? S.mut() : O.mut()};
-  if (auto sku = plan->sku_for(s, W, a)) r.variant = sku->variant;
-  r.st = plan->run(s, W, a);
-  if (r.st.is_ok()) r.st = baracuda::synchronize(s);
-  if (r.st.is_ok()) r.check = plan->check_indices(s, W);
+  run_and_check(s, *plan, W, a, r);
   r.out = in_place ? S.logical() : O.logical();
   r.raw = in_place ? S.raw() : O.raw();
   return r;
@@ -289,10 +327,7 @@ inline TakeResult run_one_hot(const baracuda::Stream& s, const baracuda::OneHotD
   baracuda::Buffer ws(dev, std::max<size_t>(plan->workspace_size(), 1));
   const baracuda::Workspace W(ws.data(), plan->workspace_size());
   const baracuda::OneHotArgs a{I.ref(), O.mut()};
-  if (auto sku = plan->sku_for(s, W, a)) r.variant = sku->variant;
-  r.st = plan->run(s, W, a);
-  if (r.st.is_ok()) r.st = baracuda::synchronize(s);
-  if (r.st.is_ok()) r.check = plan->check_indices(s, W);
+  run_and_check(s, *plan, W, a, r);
   r.out = O.logical();
   r.raw = O.raw();
   return r;

@@ -98,7 +98,7 @@ baracuda::detail::ArgCheck one_hot_args(const OneHotPlan& p, const OneHotArgs& a
   l.N = shape_numel(d.x_shape);
   l.n = shape_numel(d.index_shape);
   l.x = flat_map(d.x_shape, a.x.strides);
-  l.x_contiguous = view_is_contiguous(d.x_shape, a.x.strides);
+  l.x_contiguous = baracuda::detail::view_is_contiguous(d.x_shape, a.x.strides);
   l.index = flat_map(d.index_shape, a.index.strides);
   l.out = flat_map(d.index_shape, a.out.strides);
   l.x_data = a.x.data, l.index_data = a.index.data, l.out_data = a.out.data;
@@ -136,7 +136,7 @@ cuda::OneHotLaunch one_hot_launch(const OneHotDescriptor& d, const OneHotArgs* t
   l.index = flat_map(d.index_shape, t ? t->indices.strides : contiguous_strides(d.index_shape));
   l.out_rows = flat_map(d.index_shape, os);
   l.out_class_stride = os[d.index_shape.rank];
-  l.vec = view_is_contiguous(out_shape, os) && (!t || baracuda::detail::is_aligned16(t->out.data));
+  l.vec = baracuda::detail::view_is_contiguous(out_shape, os) && (!t || baracuda::detail::is_aligned16(t->out.data));
   if (t) l.index_data = t->indices.data, l.out_data = t->out.data;
   return l;
 }
@@ -174,7 +174,7 @@ Status TakePlan::can_implement(const TakeArgs& a) const { return take_args(*this
 Result<KernelSku> TakePlan::sku_for(const Stream& stream, Workspace ws, const TakeArgs& a) const {
   return baracuda::detail::sku_for_run(*this, stream, ws, take_args(*this, a), [&]() -> Result<KernelSku> {
     KernelSku s = sku();
-    if (view_is_contiguous(desc_.x_shape, a.x.strides)) s.variant = "flat.contiguous";
+    if (baracuda::detail::view_is_contiguous(desc_.x_shape, a.x.strides)) s.variant = "flat.contiguous";
     return s;
   });
 }

@@ -360,7 +360,7 @@ Status launch_put(const PutLaunch& l) {
   auto* keys_out = reinterpret_cast<uint32_t*>(ws + l.ws.keys_out);
   auto* pos_in = reinterpret_cast<int32_t*>(ws + l.ws.pos_in);
   auto* pos_out = reinterpret_cast<int32_t*>(ws + l.ws.pos_out);
-  const unsigned grid = grid_for(l.n, kern::kThreads);
+  const unsigned grid = kern::grid_for(l.n, kern::kThreads);
   if (l.index_dtype == DType::I32) kern::put_keys_kernel<int32_t><<<grid, kern::kThreads, 0, s>>>(l, keys_in, pos_in);
   else kern::put_keys_kernel<int64_t><<<grid, kern::kThreads, 0, s>>>(l, keys_in, pos_in);
   BARACUDA_RETURN_IF_ERROR(kern::status_of(cudaGetLastError(), kWhat));
