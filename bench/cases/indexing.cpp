@@ -47,6 +47,15 @@
 //   index_slice.bf16.8192x4096x2048: x bf16 [8192, 4096], cols [2048]:
 //     out = x[:, cols] (a slice and an index: the adjacent rule); bytes: cols
 //     read, the picked elements read, out written.
+// TakePlan / PutPlan / OneHotPlan, i64 indices:
+//   take.f32.8192x4096x4194304: torch.take(x [8192, 4096], index [2^22]) with
+//     indices uniform in [0, N); bytes: index read, the taken elements read, out written;
+//   put_accumulate.f32.8192x4096x4194304: self [8192, 4096] (zero at the start,
+//     shared by the sets, updated in place as torch's put_(accumulate=True)),
+//     index / source [2^22]; bytes: index and source read, the destination
+//     elements read and written;
+//   one_hot.{i64,bf16}.8192x32000: out [8192, 32000] from 8192 classes uniform in
+//     [0, 32000); bytes: the classes read, out written.
 #include <algorithm>
 #include <functional>
 #include <optional>
@@ -243,6 +252,22 @@ void run_scatter_add_case(const Env& env, const BandwidthCase& c, BandwidthResul
          });
 }
 
+// n int64 indices uniform in [0, hi), on the device.
+Buffer uniform_indices(int64_t n, int64_t hi, std::mt19937_64& rng) {
+  std::vector<int64_t> h(static_cast<size_t>(n));
+  for (auto& v : h) v = std::uniform_int_distribution<int64_t>(0, hi - 1)(rng);
+  Buffer b = device_buffer(h.size() * 8, 16);
+  status_check(b.copy_from_host(h.data(), h.size() * 8), "indices upload");
+  return b;
+}
+
+// `count` elements of t uniform in [-1, 1) in a fresh device buffer of `bytes`.
+Buffer filled_buffer(const Env& env, DType t, size_t bytes, size_t count, uint64_t& seed) {
+  Buffer b = device_buffer(bytes, 16);
+  cuda_check(bench_fill_uniform(b.data(), t, count, -1.f, 1.f, seed++, env.cs), "fill");
+  return b;
+}
+
 // index_select / index_add along dim 0: shape = {S, inner, n}.
 void run_index_case(const Env& env, const BandwidthCase& c, BandwidthResult& r) {
   const int64_t S = c.shape[0], inner = c.shape[1], n = c.shape[2];
@@ -282,18 +307,8 @@ void run_index_case(const Env& env, const BandwidthCase& c, BandwidthResult& r) 
   r.sets = static_cast<int>(std::clamp<size_t>((env.rotate_bytes + per_set - 1) / per_set, 1, 16));
   uint64_t seed = 17;
   std::mt19937_64 rng(seed);
-  auto indices = [&] {
-    std::vector<int64_t> h(static_cast<size_t>(n));
-    for (auto& v : h) v = std::uniform_int_distribution<int64_t>(0, S - 1)(rng);
-    Buffer b = device_buffer(idx_bytes, 16);
-    status_check(b.copy_from_host(h.data(), idx_bytes), "indices upload");
-    return b;
-  };
-  auto filled = [&](size_t bytes, size_t count) {
-    Buffer b = device_buffer(bytes, 16);
-    cuda_check(bench_fill_uniform(b.data(), c.dtype, count, -1.f, 1.f, seed++, env.cs), "fill");
-    return b;
-  };
+  auto indices = [&] { return uniform_indices(n, S, rng); };
+  auto filled = [&](size_t bytes, size_t count) { return filled_buffer(env, c.dtype, bytes, count, seed); };
   std::vector<Buffer> keep;
   Buffer ws = device_buffer(std::max<size_t>(ws_bytes, 16), 16);
   const Workspace wks(ws.data(), ws_bytes);
@@ -529,6 +544,125 @@ void run_advanced_case(const Env& env, const BandwidthCase& c, BandwidthResult& 
          });
 }
 
+// take / put_ accumulate: shape = {rows, cols, n}; one_hot: shape = {rows, C}.
+void run_take_put_case(const Env& env, const BandwidthCase& c, BandwidthResult& r) {
+  const bool put = c.op == "put_accumulate";
+  const int64_t N = c.shape[0] * c.shape[1], n = c.shape[2];
+  const Dims x_shape{c.shape[0], c.shape[1]}, ishape{n};
+  std::optional<TakePlan> take;
+  std::optional<PutPlan> putp;
+  size_t ws_bytes = 0;
+  if (put) {
+    PutDescriptor d;
+    d.dtype = c.dtype;
+    d.index_dtype = DType::I64;
+    d.self_shape = x_shape;
+    d.index_shape = d.source_shape = ishape;
+    d.accumulate = true;
+    auto p = PutPlan::select(env.stream, d);
+    status_check(p.status(), "PutPlan::select");
+    putp = *p;
+    record_sku(r, putp->sku());
+    ws_bytes = putp->workspace_size();
+  } else {
+    TakeDescriptor d;
+    d.dtype = c.dtype;
+    d.index_dtype = DType::I64;
+    d.x_shape = x_shape;
+    d.index_shape = ishape;
+    auto p = TakePlan::select(env.stream, d);
+    status_check(p.status(), "TakePlan::select");
+    take = *p;
+    record_sku(r, take->sku());
+    ws_bytes = take->workspace_size();
+  }
+  const size_t es = dtype_size(c.dtype), elems = static_cast<size_t>(n) * es, idx_bytes = static_cast<size_t>(n) * 8;
+  const size_t table = static_cast<size_t>(N) * es;
+  r.bytes = static_cast<double>(idx_bytes + (put ? 3 : 2) * elems);
+  const size_t per_set = put ? idx_bytes + elems : table + idx_bytes + elems;
+  r.sets = static_cast<int>(std::clamp<size_t>((env.rotate_bytes + per_set - 1) / per_set, 1, 16));
+  uint64_t seed = 23;
+  std::mt19937_64 rng(seed);
+  auto indices = [&] { return uniform_indices(n, N, rng); };
+  auto filled = [&](size_t bytes, size_t count) { return filled_buffer(env, c.dtype, bytes, count, seed); };
+  std::vector<Buffer> keep;
+  Buffer ws = device_buffer(std::max<size_t>(ws_bytes, 16), 16);
+  const Workspace wks(ws.data(), ws_bytes);
+  double ms = 0;
+  if (put) {
+    Buffer self = device_buffer(table, 16);
+    cuda_check(cudaMemsetAsync(self.data(), 0, table, env.cs), "zero self");
+    std::vector<PutArgs> args;
+    for (int s = 0; s < r.sets; ++s) {
+      PutArgs a;
+      a.self = self.view(c.dtype, x_shape);
+      a.out = self.view_mut(c.dtype, x_shape);
+      keep.push_back(indices());
+      a.index = keep.back().view(DType::I64, ishape);
+      keep.push_back(filled(elems, static_cast<size_t>(n)));
+      a.source = keep.back().view(c.dtype, ishape);
+      args.push_back(a);
+    }
+    status_check(putp->can_implement(args[0]), "can_implement");
+    ms = time_median_ms(env.cs, env.warmup, env.iters, [&](int i) {
+      status_check(putp->run(env.stream, wks, args[static_cast<size_t>(i % r.sets)]), "run");
+    });
+    keep.push_back(std::move(self));
+  } else {
+    std::vector<TakeArgs> args;
+    for (int s = 0; s < r.sets; ++s) {
+      TakeArgs a;
+      keep.push_back(filled(table, static_cast<size_t>(N)));
+      a.x = keep.back().view(c.dtype, x_shape);
+      keep.push_back(indices());
+      a.index = keep.back().view(DType::I64, ishape);
+      keep.push_back(device_buffer(elems, 16));
+      a.out = keep.back().view_mut(c.dtype, ishape);
+      args.push_back(a);
+    }
+    status_check(take->can_implement(args[0]), "can_implement");
+    ms = time_median_ms(env.cs, env.warmup, env.iters, [&](int i) {
+      status_check(take->run(env.stream, wks, args[static_cast<size_t>(i % r.sets)]), "run");
+    });
+  }
+  r.us = ms * 1e3;
+}
+
+void run_one_hot_case(const Env& env, const BandwidthCase& c, BandwidthResult& r) {
+  const int64_t rows = c.shape[0], C = c.shape[1];
+  OneHotDescriptor d;
+  d.dtype = c.dtype;
+  d.index_dtype = DType::I64;
+  d.index_shape = Dims{rows};
+  d.num_classes = C;
+  auto p = OneHotPlan::select(env.stream, d);
+  status_check(p.status(), "OneHotPlan::select");
+  record_sku(r, p->sku());
+  const size_t idx_bytes = static_cast<size_t>(rows) * 8;
+  const size_t out_bytes = static_cast<size_t>(rows) * static_cast<size_t>(C) * dtype_size(c.dtype);
+  r.bytes = static_cast<double>(idx_bytes + out_bytes);
+  const size_t per_set = idx_bytes + out_bytes;
+  r.sets = static_cast<int>(std::clamp<size_t>((env.rotate_bytes + per_set - 1) / per_set, 1, 16));
+  std::mt19937_64 rng(29);
+  std::vector<Buffer> keep;
+  std::vector<OneHotArgs> args;
+  Buffer ws = device_buffer(std::max<size_t>(p->workspace_size(), 16), 16);
+  const Workspace wks(ws.data(), p->workspace_size());
+  const Dims out_shape = p->out_shape();
+  for (int s = 0; s < r.sets; ++s) {
+    OneHotArgs a;
+    keep.push_back(uniform_indices(rows, C, rng));
+    a.indices = keep.back().view(DType::I64, d.index_shape);
+    keep.push_back(device_buffer(out_bytes, 16));
+    a.out = keep.back().view_mut(c.dtype, out_shape);
+    args.push_back(a);
+  }
+  status_check(p->can_implement(args[0]), "can_implement");
+  r.us = 1e3 * time_median_ms(env.cs, env.warmup, env.iters, [&](int i) {
+           status_check(p->run(env.stream, wks, args[static_cast<size_t>(i % r.sets)]), "run");
+         });
+}
+
 }  // namespace
 
 void register_indexing(Registry& reg) {
@@ -572,6 +706,18 @@ void register_indexing(Registry& reg) {
     BandwidthCase c{{}, a.op, false, a.dtype, a.shape, Dims{}};
     c.name = c.op + "." + std::string(dtype_name(c.dtype)) + "." + join(a.shape, "x");
     reg.add_case(bandwidth_case("indexing", c, [c](Env& env, BandwidthResult& r) { run_advanced_case(env, c, r); }));
+  }
+  for (const char* op : {"take", "put_accumulate"}) {
+    const Dims s{8192, 4096, int64_t{1} << 22};
+    BandwidthCase c{{}, op, false, DType::F32, s, Dims{}};
+    c.name = c.op + "." + std::string(dtype_name(c.dtype)) + "." + join(s, "x");
+    reg.add_case(bandwidth_case("indexing", c, [c](Env& env, BandwidthResult& r) { run_take_put_case(env, c, r); }));
+  }
+  for (const DType t : {DType::I64, DType::BF16}) {
+    const Dims s{8192, 32000};
+    BandwidthCase c{{}, "one_hot", false, t, s, Dims{}};
+    c.name = c.op + "." + std::string(dtype_name(t)) + "." + join(s, "x");
+    reg.add_case(bandwidth_case("indexing", c, [c](Env& env, BandwidthResult& r) { run_one_hot_case(env, c, r); }));
   }
 }
 

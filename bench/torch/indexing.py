@@ -28,6 +28,13 @@ Advanced indexing (int64 indices uniform; bytes as bench/cases/indexing.cpp):
   * index_put_acc.f32.8192x4096x4194304: self.index_put_((rows, cols), v, accumulate=True) in place on one
     self (zeros at the start, as baracuda's);
   * index_slice.bf16.8192x4096x2048: x[:, cols], x bf16 [8192, 4096], cols [2048].
+take / put_ / one_hot (int64 indices):
+  * take.f32.8192x4096x4194304: torch.take(x, idx), idx [2^22] uniform in [0, N);
+  * put_accumulate.f32.8192x4096x4194304: self.put_(idx, src, accumulate=True) in place on one
+    shared self (zero at the start);
+  * one_hot.i64.8192x32000: F.one_hot(idx, 32000) (int64 out, torch's own dtype);
+  * one_hot.bf16.8192x32000: torch has no bf16 one_hot: torch.zeros(..., bf16).scatter_(1, idx[:, None], 1.0),
+    the usual idiom; bytes as baracuda's (classes read, out written).
 """
 from . import common
 
@@ -70,6 +77,16 @@ def all_cases():
     for name in ("masked_select.bf16.8192x4096", "nonzero.bool.8192x4096", "masked_scatter.bf16.8192x4096"):
         op = name.split(".")[0]
         out.append(dict(name=name, op=op, dir="fwd", dtype=name.split(".")[1], shape=[8192, 4096], axes=[]))
+    for op, dtype, shape in ADVANCED:
+        out.append(dict(name="%s.%s.%s" % (op, dtype, "x".join(map(str, shape))), op=op, dir="fwd", dtype=dtype,
+                        shape=list(shape), axes=[]))
+    out.append(dict(name="take.f32.8192x4096x4194304", op="take", dir="fwd", dtype="f32",
+                    shape=[8192, 4096, 1 << 22], axes=[]))
+    out.append(dict(name="put_accumulate.f32.8192x4096x4194304", op="put_accumulate", dir="fwd", dtype="f32",
+                    shape=[8192, 4096, 1 << 22], axes=[]))
+    for dtype in ("i64", "bf16"):
+        out.append(dict(name="one_hot.%s.8192x32000" % dtype, op="one_hot", dir="fwd", dtype=dtype,
+                        shape=[8192, 32000], axes=[]))
     return out
 
 
@@ -108,10 +125,8 @@ def prepare_masked_case(torch, c, rotate_bytes):
         def launch(i):
             mask, self_t, src = sets[i % nsets]
             self_t.masked_scatter_(mask, src)
-    for op, dtype, shape in ADVANCED:
-        out.append(dict(name="%s.%s.%s" % (op, dtype, "x".join(map(str, shape))), op=op, dir="fwd", dtype=dtype,
-                        shape=list(shape), axes=[]))
-    return out
+
+    return counted, nsets, launch
 
 
 ADVANCED = [("index", "f32", (8192, 4096, 1 << 22)), ("index_put_acc", "f32", (8192, 4096, 1 << 22)),
@@ -152,6 +167,52 @@ def prepare_advanced(torch, c, rotate_bytes):
                 x[:, cols]
             else:
                 x[rows, cols]
+
+    return counted, nsets, launch
+
+
+def prepare_take_put_one_hot(torch, c, rotate_bytes):
+    dt = {"bf16": torch.bfloat16, "f32": torch.float32, "i64": torch.int64}[c["dtype"]]
+    es = {"bf16": 2, "f32": 4, "i64": 8}[c["dtype"]]
+    sets = []
+    if c["op"] == "one_hot":
+        rows, C = c["shape"]
+        counted = rows * 8 + rows * C * es
+        nsets = max(1, min(16, -(-rotate_bytes // counted)))
+        for _ in range(nsets):
+            sets.append(torch.randint(0, C, (rows,), dtype=torch.int64, device="cuda"))
+
+        def launch(i):
+            idx = sets[i % nsets]
+            if dt == torch.int64:
+                torch.nn.functional.one_hot(idx, C)
+            else:
+                torch.zeros((rows, C), dtype=dt, device="cuda").scatter_(1, idx[:, None], 1.0)
+
+        return counted, nsets, launch
+    R, Cc, n = c["shape"]
+    N = R * Cc
+    put = c["op"] == "put_accumulate"
+    counted = n * 8 + (3 if put else 2) * n * es
+    per_set = n * 8 + n * es + (0 if put else N * es)
+    nsets = max(1, min(16, -(-rotate_bytes // per_set)))
+    if put:
+        self_t = torch.zeros((R, Cc), dtype=dt, device="cuda")
+        for _ in range(nsets):
+            sets.append((torch.randint(0, N, (n,), dtype=torch.int64, device="cuda"),
+                         torch.empty((n,), dtype=dt, device="cuda").uniform_(-1, 1)))
+
+        def launch(i):
+            idx, src = sets[i % nsets]
+            self_t.put_(idx, src, accumulate=True)
+    else:
+        for _ in range(nsets):
+            sets.append((torch.empty((R, Cc), dtype=dt, device="cuda").uniform_(-1, 1),
+                         torch.randint(0, N, (n,), dtype=torch.int64, device="cuda")))
+
+        def launch(i):
+            x, idx = sets[i % nsets]
+            torch.take(x, idx)
 
     return counted, nsets, launch
 
@@ -240,6 +301,8 @@ def prepare_case(torch, c, rotate_bytes):
         return prepare_advanced(torch, c, rotate_bytes)
     if c["op"] in ("index_select", "index_add"):
         return prepare_index_case(torch, c, rotate_bytes)
+    if c["op"] in ("take", "put_accumulate", "one_hot"):
+        return prepare_take_put_one_hot(torch, c, rotate_bytes)
     if c["op"] != "embedding":
         return prepare_gather_scatter(torch, c, rotate_bytes)
     F = torch.nn.functional

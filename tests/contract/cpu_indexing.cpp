@@ -2,6 +2,7 @@
 #include "contract/indexing_traits.hpp"
 #include "contract/masked_traits.hpp"
 #include "contract/advanced_traits.hpp"
+#include "contract/take_traits.hpp"
 #include "contract/cpu_suite.hpp"
 
 namespace contract {
@@ -16,4 +17,7 @@ INSTANTIATE_TYPED_TEST_SUITE_P(MaskedSelectPlan, PlanContract, ::testing::Types<
 INSTANTIATE_TYPED_TEST_SUITE_P(MaskedScatterPlan, PlanContract, ::testing::Types<MaskedScatterTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(IndexGetPlan, PlanContract, ::testing::Types<IndexGetTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(IndexPutPlan, PlanContract, ::testing::Types<IndexPutTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(TakePlan, PlanContract, ::testing::Types<TakeTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(PutPlan, PlanContract, ::testing::Types<PutTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(OneHotPlan, PlanContract, ::testing::Types<OneHotTraits>);
 }  // namespace contract

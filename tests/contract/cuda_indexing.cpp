@@ -2,6 +2,7 @@
 #include "contract/indexing_traits.hpp"
 #include "contract/masked_traits.hpp"
 #include "contract/advanced_traits.hpp"
+#include "contract/take_traits.hpp"
 #include "contract/cuda_suite.hpp"
 
 namespace contract {
@@ -16,4 +17,7 @@ INSTANTIATE_TYPED_TEST_SUITE_P(MaskedSelectPlan, PlanContractCuda, ::testing::Ty
 INSTANTIATE_TYPED_TEST_SUITE_P(MaskedScatterPlan, PlanContractCuda, ::testing::Types<MaskedScatterTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(IndexGetPlan, PlanContractCuda, ::testing::Types<IndexGetTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(IndexPutPlan, PlanContractCuda, ::testing::Types<IndexPutTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(TakePlan, PlanContractCuda, ::testing::Types<TakeTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(PutPlan, PlanContractCuda, ::testing::Types<PutTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(OneHotPlan, PlanContractCuda, ::testing::Types<OneHotTraits>);
 }  // namespace contract

@@ -312,7 +312,7 @@ struct GatherTraits {
       fn(d);
       return d;
     };
-    return {{"dtype_bool", with([](Desc& d) { d.dtype = DType::Bool; })},
+    return {{"dtype_complex", with([](Desc& d) { d.dtype = DType::C64; })},
             {"index_dtype_float", with([](Desc& d) { d.index_dtype = DType::F32; })},
             {"rank_0", with([](Desc& d) { d.x_shape = Dims{}, d.index_shape = Dims{}; })},
             {"rank_mismatch", with([](Desc& d) { d.index_shape = Dims{3}; })},

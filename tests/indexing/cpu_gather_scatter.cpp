@@ -29,7 +29,8 @@ namespace {
 
 const Stream kCpu = Stream::cpu();
 constexpr DType kFloat[] = {DType::F32, DType::F64, DType::F16, DType::BF16};
-constexpr DType kGatherTypes[] = {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64};
+constexpr DType kGatherTypes[] = {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32,
+                                  DType::I64, DType::I16, DType::I8,  DType::U8,   DType::Bool};
 constexpr ScatterReduce kModes[] = {ScatterReduce::None, ScatterReduce::Sum,  ScatterReduce::Prod,
                                     ScatterReduce::Mean, ScatterReduce::Amax, ScatterReduce::Amin};
 
@@ -42,6 +43,7 @@ std::vector<double> values_of(DType t, int64_t n, Rng& rng) {
     for (auto& x : v) x = static_cast<double>(bt::uniform_int(rng, -1000, 1000));
     return v;
   }
+  if (!bt::is_fp(t)) return bt::random_values(t, n, rng, -100, 100);  // i16 / i8 / u8 (wrapped) / bool
   return bt::random_values(t, n, rng);
 }
 
@@ -52,8 +54,8 @@ TEST(GatherCpu, DescriptorRules) {
     BT_EXPECT_STATUS(GatherPlan::select(kCpu, d).status(), code, "GatherPlan: " + what);
   };
   GatherDescriptor d = ok;
-  d.dtype = DType::Bool;
-  expect(d, StatusCode::Unsupported, "dtype bool is not supported (f32, f64, f16, bf16, i32, i64)");
+  d.dtype = DType::C64;
+  expect(d, StatusCode::Unsupported, "dtype c64 is not supported (f32, f64, f16, bf16, i32, i64, i16, i8, u8, bool)");
   d = ok, d.index_dtype = DType::F32;
   expect(d, StatusCode::Unsupported, "index_dtype f32 is not supported (i32, i64)");
   d = ok, d.x_shape = Dims{}, d.index_shape = Dims{};

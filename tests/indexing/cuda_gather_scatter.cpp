@@ -27,7 +27,8 @@ namespace {
 
 const Stream kCpu = Stream::cpu();
 constexpr DType kFloat[] = {DType::F32, DType::F64, DType::F16, DType::BF16};
-constexpr DType kGatherTypes[] = {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32, DType::I64};
+constexpr DType kGatherTypes[] = {DType::F32, DType::F64, DType::F16, DType::BF16, DType::I32,
+                                  DType::I64, DType::I16, DType::I8,  DType::U8,   DType::Bool};
 constexpr ScatterReduce kModes[] = {ScatterReduce::None, ScatterReduce::Sum,  ScatterReduce::Prod,
                                     ScatterReduce::Mean, ScatterReduce::Amax, ScatterReduce::Amin};
 
@@ -40,6 +41,7 @@ std::vector<double> values_of(DType t, int64_t n, Rng& rng, double lo = -1.0, do
     for (auto& x : v) x = static_cast<double>(bt::uniform_int(rng, -100000, 100000));
     return v;
   }
+  if (!bt::is_fp(t)) return bt::random_values(t, n, rng, -100, 100);  // i16 / i8 / u8 (wrapped) / bool
   return bt::random_values(t, n, rng, lo, hi);
 }
 

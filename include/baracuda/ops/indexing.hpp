@@ -197,7 +197,7 @@ class BARACUDA_API EmbeddingBackwardPlan : public PlanBase {
 //                 distinct destinations; torch's rule for duplicates too).
 //   scatter_reduce prod / amax / amin / mean backward: not provided yet.
 //
-// dtypes: GatherPlan f32, f64, f16, bf16, i32, i64 (a copy); ScatterPlan f32,
+// dtypes: GatherPlan f32, f64, f16, bf16, i32, i64, i16, i8, u8, bool (a copy); ScatterPlan f32,
 // f64, f16, bf16; index I32 or I64. Tensors: any non-negative strides (inputs
 // may broadcast with stride 0). CUDA: numel(index) < 2^31.
 // CUDA algorithms (sku().variant):
@@ -433,3 +433,4 @@ class BARACUDA_API IndexUpdatePlan : public PlanBase {
 }  // namespace baracuda
 #include "baracuda/ops/indexing_masked.hpp"
 #include "baracuda/ops/indexing_advanced.hpp"
+#include "baracuda/ops/indexing_take.hpp"

@@ -14,7 +14,7 @@
 namespace baracuda::indexing::cuda {
 
 struct GatherLaunch {
-  int elem_bytes = 4;              // 2, 4 or 8: gather copies raw elements
+  int elem_bytes = 4;              // 1, 2, 4 or 8: gather copies raw elements
   DType index_dtype = DType::I64;
   int rank = 1, dim = 0;
   int64_t n = 0;                   // numel(index) = numel(out)

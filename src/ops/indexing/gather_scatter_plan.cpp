@@ -175,8 +175,10 @@ using namespace indexing::detail;
 Result<GatherPlan> GatherPlan::select(const Stream& stream, const GatherDescriptor& desc, const PlanPreference& pref) {
   GatherPlan plan;
   const DType t = desc.dtype;
-  if (!(is_float(t) || t == DType::I32 || t == DType::I64))
-    return unsupported(kGather, "dtype ", t, " is not supported (f32, f64, f16, bf16, i32, i64)");
+  // A copy: every real dtype of 1, 2, 4 or 8 bytes the library's integer / float set has.
+  if (!(is_float(t) || t == DType::I32 || t == DType::I64 || t == DType::Bool || t == DType::I8 || t == DType::U8 ||
+        t == DType::I16))
+    return unsupported(kGather, "dtype ", t, " is not supported (f32, f64, f16, bf16, i32, i64, i16, i8, u8, bool)");
   BARACUDA_RETURN_IF_ERROR(check_index_dtype(kGather, desc.index_dtype));
   plan.desc_ = desc;
   BARACUDA_RETURN_IF_ERROR(check_dims(kGather, "x_shape", desc.x_shape, desc.index_shape, desc.dim, &plan.desc_.dim));

@@ -53,10 +53,11 @@ Status launch_gather(const GatherLaunch& l) {
       baracuda::detail::cuda_status(static_cast<int>(cudaMemsetAsync(l.error_word, 0xff, sizeof(uint64_t), s)), kWhat));
   if (l.n == 0) return Status::ok();
   switch (l.elem_bytes) {
+    case 1: kern::launch_typed<uint8_t>(l, s); break;
     case 2: kern::launch_typed<uint16_t>(l, s); break;
     case 4: kern::launch_typed<uint32_t>(l, s); break;
     case 8: kern::launch_typed<uint64_t>(l, s); break;
-    default: return Status(StatusCode::Unsupported, "GatherPlan: CUDA kernel needs 2, 4 or 8-byte elements");
+    default: return Status(StatusCode::Unsupported, "GatherPlan: CUDA kernel needs 1, 2, 4 or 8-byte elements");
   }
   return baracuda::detail::cuda_status(static_cast<int>(cudaGetLastError()), kWhat);
 }
