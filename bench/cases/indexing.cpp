@@ -450,6 +450,8 @@ void run_masked_case(const Env& env, const BandwidthCase& c, BandwidthResult& r)
                                                                                           : nb + 2 * k * es));
   r.us = 1e3 * time_median_ms(env.cs, env.warmup, env.iters,
                               [&](int i) { runs[static_cast<size_t>(i % r.sets)](); });
+}
+
 // x[rows, cols] / index_put_((rows, cols), v, accumulate) / x[:, cols]: shape = {M, C, n}.
 void run_advanced_case(const Env& env, const BandwidthCase& c, BandwidthResult& r) {
   const int64_t M = c.shape[0], C = c.shape[1], n = c.shape[2];
