@@ -9,6 +9,7 @@
 #include "baracuda/core/status.hpp"
 #include "baracuda/core/tensor.hpp"
 #include "baracuda/ops/indexing_advanced.hpp"
+#include "ops/indexing/launch.hpp"
 
 namespace baracuda::indexing::cuda {
 
@@ -32,13 +33,7 @@ struct AdvancedMap {
   int64_t self_rm_stride[kMaxRank] = {};         // self's row-major strides (put's keys)
 };
 
-// Byte offsets (after the error word) of the put's workspace pieces.
-struct PutWorkspace {
-  size_t keys_in = 0, keys_out = 0, pos_in = 0, pos_out = 0, temp = 0, temp_bytes = 0, total = 0;
-};
-// Workspace for n positions into self_numel destinations (CUB's temporary
-// storage size comes from the CUDA side; a build without the kernels gets 0).
-PutWorkspace put_workspace(int64_t n, int64_t self_numel);
+// The put's workspace: put_workspace(n, self_numel) (launch.hpp).
 
 struct AdvancedLaunch {
   DType dtype = DType::F32;

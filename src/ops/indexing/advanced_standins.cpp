@@ -6,8 +6,6 @@
 
 namespace baracuda::indexing::cuda {
 
-PutWorkspace put_workspace(int64_t, int64_t) { return {}; }
-
 Status launch_index_get(const AdvancedLaunch&) { return baracuda::detail::family_not_built("IndexGetPlan", "indexing"); }
 
 Status launch_index_put(const AdvancedLaunch&) { return baracuda::detail::family_not_built("IndexPutPlan", "indexing"); }

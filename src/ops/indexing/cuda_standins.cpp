@@ -22,6 +22,8 @@ Status read_error_word(const char* plan, void*, const void*, int64_t*) {
 
 UpdateWorkspace update_workspace(int64_t, int64_t) { return {}; }
 
+PutWorkspace put_workspace(int64_t, int64_t) { return {}; }
+
 Status launch_index_select(const SelectLaunch&) {
   return baracuda::detail::family_not_built("IndexSelectPlan", "indexing");
 }

@@ -102,6 +102,14 @@ Status read_error_word(const char* plan, void* stream, const void* error_word, i
 // are sorted. row_start[v] (v in [0, V]) = the first sorted entry with key >= v.
 namespace baracuda::indexing::cuda {
 size_t sort_pairs_temp_bytes(int64_t n, int64_t V);
+// The workspace of a sorted put (IndexPutPlan, PutPlan): byte offsets (after
+// the error word) of keys / positions, double-buffered, and the sort's
+// temporary storage, for n positions into destinations below V (CUB's size
+// comes from the CUDA side; a build without the kernels gets zeros).
+struct PutWorkspace {
+  size_t keys_in = 0, keys_out = 0, pos_in = 0, pos_out = 0, temp = 0, temp_bytes = 0, total = 0;
+};
+PutWorkspace put_workspace(int64_t n, int64_t V);
 Status sort_pairs(void* temp, size_t temp_bytes, const uint32_t* keys_in, uint32_t* keys_out, const int32_t* pos_in,
                   int32_t* pos_out, int64_t n, int64_t V, void* stream, const char* what);
 Status run_starts(const uint32_t* keys, int64_t n, int64_t V, int32_t* row_start, void* stream, const char* what);

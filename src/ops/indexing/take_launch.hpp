@@ -34,11 +34,7 @@ struct TakeLaunch {
   void* stream = nullptr;
 };
 
-// Byte offsets (after the error word) of put's workspace pieces.
-struct PutWorkspace {
-  size_t keys_in = 0, keys_out = 0, pos_in = 0, pos_out = 0, temp = 0, temp_bytes = 0, total = 0;
-};
-PutWorkspace put_workspace(int64_t n, int64_t N);
+// put_'s workspace: put_workspace(n, N) (launch.hpp).
 
 struct PutLaunch {
   DType dtype = DType::F32;

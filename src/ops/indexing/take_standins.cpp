@@ -6,8 +6,6 @@
 
 namespace baracuda::indexing::cuda {
 
-PutWorkspace put_workspace(int64_t, int64_t) { return {}; }
-
 Status launch_take(const TakeLaunch&) { return baracuda::detail::family_not_built("TakePlan", "indexing"); }
 
 Status launch_put(const PutLaunch&) { return baracuda::detail::family_not_built("PutPlan", "indexing"); }

@@ -188,7 +188,6 @@ __global__ void __launch_bounds__(kThreads)
 
 Status status_of(cudaError_t e, const char* what) { return baracuda::detail::cuda_status(static_cast<int>(e), what); }
 
-size_t align256(size_t b) { return (b + 255) / 256 * 256; }
 
 // Calls f(E{}) with E the unsigned type of the element size.
 template <class F>
@@ -220,20 +219,6 @@ Status put_sum(const AdvancedLaunch& l, const uint32_t* keys, const int32_t* pos
 
 }  // namespace
 }  // namespace kern
-
-PutWorkspace put_workspace(int64_t n, int64_t self_numel) {
-  PutWorkspace w;
-  const size_t items = static_cast<size_t>(n) * sizeof(uint32_t);
-  size_t off = 0;
-  w.keys_in = off, off += kern::align256(items);
-  w.keys_out = off, off += kern::align256(items);
-  w.pos_in = off, off += kern::align256(items);
-  w.pos_out = off, off += kern::align256(items);
-  w.temp = off;
-  w.temp_bytes = kern::align256(sort_pairs_temp_bytes(n, self_numel));
-  w.total = off + w.temp_bytes;
-  return w;
-}
 
 Status launch_index_get(const AdvancedLaunch& l) {
   constexpr const char* kWhat = "IndexGetPlan: kernel launch";

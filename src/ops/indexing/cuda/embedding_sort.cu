@@ -132,7 +132,21 @@ Status sort_indices(const BackwardLaunch& l) {
   return run_starts(keys_out, l.n, l.V, reinterpret_cast<int32_t*>(ws + l.ws.row_start), s, kWhat);
 }
 
-// ---- shared with IndexUpdatePlan (launch.hpp) ----------------------------------------
+// ---- shared with IndexUpdatePlan, IndexPutPlan and PutPlan (launch.hpp) ----------------
+PutWorkspace put_workspace(int64_t n, int64_t V) {
+  PutWorkspace w;
+  const size_t items = static_cast<size_t>(n) * sizeof(uint32_t);
+  size_t off = 0;
+  w.keys_in = off, off += align256(items);
+  w.keys_out = off, off += align256(items);
+  w.pos_in = off, off += align256(items);
+  w.pos_out = off, off += align256(items);
+  w.temp = off;
+  w.temp_bytes = align256(sort_pairs_temp_bytes(n, V));
+  w.total = off + w.temp_bytes;
+  return w;
+}
+
 size_t sort_pairs_temp_bytes(int64_t n, int64_t V) {
   size_t bytes = 0;
   if (n > 0)  // a size query only (null storage): nothing runs; errors show again at the sort

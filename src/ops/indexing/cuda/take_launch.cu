@@ -72,7 +72,6 @@ __device__ __forceinline__ Offsets2 flat_offsets(const FlatMap& a, const FlatMap
 
 Status status_of(cudaError_t e, const char* what) { return baracuda::detail::cuda_status(static_cast<int>(e), what); }
 
-size_t align256(size_t b) { return (b + 255) / 256 * 256; }
 
 // ---- take -----------------------------------------------------------------------------
 template <class E, class I>
@@ -332,20 +331,6 @@ Status launch_take(const TakeLaunch& l) {
   if (l.n == 0) return Status::ok();
   BARACUDA_BY_SIZE(l.elem_bytes, kern::take_sized, l, s)
   return Status(StatusCode::Unsupported, "TakePlan: CUDA kernel needs 1, 2, 4, 8 or 16-byte elements");
-}
-
-PutWorkspace put_workspace(int64_t n, int64_t N) {
-  PutWorkspace w;
-  const size_t items = static_cast<size_t>(n) * sizeof(uint32_t);
-  size_t off = 0;
-  w.keys_in = off, off += kern::align256(items);
-  w.keys_out = off, off += kern::align256(items);
-  w.pos_in = off, off += kern::align256(items);
-  w.pos_out = off, off += kern::align256(items);
-  w.temp = off;
-  w.temp_bytes = kern::align256(sort_pairs_temp_bytes(n, N));
-  w.total = off + w.temp_bytes;
-  return w;
 }
 
 Status launch_put(const PutLaunch& l) {
