@@ -314,6 +314,19 @@ TEST(NonzeroCpu, TwoPhaseExactSize) {
   EXPECT_EQ(r.out_i, naive_nonzero(exact, x).out);
 }
 
+// A rank-0 x writes out [m, 0]: no element, whatever m is. The fuzz found the
+// reference looping over m empty rows (m = 2^62 never returned).
+TEST(NonzeroCpu, RankZeroHugeCapacityReturnsAtOnce) {
+  Rng rng = bt::make_rng(bt::fresh_seed());
+  const std::vector<double> x = {3.0};
+  const int64_t m = int64_t{1} << 62;
+  const bt::MaskedResult r =
+      bt::run_nonzero(kCpu, bt::nonzero_desc(DType::F32, Dims{}, m), x, bt::contiguous(Dims{}), bt::contiguous({m, 0}));
+  ASSERT_TRUE(r.st.is_ok()) << r.st.to_string();
+  EXPECT_EQ(r.count, 1);
+  EXPECT_TRUE(r.out_i.empty());
+}
+
 // ---- masked_select against the model ---------------------------------------------------------
 TEST(MaskedSelectCpu, MatchesModel) {
   Rng rng = bt::make_rng(bt::fresh_seed());

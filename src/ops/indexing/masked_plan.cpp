@@ -187,7 +187,7 @@ Status NonzeroPlan::run(const Stream& stream, Workspace ws, const NonzeroArgs& a
         l.out = a.out.data;
         l.out_stride[0] = a.out.strides[0];
         l.out_stride[1] = a.out.strides[1];
-        l.capacity = desc_.capacity;
+        l.capacity = desc_.shape.rank > 0 ? desc_.capacity : 0;  // out [m, 0] has no element: no rows to visit
         l.fill_bits = static_cast<uint64_t>(desc_.fill_value);
         l.count = desc_.has_count ? a.count.data : nullptr;
         return indexing::cuda::launch_masked(l);

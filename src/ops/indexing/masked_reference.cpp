@@ -68,7 +68,10 @@ Status nonzero(const char*, const NonzeroDescriptor& d, const NonzeroArgs& a) {
   const std::vector<int64_t> pos = selected(d.shape, a.x.data, d.dtype, a.x.strides);
   const int64_t count = static_cast<int64_t>(pos.size()), r = d.shape.rank;
   auto* out = static_cast<int64_t*>(a.out.data);
-  for (int64_t k = 0; k < d.capacity; ++k) {
+  // A rank-0 x gives out [m, 0]: no element to write, whatever m is (a huge
+  // capacity must not become a loop of m empty rows).
+  const int64_t rows = r > 0 ? d.capacity : 0;
+  for (int64_t k = 0; k < rows; ++k) {
     const Dims c = k < count ? detail::unravel(d.shape, pos[static_cast<size_t>(k)]) : Dims{};
     for (int64_t j = 0; j < r; ++j)
       out[k * a.out.strides[0] + j * a.out.strides[1]] = k < count ? c[static_cast<int>(j)] : d.fill_value;
