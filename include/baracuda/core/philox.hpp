@@ -24,6 +24,16 @@
 
 namespace baracuda {
 
+// The identity of one draw: every random plan's Args carry one (host values).
+// A plan whose descriptor asks for a device offset reads the offset from a
+// one-element I64 tensor instead and increments it by one in the same run, so
+// a captured CUDA graph draws fresh numbers at every replay (the family
+// headers say which plans offer it).
+struct RandomSeed {
+  uint64_t seed = 0;
+  uint64_t offset = 0;
+};
+
 struct PhiloxWords {
   uint32_t w[4];
 };
