@@ -1,0 +1,128 @@
+// The GPT-2 model of train_gpt as a chain of baracuda plans: every plan is
+// selected once in the constructor, every buffer (parameters, gradients,
+// saved activations, scratch, one shared workspace) allocated there; forward()
+// and backward() only run plans.
+//
+//   h0        = wte[tokens] + wpe                       EmbeddingPlan, then the first NormPlan's residual add
+//   per layer l (pre-norm, fused residual norms):
+//     a       = ln_1(h_l)                               NormPlan (LayerNorm; fused into the previous add)
+//     qkv     = a W_attn^T + b_attn                     LinearPlan
+//     y       = causal_attention(q, k, v)               FlashSdpaPlan on strided views of qkv
+//     m_l     = h_l + (y W_proj^T + b_proj)             LinearPlan, NormPlan(residual) also giving
+//     c       = ln_2(m_l)                               ... ln_2's output
+//     f       = gelu_tanh(c W_fc^T + b_fc)              LinearPlan with the GELU epilogue (saves the pre-activation)
+//     h_{l+1} = m_l + (f W_fc_proj^T + b_fc_proj)       LinearPlan, then the next norm's residual add
+//   logits    = ln_f(h_L) wte^T                         NormPlan(residual), LinearPlan (tied head, no bias)
+//   loss      = cross_entropy(logits, targets)          CrossEntropyPlan (mean over the scored targets),
+//                                                       writing dlogits in the same pass (in place)
+// backward() walks the same chain back: LinearBackwardPlan (the GELU'
+// and the fc bias gradient fused into the projection's dx GEMM), the norms'
+// backward adding the residual gradient, FlashSdpaBackwardPlan, and at the
+// end EmbeddingBackwardPlan (dense, deterministic), a ReducePlan (wpe's
+// gradient: the sum over the batch) and the head's weight gradient added to
+// wte's (tied embeddings).
+//
+// Parameters are named as nanoGPT's (torch.nn.Linear layout [out, in]) so a
+// PyTorch model loads the same safetensors file. Every gradient is written
+// (never accumulated across steps), so nothing needs zeroing.
+#pragma once
+#include <baracuda/baracuda.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace train_gpt {
+
+struct GptConfig {
+  int64_t vocab = 256;
+  int64_t layers = 2;
+  int64_t heads = 4;
+  int64_t channels = 64;  // C; channels % heads == 0
+  int64_t seq_len = 32;   // T (also the number of learned positions)
+  int64_t batch = 8;      // B
+  int64_t head_dim() const { return channels / heads; }
+  int64_t parameter_count() const;
+  // Forward + backward FLOPs per token (6 N for the matmuls plus attention's
+  // 12 L T C), as llm.c / nanoGPT count model FLOPs for the MFU.
+  double flops_per_token() const;
+};
+
+struct ParamInfo {
+  std::string name;
+  baracuda::Dims shape;
+  int64_t offset = 0;  // in elements, into the parameter (and gradient) buffer
+  int64_t numel = 0;
+  double init_std = 0;  // 0: zeros; < 0: ones (norm weights)
+};
+
+class Gpt {
+ public:
+  // Selects every plan and allocates every buffer; throws StatusError.
+  Gpt(const baracuda::Stream& stream, const GptConfig& cfg, baracuda::DType dtype);
+
+  const GptConfig& config() const { return cfg_; }
+  baracuda::DType dtype() const { return dtype_; }
+  const std::vector<ParamInfo>& params() const { return params_; }
+  int64_t param_count() const { return n_params_; }
+  baracuda::Buffer& param_buffer() { return params_buf_; }
+  baracuda::Buffer& grad_buffer() { return grads_buf_; }
+  baracuda::TensorMut param(size_t i);  // the i-th parameter's view
+  baracuda::TensorMut grad(size_t i);
+
+  // GPT-2's initialisation (normal(0, 0.02), residual projections 0.02 /
+  // sqrt(2 layers), zero biases, unit norm weights), from a Philox stream
+  // keyed by seed, computed on the host in f64 and rounded to dtype.
+  std::vector<double> initial_values(uint64_t seed) const;
+  baracuda::Status upload_params(const std::vector<double>& values);
+
+  // tokens / targets: [B, T] I32 on the model's device.
+  baracuda::Status forward(const baracuda::TensorRef& tokens);
+  // Cross-entropy (with its gradient) then the whole backward; forward() must
+  // have run on the same tokens. The loss stays on the device: loss_view().
+  baracuda::Status backward(const baracuda::TensorRef& tokens, const baracuda::TensorRef& targets);
+  baracuda::TensorRef logits() const;     // [B*T, V] after forward()
+  baracuda::TensorRef loss_view() const;  // rank 0, the loss dtype (f32; f64 for an f64 model)
+  baracuda::DType loss_dtype() const { return loss_dtype_; }
+  size_t workspace_bytes() const { return ws_.bytes(); }
+
+ private:
+  struct Layer {
+    baracuda::Buffer h, ln1, ln1_mean, ln1_rstd, qkv, atty, lse, hmid, ln2, ln2_mean, ln2_rstd, fc_aux, fc_act;
+  };
+  baracuda::TensorMut act(const baracuda::Buffer& b, baracuda::Dims shape, baracuda::DType t) const;
+  baracuda::TensorMut act(const baracuda::Buffer& b, baracuda::Dims shape) const { return act(b, shape, dtype_); }
+  baracuda::TensorMut qkv_view(const baracuda::Buffer& b, int which) const;  // q, k, v as [B, H, T, D]
+  baracuda::TensorMut heads_view(const baracuda::Buffer& b) const;           // [B, T, C] as [B, H, T, D]
+  size_t add_param(const std::string& name, baracuda::Dims shape, double init_std);
+  baracuda::Workspace ws() const { return {ws_.data(), ws_.bytes()}; }
+
+  baracuda::Stream stream_;
+  GptConfig cfg_;
+  baracuda::DType dtype_, stats_dtype_, loss_dtype_;
+  std::vector<ParamInfo> params_;
+  int64_t n_params_ = 0;
+  baracuda::Buffer params_buf_, grads_buf_;
+  size_t p_wte_ = 0, p_wpe_ = 0, p_lnf_w_ = 0, p_lnf_b_ = 0;
+  struct LayerParams {
+    size_t ln1_w, ln1_b, attn_w, attn_b, proj_w, proj_b, ln2_w, ln2_b, fc_w, fc_b, fcp_w, fcp_b;
+  };
+  std::vector<LayerParams> lp_;
+  std::vector<Layer> layers_;
+  baracuda::Buffer tok_emb_, h_final_, lnf_, lnf_mean_, lnf_rstd_, logits_, scratch_c_, scratch_c2_, scratch_4c_,
+      scratch_3c_, dres_, loss_, dloss_, ce_lse_, ws_;
+
+  baracuda::EmbeddingPlan embed_;
+  baracuda::NormPlan norm_;        // every norm: fused residual add + LayerNorm with weight and bias
+  baracuda::NormPlan norm_first_;  // the same over [B, T, C]: layer 0's ln_1 adds wpe broadcast over B
+  baracuda::LinearPlan lin_attn_, lin_proj_, lin_fc_, lin_fcp_, lin_head_;
+  baracuda::FlashSdpaPlan attn_;
+  baracuda::CrossEntropyPlan ce_;
+  baracuda::LinearBackwardPlan bw_head_dx_, bw_head_dw_, bw_fcp_, bw_fc_, bw_proj_, bw_attn_;
+  baracuda::NormBackwardPlan bw_norm_, bw_norm_res_;
+  baracuda::FlashSdpaBackwardPlan bw_flash_;
+  baracuda::EmbeddingBackwardPlan bw_embed_;
+  baracuda::ReducePlan bw_wpe_;
+};
+
+}  // namespace train_gpt
