@@ -255,6 +255,8 @@ Gpt::Gpt(const Stream& stream, const GptConfig& cfg, DType dtype) : stream_(stre
   loss_ = buf(1, loss_dtype_);
   dloss_ = buf(1, loss_dtype_);
   ce_lse_ = buf(BT, ce_.lse_dtype());
+  tokens_ = buf(BT, DType::I32);
+  targets_ = buf(BT, DType::I32);
   if (loss_dtype_ == DType::F64) {
     const double one = 1.0;
     check(dloss_.copy_from_host(&one, 8));
@@ -299,10 +301,40 @@ Status Gpt::upload_params(const std::vector<double>& values) {
   return params_buf_.copy_from_host(bytes.data(), bytes.size());
 }
 
-TensorRef Gpt::logits() const { return act(logits_, {cfg_.batch * cfg_.seq_len, cfg_.vocab}); }
-TensorRef Gpt::loss_view() const { return act(loss_, {}, loss_dtype_); }
+Status Gpt::set_batch(const std::vector<int32_t>& tokens, const std::vector<int32_t>& targets) {
+  const size_t n = static_cast<size_t>(cfg_.batch * cfg_.seq_len);
+  if (tokens.size() != n || targets.size() != n)
+    return Status(StatusCode::InvalidProblem, "Gpt::set_batch: tokens and targets must hold B * T ids");
+  BARACUDA_RETURN_IF_ERROR(tokens_.copy_from_host(tokens.data(), n * 4));
+  return targets_.copy_from_host(targets.data(), n * 4);
+}
 
-Status Gpt::forward(const TensorRef& tokens) {
+Status Gpt::read_loss(double* loss) const {
+  if (loss_dtype_ == DType::F64) return loss_.copy_to_host(loss, 8);
+  float f = 0;
+  BARACUDA_RETURN_IF_ERROR(loss_.copy_to_host(&f, 4));
+  *loss = f;
+  return Status::ok();
+}
+
+Status Gpt::read_logits(std::vector<float>* out) const {
+  const size_t n = static_cast<size_t>(cfg_.batch * cfg_.seq_len * cfg_.vocab);
+  std::vector<unsigned char> raw(n * dtype_size(dtype_));
+  BARACUDA_RETURN_IF_ERROR(logits_.copy_to_host(raw.data(), raw.size()));
+  out->resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    switch (dtype_) {
+      case DType::F64: (*out)[i] = static_cast<float>(reinterpret_cast<const double*>(raw.data())[i]); break;
+      case DType::F32: (*out)[i] = reinterpret_cast<const float*>(raw.data())[i]; break;
+      case DType::BF16: (*out)[i] = static_cast<float>(reinterpret_cast<const bfloat16*>(raw.data())[i]); break;
+      default: (*out)[i] = static_cast<float>(reinterpret_cast<const half*>(raw.data())[i]); break;
+    }
+  }
+  return Status::ok();
+}
+
+Status Gpt::forward() {
+  const TensorRef tokens = act(tokens_, {cfg_.batch, cfg_.seq_len}, DType::I32);
   const int64_t B = cfg_.batch, T = cfg_.seq_len, C = cfg_.channels, L = cfg_.layers, BT = B * T;
   const Workspace w = ws();
   const Stream& s = stream_;
@@ -364,7 +396,9 @@ Status Gpt::forward(const TensorRef& tokens) {
   return lin_head_.run(s, w, {act(lnf_, {BT, C}), param(p_wte_), {}, act(logits_, {BT, cfg_.vocab}), {}});
 }
 
-Status Gpt::backward(const TensorRef& tokens, const TensorRef& targets) {
+Status Gpt::backward() {
+  const TensorRef tokens = act(tokens_, {cfg_.batch, cfg_.seq_len}, DType::I32);
+  const TensorRef targets = act(targets_, {cfg_.batch * cfg_.seq_len}, DType::I32);
   const int64_t B = cfg_.batch, T = cfg_.seq_len, C = cfg_.channels, L = cfg_.layers, BT = B * T, V = cfg_.vocab;
   const Workspace w = ws();
   const Stream& s = stream_;

@@ -76,13 +76,15 @@ class Gpt {
   std::vector<double> initial_values(uint64_t seed) const;
   baracuda::Status upload_params(const std::vector<double>& values);
 
-  // tokens / targets: [B, T] I32 on the model's device.
-  baracuda::Status forward(const baracuda::TensorRef& tokens);
+  // The batch: token ids and targets [B, T] (targets: ids or -100, not
+  // scored), copied to the model's device buffers.
+  baracuda::Status set_batch(const std::vector<int32_t>& tokens, const std::vector<int32_t>& targets);
+  baracuda::Status forward();
   // Cross-entropy (with its gradient) then the whole backward; forward() must
-  // have run on the same tokens. The loss stays on the device: loss_view().
-  baracuda::Status backward(const baracuda::TensorRef& tokens, const baracuda::TensorRef& targets);
-  baracuda::TensorRef logits() const;     // [B*T, V] after forward()
-  baracuda::TensorRef loss_view() const;  // rank 0, the loss dtype (f32; f64 for an f64 model)
+  // have run on the same batch. The loss stays on the device until read_loss().
+  baracuda::Status backward();
+  baracuda::Status read_loss(double* loss) const;          // synchronises
+  baracuda::Status read_logits(std::vector<float>* out) const;  // [B*T, V] after forward(), as f32
   baracuda::DType loss_dtype() const { return loss_dtype_; }
   size_t workspace_bytes() const { return ws_.bytes(); }
 
@@ -110,7 +112,7 @@ class Gpt {
   std::vector<LayerParams> lp_;
   std::vector<Layer> layers_;
   baracuda::Buffer tok_emb_, h_final_, lnf_, lnf_mean_, lnf_rstd_, logits_, scratch_c_, scratch_c2_, scratch_4c_,
-      scratch_3c_, dres_, loss_, dloss_, ce_lse_, ws_;
+      scratch_3c_, dres_, loss_, dloss_, ce_lse_, tokens_, targets_, ws_;
 
   baracuda::EmbeddingPlan embed_;
   baracuda::NormPlan norm_;        // every norm: fused residual add + LayerNorm with weight and bias

@@ -1,6 +1,7 @@
 // AdditionTask / TextData (tasks.hpp).
 #include "tasks.hpp"
 
+#include <algorithm>
 #include <fstream>
 #include <iterator>
 #include <stdexcept>
@@ -17,61 +18,76 @@ uint64_t AdditionTask::draw() {
   return rng_() % bound;  // the modulo bias (< 2^-40 here) does not matter for a toy task
 }
 
-std::string AdditionTask::prompt(uint64_t a, uint64_t b) { return std::to_string(a) + "+" + std::to_string(b) + "="; }
+namespace {
+std::string padded(uint64_t v, int width) {
+  std::string s = std::to_string(v);
+  return std::string(static_cast<size_t>(std::max(0, width - static_cast<int>(s.size()))), '0') + s;
+}
+}  // namespace
 
-std::string AdditionTask::answer(uint64_t a, uint64_t b) {
-  std::string s = std::to_string(a + b);
-  return std::string(s.rbegin(), s.rend()) + "\n";
+std::string AdditionTask::prompt(uint64_t a, uint64_t b) const {
+  return padded(a, digits_) + "+" + padded(b, digits_) + "=";
 }
 
-void AdditionTask::ensure(size_t n) {
-  if (stream_.size() - pos_ >= n) return;
-  // Drop what was consumed, then append lines until n tokens are ahead.
-  stream_.erase(stream_.begin(), stream_.begin() + static_cast<std::ptrdiff_t>(pos_));
-  mask_.erase(mask_.begin(), mask_.begin() + static_cast<std::ptrdiff_t>(pos_));
-  pos_ = 0;
-  while (stream_.size() < n) {
-    const uint64_t a = draw(), b = draw();
-    for (char c : prompt(a, b)) stream_.push_back(static_cast<uint8_t>(c)), mask_.push_back(0);
-    for (char c : answer(a, b)) stream_.push_back(static_cast<uint8_t>(c)), mask_.push_back(1);
-  }
+std::string AdditionTask::answer(uint64_t a, uint64_t b) const {
+  const std::string s = padded(a + b, digits_ + 1);
+  return std::string(s.rbegin(), s.rend()) + "\n";
 }
 
 void AdditionTask::next_batch(int64_t B, int64_t T, Batch& batch) {
   batch.B = B, batch.T = T;
   batch.inputs.resize(static_cast<size_t>(B * T));
   batch.targets.resize(static_cast<size_t>(B * T));
+  std::vector<int32_t> tokens;
+  std::vector<uint8_t> scored;
   for (int64_t b = 0; b < B; ++b) {
-    ensure(static_cast<size_t>(T) + 1);
-    for (int64_t t = 0; t < T; ++t) {
-      const size_t i = pos_ + static_cast<size_t>(t);
-      batch.inputs[static_cast<size_t>(b * T + t)] = stream_[i];
-      batch.targets[static_cast<size_t>(b * T + t)] = mask_[i + 1] ? stream_[i + 1] : kIgnore;
+    // Whole lines from the row's first position on (the last one cut short).
+    tokens.clear();
+    scored.clear();
+    while (tokens.size() < static_cast<size_t>(T) + 1) {
+      const uint64_t x = draw(), y = draw();
+      for (char ch : prompt(x, y)) tokens.push_back(static_cast<uint8_t>(ch)), scored.push_back(0);
+      for (char ch : answer(x, y)) tokens.push_back(static_cast<uint8_t>(ch)), scored.push_back(1);
     }
-    pos_ += static_cast<size_t>(T);
+    for (int64_t t = 0; t < T; ++t) {
+      const size_t i = static_cast<size_t>(t);
+      batch.inputs[static_cast<size_t>(b * T + t)] = tokens[i];
+      batch.targets[static_cast<size_t>(b * T + t)] = scored[i + 1] ? tokens[i + 1] : kIgnore;
+    }
   }
 }
 
-double AdditionTask::accuracy(int n, uint64_t seed, const std::function<int(const std::vector<int32_t>&)>& next_token,
+double AdditionTask::accuracy(int n, uint64_t seed, size_t batch, const NextTokens& next_tokens,
                               std::vector<std::string>* examples) const {
   AdditionTask fresh(digits_, seed);
   int right = 0;
-  for (int k = 0; k < n; ++k) {
-    const uint64_t a = fresh.draw(), b = fresh.draw();
-    const std::string p = prompt(a, b), want = answer(a, b);
-    std::vector<int32_t> ctx(p.begin(), p.end());
-    std::string got;
-    while (got.size() < want.size() + 1) {
-      const int t = next_token(ctx);
-      got.push_back(static_cast<char>(t));
-      ctx.push_back(t);
-      if (t == '\n') break;
+  for (int first = 0; first < n; first += static_cast<int>(batch)) {
+    const int m = std::min<int>(static_cast<int>(batch), n - first);
+    std::vector<std::vector<int32_t>> ctx(static_cast<size_t>(m));
+    std::vector<std::string> want(static_cast<size_t>(m)), got(static_cast<size_t>(m)), prompts(static_cast<size_t>(m));
+    for (size_t k = 0; k < static_cast<size_t>(m); ++k) {
+      const uint64_t a = fresh.draw(), b = fresh.draw();
+      prompts[k] = prompt(a, b);
+      want[k] = answer(a, b);
+      ctx[k].assign(prompts[k].begin(), prompts[k].end());
     }
-    if (got == want) ++right;
-    if (examples && examples->size() < 5) {
-      std::string shown = got;
-      if (!shown.empty() && shown.back() == '\n') shown.pop_back();
-      examples->push_back(p + shown + (got == want ? "   (right)" : "   (wrong: " + want.substr(0, want.size() - 1) + ")"));
+    // Every row decodes until its newline or one byte past its answer's length.
+    for (size_t step = 0; step <= static_cast<size_t>(digits_) + 2; ++step) {
+      const std::vector<int> next = next_tokens(ctx);
+      for (size_t k = 0; k < static_cast<size_t>(m); ++k) {
+        if ((!got[k].empty() && got[k].back() == '\n') || got[k].size() > want[k].size()) continue;
+        got[k].push_back(static_cast<char>(next[k]));
+        ctx[k].push_back(next[k]);
+      }
+    }
+    for (size_t k = 0; k < static_cast<size_t>(m); ++k) {
+      if (got[k] == want[k]) ++right;
+      if (examples && examples->size() < 5) {
+        std::string shown = got[k];
+        if (!shown.empty() && shown.back() == '\n') shown.pop_back();
+        examples->push_back(prompts[k] + shown +
+                            (got[k] == want[k] ? "   (right)" : "   (wrong: " + want[k].substr(0, want[k].size() - 1) + ")"));
+      }
     }
   }
   return n > 0 ? static_cast<double>(right) / n : 0.0;

@@ -2,13 +2,16 @@
 // serves the built-in task and any text file.
 //
 // AdditionTask (the default; nothing to download): lines "a+b=c\n" with a and
-// b uniform in [0, 10^digits) written in decimal and the sum c written
-// LEAST-significant digit first (123+456=975 means 579): a transformer then
-// produces each digit from digits it has already seen (the carry flows the
-// way it writes), which makes the task learnable by a tiny model in a minute
-// of CPU time. Training windows are cut from a stream of such lines; the
-// targets of every position that is not part of an answer (its digits and the
-// "\n" after them) are kIgnore, so the loss measures exactly the task.
+// b uniform in [0, 10^digits) written with exactly `digits` digits (leading
+// zeros) and the sum c written with digits + 1 digits, LEAST-significant digit
+// first (3 digits: 123+456=9750 means 0579): every line has the same layout,
+// and a transformer produces each digit of the sum from digits it has
+// already seen (the carry flows the way it writes), which makes the task
+// learnable by a tiny model in a minute of CPU time. Each training row starts
+// at the beginning of a line and holds whole lines (the last one cut at T + 1
+// tokens), so a digit's role is also told by its position. The targets of
+// every position that is not part of an answer (its digits and the "\n"
+// after them) are kIgnore: the loss measures exactly the task.
 // accuracy(): greedy decoding of fresh problems, scored exactly.
 //
 // TextData (--data FILE): the file's bytes; windows of T + 1 bytes at
@@ -39,23 +42,23 @@ class AdditionTask {
  public:
   AdditionTask(int digits, uint64_t seed);
   // "a+b=" and the expected continuation (reversed sum then "\n").
-  static std::string prompt(uint64_t a, uint64_t b);
-  static std::string answer(uint64_t a, uint64_t b);
+  std::string prompt(uint64_t a, uint64_t b) const;
+  std::string answer(uint64_t a, uint64_t b) const;
   void next_batch(int64_t B, int64_t T, Batch& batch);
-  // Greedy-decodes `n` fresh problems (seeded by `seed`) with `next_token`
-  // (context -> the model's most likely next byte) and returns the fraction
-  // answered exactly; `examples` receives the first few lines as decoded.
-  double accuracy(int n, uint64_t seed, const std::function<int(const std::vector<int32_t>&)>& next_token,
+  // Greedy-decodes `n` fresh problems (seeded by `seed`) and returns the
+  // fraction answered exactly. `next_tokens` maps a batch of contexts to the
+  // model's most likely next byte of each (it is called with at most
+  // `batch` contexts at a time); `examples` receives the first few lines as
+  // decoded.
+  using NextTokens = std::function<std::vector<int>(const std::vector<std::vector<int32_t>>&)>;
+  double accuracy(int n, uint64_t seed, size_t batch, const NextTokens& next_tokens,
                   std::vector<std::string>* examples = nullptr) const;
   int digits() const { return digits_; }
-  size_t max_line() const { return static_cast<size_t>(3 * digits_ + 4); }  // a+b=c\n, c up to digits + 1
+  size_t line_length() const { return static_cast<size_t>(3 * digits_ + 4); }  // a+b=c\n
 
  private:
-  void ensure(size_t n);  // n tokens available from pos_
   int digits_;
   std::mt19937_64 rng_;
-  std::vector<int32_t> stream_, mask_;  // tokens; 1 where the token is part of an answer
-  size_t pos_ = 0;
   uint64_t draw();
 };
 

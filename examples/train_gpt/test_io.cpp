@@ -160,11 +160,15 @@ TEST(TrainGptSafetensors, SaveRefusesWhatTheFormatCannotHold) {
   std::remove(path.c_str());
 }
 
-TEST(TrainGptTasks, AdditionLinesAreWrittenWithTheSumReversed) {
-  EXPECT_EQ(AdditionTask::prompt(123, 456), "123+456=");
-  EXPECT_EQ(AdditionTask::answer(123, 456), "975\n");  // 579 reversed
-  EXPECT_EQ(AdditionTask::answer(999, 1), "0001\n");   // 1000 reversed
-  EXPECT_EQ(AdditionTask::answer(0, 0), "0\n");
+TEST(TrainGptTasks, AdditionLinesHaveFixedWidthsAndTheSumReversed) {
+  const AdditionTask t3(3, 0), t2(2, 0);
+  EXPECT_EQ(t3.prompt(123, 456), "123+456=");
+  EXPECT_EQ(t3.answer(123, 456), "9750\n");  // 0579 reversed
+  EXPECT_EQ(t3.answer(999, 1), "0001\n");    // 1000 reversed
+  EXPECT_EQ(t3.prompt(7, 40), "007+040=");
+  EXPECT_EQ(t2.answer(0, 0), "000\n");
+  EXPECT_EQ(t2.prompt(5, 99) + t2.answer(5, 99), "05+99=401\n");
+  EXPECT_EQ((t2.prompt(5, 99) + t2.answer(5, 99)).size(), t2.line_length());
 }
 
 TEST(TrainGptTasks, AdditionBatchesShiftByOneAndScoreOnlyAnswers) {
@@ -202,20 +206,29 @@ TEST(TrainGptTasks, AdditionBatchesShiftByOneAndScoreOnlyAnswers) {
 
 TEST(TrainGptTasks, AccuracyScoresExactAnswers) {
   AdditionTask task(2, 1);
-  // An oracle that reads the prompt and answers right, and one that always says "0\n".
-  auto oracle = [](const std::vector<int32_t>& ctx) {
-    std::string s(ctx.begin(), ctx.end());
-    const size_t plus = s.find('+'), eq = s.find('=');
-    const uint64_t a = std::stoull(s.substr(0, plus)), b = std::stoull(s.substr(plus + 1, eq - plus - 1));
-    const std::string want = AdditionTask::answer(a, b);
-    return static_cast<int>(static_cast<uint8_t>(want[s.size() - eq - 1]));
+  // An oracle that reads each prompt and answers right, and one that always says "0\n".
+  auto oracle = [](const std::vector<std::vector<int32_t>>& ctxs) {
+    std::vector<int> out;
+    for (const auto& ctx : ctxs) {
+      std::string s(ctx.begin(), ctx.end());
+      const size_t plus = s.find('+'), eq = s.find('=');
+      const uint64_t a = std::stoull(s.substr(0, plus)), b = std::stoull(s.substr(plus + 1, eq - plus - 1));
+      const std::string want = AdditionTask(2, 0).answer(a, b);
+      const size_t at = s.size() - eq - 1;
+      out.push_back(at < want.size() ? static_cast<uint8_t>(want[at]) : 'x');
+    }
+    return out;
   };
   std::vector<std::string> shown;
-  EXPECT_EQ(task.accuracy(50, 3, oracle, &shown), 1.0);
+  EXPECT_EQ(task.accuracy(50, 3, 7, oracle, &shown), 1.0);
   ASSERT_EQ(shown.size(), 5u);
   EXPECT_NE(shown[0].find("(right)"), std::string::npos);
-  auto zero = [](const std::vector<int32_t>& ctx) { return ctx.back() == '0' ? '\n' : '0'; };
-  EXPECT_LT(task.accuracy(50, 3, zero), 0.2);
+  auto zero = [](const std::vector<std::vector<int32_t>>& ctxs) {
+    std::vector<int> out;
+    for (const auto& ctx : ctxs) out.push_back(ctx.back() == '0' ? '\n' : '0');
+    return out;
+  };
+  EXPECT_LT(task.accuracy(50, 3, 16, zero), 0.2);
 }
 
 TEST(TrainGptTasks, TextWindowsAreSlicesOfTheFile) {

@@ -30,17 +30,16 @@ struct Fixture {
       targets.push_back(i % 4 == 1 ? -100 : static_cast<int32_t>((i * 5 + 1) % cfg.vocab));
     }
   }
-  TensorRef tok() const { return TensorRef::contiguous(tokens.data(), DType::I32, Device::cpu(), {cfg.batch, cfg.seq_len}); }
-  TensorRef tgt() const {
-    return TensorRef::contiguous(targets.data(), DType::I32, Device::cpu(), {cfg.batch * cfg.seq_len});
-  }
 };
 
 double loss_of(Gpt& m, const Fixture& f) {
-  EXPECT_TRUE(m.forward(f.tok()).is_ok());
-  const Status st = m.backward(f.tok(), f.tgt());
+  EXPECT_TRUE(m.set_batch(f.tokens, f.targets).is_ok());
+  EXPECT_TRUE(m.forward().is_ok());
+  const Status st = m.backward();
   EXPECT_TRUE(st.is_ok()) << st.to_string();
-  return *static_cast<const double*>(m.loss_view().data);
+  double loss = 0;
+  EXPECT_TRUE(m.read_loss(&loss).is_ok());
+  return loss;
 }
 
 }  // namespace
