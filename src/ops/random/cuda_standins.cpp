@@ -9,7 +9,7 @@ namespace baracuda::random::cuda {
 Status launch_fill(const FillLaunch&) { return baracuda::detail::family_not_built("RandomPlan", "random"); }
 
 Status launch_dropout(const DropoutLaunch& l) {
-  return baracuda::detail::family_not_built(l.mask_in || l.offset_bias ? "DropoutBackwardPlan" : "DropoutPlan", "random");
+  return baracuda::detail::family_not_built(l.backward ? "DropoutBackwardPlan" : "DropoutPlan", "random");
 }
 
 }  // namespace baracuda::random::cuda

@@ -54,6 +54,7 @@ struct DropoutLaunch {
   int64_t* offset_ptr = nullptr;    // offset += *offset_ptr + offset_bias
   int64_t offset_bias = 0;          // forward 0, backward -1
   bool increment = false;           // forward with device_offset: ++*offset_ptr after
+  bool backward = false;            // names DropoutBackwardPlan in errors
   void* stream = nullptr;
   int sm_count = 0;
 };

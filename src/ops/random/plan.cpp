@@ -281,6 +281,7 @@ cuda::DropoutLaunch fw_launch(const DropoutPlan& p, const DropoutArgs& a) {
 cuda::DropoutLaunch bw_launch(const DropoutBackwardPlan& p, const DropoutBackwardArgs& a) {
   const DropoutBackwardDescriptor& d = p.descriptor();
   cuda::DropoutLaunch l = dropout_launch<DropoutBackwardArgs>(p, d.dtype, d.shape, d.p, a.dy, a.dx, a.seed);
+  l.backward = true;
   if (d.use_mask) l.mask_in = a.mask.data, l.mask_stride = a.mask.strides.rank ? a.mask.strides[0] : 1;
   if (d.device_offset) l.offset_ptr = const_cast<int64_t*>(static_cast<const int64_t*>(a.offset.data)), l.offset_bias = -1;
   return l;

@@ -68,22 +68,26 @@ Status launch_typed(const DropoutLaunch& l, cudaStream_t s, const char* what) {
 }  // namespace
 }  // namespace kern
 
+namespace {
+Status dropout_dispatch(const DropoutLaunch& l, cudaStream_t s, const char* what) {
+  if (l.n == 0) return Status::ok();
+  switch (l.dtype) {
+    case DType::F32: return kern::launch_typed<float>(l, s, what);
+    case DType::F64: return kern::launch_typed<double>(l, s, what);
+    case DType::F16: return kern::launch_typed<__half>(l, s, what);
+    case DType::BF16: return kern::launch_typed<__nv_bfloat16>(l, s, what);
+    default: break;
+  }
+  return Status(StatusCode::Unsupported, "DropoutPlan: CUDA kernel needs f32, f64, f16 or bf16");
+}
+}  // namespace
+
 Status launch_dropout(const DropoutLaunch& l) {
   cudaStream_t s = static_cast<cudaStream_t>(l.stream);
-  const bool backward = l.mask_in != nullptr || l.offset_bias != 0;
-  const char* what = backward ? "DropoutBackwardPlan: kernel launch" : "DropoutPlan: kernel launch";
-  Status st = Status::ok();
-  if (l.n > 0) {
-    switch (l.dtype) {
-      case DType::F32: st = kern::launch_typed<float>(l, s, what); break;
-      case DType::F64: st = kern::launch_typed<double>(l, s, what); break;
-      case DType::F16: st = kern::launch_typed<__half>(l, s, what); break;
-      case DType::BF16: st = kern::launch_typed<__nv_bfloat16>(l, s, what); break;
-      default: return Status(StatusCode::Unsupported, "DropoutPlan: CUDA kernel needs f32, f64, f16 or bf16");
-    }
-  }
-  if (st.is_ok() && l.increment && l.offset_ptr) st = kern::bump_offset(l.offset_ptr, s, "DropoutPlan: offset increment");
-  return st;
+  BARACUDA_RETURN_IF_ERROR(
+      dropout_dispatch(l, s, l.backward ? "DropoutBackwardPlan: kernel launch" : "DropoutPlan: kernel launch"));
+  if (l.increment && l.offset_ptr) return kern::bump_offset(l.offset_ptr, s, "DropoutPlan: offset increment");
+  return Status::ok();
 }
 
 }  // namespace baracuda::random::cuda

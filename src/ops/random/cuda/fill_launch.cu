@@ -76,22 +76,27 @@ Status launch_gen(const FillLaunch& l, cudaStream_t s) {
 }  // namespace
 }  // namespace kern
 
+namespace {
+Status fill_dispatch(const FillLaunch& l, cudaStream_t s) {
+  if (l.n == 0) return Status::ok();
+  switch (l.gen) {
+    case Gen::Uniform: return kern::launch_gen<Gen::Uniform>(l, s);
+    case Gen::Normal: return kern::launch_gen<Gen::Normal>(l, s);
+    case Gen::TruncNormal: return kern::launch_gen<Gen::TruncNormal>(l, s);
+    case Gen::Bernoulli: return kern::launch_gen<Gen::Bernoulli>(l, s);
+    case Gen::BernoulliTensor: return kern::launch_gen<Gen::BernoulliTensor>(l, s);
+    case Gen::RandInt32: return kern::launch_gen<Gen::RandInt32>(l, s);
+    case Gen::RandInt64: return kern::launch_gen<Gen::RandInt64>(l, s);
+  }
+  return Status(StatusCode::Unsupported, "RandomPlan: unknown generator");
+}
+}  // namespace
+
 Status launch_fill(const FillLaunch& l) {
   cudaStream_t s = static_cast<cudaStream_t>(l.stream);
-  Status st = Status::ok();
-  if (l.n > 0) {
-    switch (l.gen) {
-      case Gen::Uniform: st = kern::launch_gen<Gen::Uniform>(l, s); break;
-      case Gen::Normal: st = kern::launch_gen<Gen::Normal>(l, s); break;
-      case Gen::TruncNormal: st = kern::launch_gen<Gen::TruncNormal>(l, s); break;
-      case Gen::Bernoulli: st = kern::launch_gen<Gen::Bernoulli>(l, s); break;
-      case Gen::BernoulliTensor: st = kern::launch_gen<Gen::BernoulliTensor>(l, s); break;
-      case Gen::RandInt32: st = kern::launch_gen<Gen::RandInt32>(l, s); break;
-      case Gen::RandInt64: st = kern::launch_gen<Gen::RandInt64>(l, s); break;
-    }
-  }
-  if (st.is_ok() && l.offset_ptr) st = kern::bump_offset(l.offset_ptr, s, "RandomPlan: offset increment");
-  return st;
+  BARACUDA_RETURN_IF_ERROR(fill_dispatch(l, s));
+  if (l.offset_ptr) return kern::bump_offset(l.offset_ptr, s, "RandomPlan: offset increment");
+  return Status::ok();
 }
 
 }  // namespace baracuda::random::cuda
