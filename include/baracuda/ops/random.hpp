@@ -109,12 +109,14 @@
 //     elements: a thread computes the chunk's Philox block(s), transforms them
 //     and writes 16-byte vectors when out is contiguous and 16-byte aligned;
 //     other views (and a partial last chunk) go element by element through
-//     out's strides ("strided" in sku_for). Grid: enough blocks of 256 threads
-//     to fill every SM a few times over.
+//     out's strides ("strided" in sku_for).
 //   dropout "vec16": one thread per chunk of 8 elements (two Philox blocks,
 //     one mask byte): 16-byte loads / stores of x and out when both are
 //     contiguous and 16-byte aligned, a strided path otherwise; the backward
 //     with use_mask reads one mask byte per chunk and computes no Philox.
+//   Both: 256-thread blocks, grid = one wave at most (the kernel's resident
+//   blocks per SM, from the occupancy query made once per kernel and
+//   process, times the SM count), so every block does the same work.
 //   No workspace; no host synchronization; capture-safe.
 #pragma once
 #include <cstdint>

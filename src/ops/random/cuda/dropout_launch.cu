@@ -58,10 +58,12 @@ __global__ void __launch_bounds__(kThreads) dropout_kernel(const DropoutLaunch l
 
 template <class T>
 Status launch_typed(const DropoutLaunch& l, cudaStream_t s, const char* what) {
-  const unsigned grid = grid_for((l.n + 7) / 8, l.sm_count);
-  if (l.mask_in) dropout_kernel<T, kReadMask><<<grid, kThreads, 0, s>>>(l);
-  else if (l.mask_out) dropout_kernel<T, kRegenSave><<<grid, kThreads, 0, s>>>(l);
-  else dropout_kernel<T, kRegen><<<grid, kThreads, 0, s>>>(l);
+  static const int per_sm[3] = {resident_blocks(dropout_kernel<T, kRegen>), resident_blocks(dropout_kernel<T, kRegenSave>),
+                                resident_blocks(dropout_kernel<T, kReadMask>)};  // queried once
+  const int64_t chunks = (l.n + 7) / 8;
+  if (l.mask_in) dropout_kernel<T, kReadMask><<<grid_for(chunks, l.sm_count, per_sm[2]), kThreads, 0, s>>>(l);
+  else if (l.mask_out) dropout_kernel<T, kRegenSave><<<grid_for(chunks, l.sm_count, per_sm[1]), kThreads, 0, s>>>(l);
+  else dropout_kernel<T, kRegen><<<grid_for(chunks, l.sm_count, per_sm[0]), kThreads, 0, s>>>(l);
   return baracuda::detail::cuda_status(static_cast<int>(cudaGetLastError()), what);
 }
 

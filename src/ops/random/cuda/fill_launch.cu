@@ -51,7 +51,8 @@ Status launch_typed(const FillLaunch& l, cudaStream_t s) {
   constexpr int K = gen_k<G, T>();
   constexpr int V = static_cast<int>(16 / sizeof(T));
   constexpr int E = V > K ? V : K;
-  fill_kernel<G, T><<<grid_for((l.n + E - 1) / E, l.sm_count), kThreads, 0, s>>>(l);
+  static const int per_sm = resident_blocks(fill_kernel<G, T>);  // per kernel, queried once
+  fill_kernel<G, T><<<grid_for((l.n + E - 1) / E, l.sm_count, per_sm), kThreads, 0, s>>>(l);
   return baracuda::detail::cuda_status(static_cast<int>(cudaGetLastError()), "RandomPlan: kernel launch");
 }
 

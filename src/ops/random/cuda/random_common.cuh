@@ -59,10 +59,23 @@ __device__ __forceinline__ double load_p(const void* p, DType t, int64_t off) {
   }
 }
 
-// A grid-stride grid: enough 256-thread blocks to fill every SM 8 times.
-inline unsigned grid_for(int64_t items, int sm_count) {
+// Blocks of `kernel` resident on one SM at kThreads threads (at least 1).
+template <class Kernel>
+inline int resident_blocks(Kernel kernel) {
+  int b = 0;
+  if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, kernel, kThreads, 0) != cudaSuccess) {
+    (void)cudaGetLastError();
+    b = 4;
+  }
+  return b > 0 ? b : 1;
+}
+
+// A grid-stride grid: one full wave (per_sm resident blocks on every SM) at
+// most, so every block does the same number of chunks and no partial second
+// wave runs.
+inline unsigned grid_for(int64_t items, int sm_count, int per_sm) {
   const int64_t need = (items + kThreads - 1) / kThreads;
-  const int64_t cap = static_cast<int64_t>(sm_count > 0 ? sm_count : 132) * 8;
+  const int64_t cap = static_cast<int64_t>(sm_count > 0 ? sm_count : 132) * per_sm;
   return static_cast<unsigned>(need < cap ? (need > 0 ? need : 1) : cap);
 }
 
