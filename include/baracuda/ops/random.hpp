@@ -47,6 +47,10 @@
 //     top of the range) is replaced by low: torch's CUDA rule (the result
 //     never equals high; low becomes a little more likely). low <= high,
 //     both finite (low == high gives low everywhere).
+//   Range rule (all float parameters): low, high, high - low, mean, std,
+//     std sqrt(2), a, b must lie within the output dtype's finite range
+//     (f16 65504, bf16 / f32 about 3.4e38, f64 DBL_MAX): InvalidProblem
+//     otherwise (torch also refuses out-of-range bounds).
 //   Normal(mean, std): Box-Muller, z = sqrt(-2 log u1) (cos, sin)(2 pi u2),
 //     v = mean + std z. f64 outputs use real f64 log / sincos (53-bit
 //     uniforms). std >= 0 and finite, mean finite.

@@ -68,6 +68,26 @@ double exact_int_limit(DType t) {
   }
 }
 
+// The largest finite value of a float dtype (f64: DBL_MAX).
+double finite_limit(DType t) {
+  switch (t) {
+    case DType::F16: return 65504.0;
+    case DType::BF16: return 3.3895313892515355e38;
+    case DType::F32: return 3.4028234663852886e38;
+    default: return 1.7976931348623157e308;
+  }
+}
+
+// Parameters computed in f32 for f32 / f16 / bf16 outputs must be finite there.
+Status check_in_range(const RandomDescriptor& d, std::initializer_list<std::pair<const char*, double>> values) {
+  const double lim = finite_limit(d.dtype);
+  for (const auto& [name, v] : values)
+    if (!(std::fabs(v) <= lim))
+      return invalid(kRandom, random_distribution_name(d.distribution), "'s ", name, " ", v, " is outside ", d.dtype,
+                     "'s finite range (|value| <= ", lim, ")");
+  return Status::ok();
+}
+
 Status check_random(const RandomDescriptor& d, FillParams* q, Gen* gen) {
   using RD = RandomDistribution;
   if (!dtype_is_valid(d.dtype)) return unsupported(kRandom, "dtype ", static_cast<int>(d.dtype), " is not a dtype");
@@ -83,8 +103,7 @@ Status check_random(const RandomDescriptor& d, FillParams* q, Gen* gen) {
     case RD::Uniform:
       if (!std::isfinite(d.low) || !std::isfinite(d.high) || !(d.low <= d.high))
         return invalid(kRandom, "uniform needs finite low <= high (got low ", d.low, ", high ", d.high, ")");
-      if (!std::isfinite(d.high - d.low))
-        return invalid(kRandom, "uniform's width high - low overflows (low ", d.low, ", high ", d.high, ")");
+      BARACUDA_RETURN_IF_ERROR(check_in_range(d, {{"low", d.low}, {"high", d.high}, {"width high - low", d.high - d.low}}));
       *gen = Gen::Uniform;
       q->low = d.low, q->high = d.high, q->width = d.high - d.low;
       q->low_f = static_cast<float>(d.low), q->high_f = static_cast<float>(d.high);
@@ -94,6 +113,7 @@ Status check_random(const RandomDescriptor& d, FillParams* q, Gen* gen) {
       if (!std::isfinite(d.mean) || !std::isfinite(d.std) || !(d.std >= 0))
         return invalid(kRandom, "normal needs a finite mean and a finite std >= 0 (got mean ", d.mean, ", std ", d.std,
                        ")");
+      BARACUDA_RETURN_IF_ERROR(check_in_range(d, {{"mean", d.mean}, {"std", d.std}}));
       *gen = Gen::Normal;
       q->mean = d.mean, q->std = d.std, q->mean_f = static_cast<float>(d.mean), q->std_f = static_cast<float>(d.std);
       return Status::ok();
@@ -102,6 +122,8 @@ Status check_random(const RandomDescriptor& d, FillParams* q, Gen* gen) {
           !std::isfinite(d.b) || !(d.a < d.b))
         return invalid(kRandom, "truncated_normal needs finite mean, std > 0 and a < b (got mean ", d.mean, ", std ",
                        d.std, ", a ", d.a, ", b ", d.b, ")");
+      BARACUDA_RETURN_IF_ERROR(
+          check_in_range(d, {{"mean", d.mean}, {"std * sqrt(2)", d.std * std::sqrt(2.0)}, {"a", d.a}, {"b", d.b}}));
       auto cdf = [](double x) { return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))); };
       const double l = cdf((d.a - d.mean) / d.std), h = cdf((d.b - d.mean) / d.std);
       *gen = Gen::TruncNormal;
