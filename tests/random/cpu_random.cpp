@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "baracuda/baracuda.hpp"
+#include "ops/random/transform.hpp"
 #include "random/random_helpers.hpp"
 #include "support/reduce_helpers.hpp"  // BT_EXPECT_STATUS
 
@@ -115,6 +116,55 @@ TEST(RandomCpu, KnownAnswerLiterals) {
   std::printf("normal f32 bits %08x %08x %08x %08x (words %08x %08x %08x %08x)\n", bits[0], bits[1], bits[2], bits[3],
               w.w[0], w.w[1], w.w[2], w.w[3]);
   EXPECT_EQ(bits, (std::vector<uint32_t>{0xbf785e59u, 0x3e46acecu, 0xbf9e28cdu, 0x3ff6433eu}));
+}
+
+// ---- the exact transcendental functions against libm ----------------------------------------
+TEST(RandomCpu, ExactFunctionsAgainstLibm) {
+  namespace e64 = baracuda::random::exact64;
+  double worst_log = 0, worst_exp = 0, worst_sc = 0, worst_erf = 0, worst_erfc = 0;
+  for (int i = 1; i <= 20000; ++i) {
+    const double u = i / 20000.0 * 0.999 + std::ldexp(1.0, -53) * i;
+    worst_log = std::max(worst_log, std::fabs(e64::log(u) - std::log(u)) / std::max(std::fabs(std::log(u)), 1e-300));
+    const double x = -40.0 * i / 20000.0;
+    worst_exp = std::max(worst_exp, std::fabs(e64::exp(x) - std::exp(x)) / std::exp(x));
+    double s, c;
+    e64::sincos_2pi(u, s, c);
+    worst_sc = std::max({worst_sc, std::fabs(s - std::sin(2 * M_PI * u)), std::fabs(c - std::cos(2 * M_PI * u))});
+    const double y = 2.0 * i / 20000.0;
+    worst_erf = std::max(worst_erf, std::fabs(e64::erf_small(y) - std::erf(y)) / std::erf(y));
+    const double z = 2.0 + 6.0 * i / 20000.0;
+    worst_erfc = std::max(worst_erfc, std::fabs(e64::erfc_large(z) - std::erfc(z)) / std::erfc(z));
+  }
+  EXPECT_LT(worst_log, 4e-16);
+  EXPECT_LT(worst_exp, 4e-16);
+  EXPECT_LT(worst_sc, 1e-15);  // absolute
+  EXPECT_LT(worst_erf, 4e-15);
+  EXPECT_LT(worst_erfc, 1e-14);
+}
+
+TEST(RandomCpu, ErfinvAccuracy) {
+  double worst32 = 0, worst64 = 0;
+  for (int i = -20000; i <= 20000; ++i) {
+    const double x = i / 20001.0;
+    const double y32 = baracuda::random::erfinv_f32(static_cast<float>(x));
+    const double y64 = baracuda::random::erfinv_f64(x);
+    // compare through erf (well conditioned): |erf(y) - x| relative to erf'(y) |y|
+    const double d = 2 / std::sqrt(M_PI) * std::exp(-y64 * y64);
+    if (x != 0) {
+      worst32 = std::max(worst32, std::fabs(std::erf(y32) - static_cast<float>(x)) / (d * std::fabs(y64)));
+      worst64 = std::max(worst64, std::fabs(std::erf(y64) - x) / (d * std::fabs(y64)));
+    }
+  }
+  EXPECT_LT(worst32, 2e-6);
+  EXPECT_LT(worst64, 3e-14);  // near |y| = 2 (erf_small, 1e-15 relative)
+  // tails: 1 - x down to 2^-52 (through erfc: relative accuracy of y)
+  for (int k = 2; k <= 52; ++k) {
+    const double t = std::ldexp(1.0, -k), y = baracuda::random::erfinv_f64(1.0 - t);
+    EXPECT_NEAR(std::erfc(y) / t, 1.0, 1e-12) << k;
+    EXPECT_EQ(baracuda::random::erfinv_f64(-(1.0 - t)), -y) << k;
+  }
+  EXPECT_EQ(baracuda::random::erfinv_f64(1.0), INFINITY);
+  EXPECT_EQ(baracuda::random::erfinv_f64(-1.0), -INFINITY);
 }
 
 // ---- statistics ------------------------------------------------------------------------

@@ -14,13 +14,13 @@
 //   Element i of out, i its row-major logical position (whatever out's
 //   strides), uses Philox block i / K of (seed, offset) (counter = (block lo,
 //   block hi, offset lo, offset hi), key = seed) and slot j = i % K of it:
-//     K = 4, slot j = word j: uniform f32 / f16 / bf16, truncated normal (all
-//       dtypes), bernoulli (all dtypes), randint with high - low <= 2^32,
-//       dropout (block i / 4, word i % 4);
+//     K = 4, slot j = word j: uniform and truncated normal f32 / f16 / bf16,
+//       bernoulli (all dtypes), randint with high - low <= 2^32, dropout
+//       (block i / 4, word i % 4);
 //     K = 4, Box-Muller (normal f32 / f16 / bf16): slots 2q and 2q + 1 are
 //       the cos and sin results of the pair of words (2q, 2q + 1);
-//     K = 2, slot j = words (2j, 2j + 1) as (low, high) 32 bits: uniform f64,
-//       randint with high - low > 2^32;
+//     K = 2, slot j = words (2j, 2j + 1) as (low, high) 32 bits: uniform and
+//       truncated normal f64, randint with high - low > 2^32;
 //     K = 2, Box-Muller f64: slots 0 and 1 are the cos and sin results of
 //       u1 = words (0, 1), u2 = words (2, 3).
 //   Uniforms: u = (w >> 8) 2^-24 in [0, 1) from one word; (w >> 8 + 1) 2^-24
@@ -57,10 +57,11 @@
 //   TruncatedNormal(mean, std, a, b): torch.nn.init.trunc_normal_'s method:
 //     l = Phi((a - mean) / std), h = Phi((b - mean) / std) (f64 on the host,
 //     at select()), x = (2l - 1) + (2h - 2l) u, v = mean + std sqrt(2)
-//     erfinv(x), clamped to [a, b]. erfinv: Giles' f32 polynomials (about
-//     4e-7 relative). f64 outputs: x and erfinv in f32 (the 24-bit uniform
-//     and the f32 erfinv widened), the affine map and the clamp in f64 (a
-//     real f64 erfinv is future work). std > 0, a < b, all finite.
+//     erfinv(x), clamped to [a, b]. erfinv in f32: Giles' polynomials (about
+//     4e-7 relative); in f64 (53-bit uniforms): Giles' start and four Newton
+//     steps on an exact f64 erf / erfc (within 3e-14 relative). x = -1 or 1
+//     (a bound beyond ~38 std) gives a, b after the clamp. std > 0, a < b,
+//     all finite.
 //   Bernoulli(p): out = 1 where u < p, else 0 (u: 24-bit, for every dtype).
 //     p a host scalar (descriptor.p, in [0, 1]: InvalidProblem otherwise, on
 //     both backends, as torch's CPU), or with p_tensor a tensor p (Args::p,

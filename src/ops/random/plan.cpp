@@ -127,7 +127,8 @@ Status check_random(const RandomDescriptor& d, FillParams* q, Gen* gen) {
       auto cdf = [](double x) { return 0.5 * (1.0 + std::erf(x / std::sqrt(2.0))); };
       const double l = cdf((d.a - d.mean) / d.std), h = cdf((d.b - d.mean) / d.std);
       *gen = Gen::TruncNormal;
-      q->tlo_f = static_cast<float>(2 * l - 1), q->twidth_f = static_cast<float>(2 * h - 2 * l);
+      q->tlo = 2 * l - 1, q->twidth = 2 * h - 2 * l;
+      q->tlo_f = static_cast<float>(q->tlo), q->twidth_f = static_cast<float>(q->twidth);
       q->mean = d.mean, q->mean_f = static_cast<float>(d.mean);
       q->tscale = d.std * std::sqrt(2.0), q->tscale_f = static_cast<float>(q->tscale);
       q->a = d.a, q->b = d.b, q->a_f = static_cast<float>(d.a), q->b_f = static_cast<float>(d.b);

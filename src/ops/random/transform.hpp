@@ -9,9 +9,9 @@
 // elements of out: element i uses block i / K and the words of slot i % K:
 //   K = 4: slot j uses word j (one-word transforms; Box-Muller f32: slots
 //          2q, 2q+1 share words 2q, 2q+1)
-//   K = 2: slot j uses words 2j (low) and 2j + 1 (high) (f64 uniform,
-//          randint over ranges above 2^32; f64 Box-Muller: both slots share
-//          all four words).
+//   K = 2: slot j uses words 2j (low) and 2j + 1 (high) (f64 uniform, f64
+//          truncated normal, randint over ranges above 2^32; f64 Box-Muller:
+//          both slots share all four words).
 // Conversions to the output type go through a policy C (host: half /
 // bfloat16 host types; device: __half / __nv_bfloat16), both rounding to
 // nearest even: C::from_f(float), C::from_d(double), C::from_i(int64_t),
@@ -33,7 +33,7 @@ enum class Gen : int { Uniform, Normal, TruncNormal, Bernoulli, BernoulliTensor,
 
 template <Gen G, class T>
 BARACUDA_HOST_DEVICE constexpr int gen_k() {
-  if constexpr (G == Gen::Uniform || G == Gen::Normal) return std::is_same_v<T, double> ? 2 : 4;
+  if constexpr (G == Gen::Uniform || G == Gen::Normal || G == Gen::TruncNormal) return std::is_same_v<T, double> ? 2 : 4;
   else if constexpr (G == Gen::RandInt64) return 2;
   else return 4;
 }
@@ -48,10 +48,10 @@ struct FillParams {
   // Normal: v = mean + std * z.
   double mean = 0, std = 0;
   float mean_f = 0, std_f = 0;
-  // TruncNormal: x = tlo + twidth * u (f32), y = erfinv(x) (f32),
-  // v = mean + tscale * y, clamped to [a, b].
+  // TruncNormal: x = tlo + twidth * u, y = erfinv(x), v = mean + tscale * y,
+  // clamped to [a, b] (f32 fields for f32 / f16 / bf16, f64 fields for f64).
   float tlo_f = 0, twidth_f = 0, tscale_f = 0, a_f = 0, b_f = 0;
-  double tscale = 0, a = 0, b = 0;
+  double tlo = 0, twidth = 0, tscale = 0, a = 0, b = 0;
   // Bernoulli (scalar p): 1 where (w >> 8) < p_thr = ceil(p 2^24), i.e. u < p.
   uint32_t p_thr = 0;
   // RandInt: low + floor(word(s) * range / 2^32 (2^64)).
@@ -147,6 +147,54 @@ BARACUDA_HOST_DEVICE inline void sincos_2pi(double u, double& s_out, double& c_o
   else s_out = -c, c_out = s;
 }
 
+// exp(x) for x in [-708, 0]: x = k ln 2 + r, |r| <= ln 2 / 2 (ln 2 in hi + lo
+// as log), Taylor to r^13, times 2^k built from its bits.
+BARACUDA_HOST_DEVICE inline double exp(double x) {
+  using namespace baracuda::exact;
+  if (x < -708.0) x = -708.0;
+  const double k = std::floor(add(mul(x, 1.4426950408889634), 0.5));
+  const double r = sub(sub(x, mul(k, 6.93147180369123816490e-01)), mul(k, 1.90821492927058770002e-10));
+  double p = 1.0 / 6227020800.0;                      // 1/13!
+  p = add(1.0 / 479001600.0, mul(r, p));              // 1/12!
+  p = add(1.0 / 39916800.0, mul(r, p));               // 1/11!
+  p = add(1.0 / 3628800.0, mul(r, p));                // 1/10!
+  p = add(1.0 / 362880.0, mul(r, p));                 // 1/9!
+  p = add(1.0 / 40320.0, mul(r, p));                  // 1/8!
+  p = add(1.0 / 5040.0, mul(r, p));                   // 1/7!
+  p = add(1.0 / 720.0, mul(r, p));                    // 1/6!
+  p = add(1.0 / 120.0, mul(r, p));                    // 1/5!
+  p = add(1.0 / 24.0, mul(r, p));                     // 1/4!
+  p = add(1.0 / 6.0, mul(r, p));                      // 1/3!
+  p = add(0.5, mul(r, p));
+  p = add(1.0, mul(r, p));
+  p = add(1.0, mul(r, p));
+  return mul(p, from_bits(static_cast<uint64_t>(static_cast<int64_t>(k) + 1023) << 52));
+}
+
+// erf(y) for |y| <= 2: the Maclaurin series (2/sqrt(pi)) sum (-1)^n
+// y^(2n+1) / (n! (2n+1)), 40 terms (about 1e-15 relative).
+BARACUDA_HOST_DEVICE inline double erf_small(double y) {
+  using namespace baracuda::exact;
+  const double m = -mul(y, y);
+  double t = y, sum = y;
+  for (int n = 1; n <= 40; ++n) {
+    t = div(mul(t, m), static_cast<double>(n));
+    sum = add(sum, div(t, static_cast<double>(2 * n + 1)));
+  }
+  return mul(sum, 1.1283791670955126);  // 2 / sqrt(pi)
+}
+
+// erfc(y) for y >= 2: exp(-y^2) / (sqrt(pi) K), K = y + (1/2) / (y + 1 / (y +
+// (3/2) / (y + ...))), the continued fraction evaluated from 60 levels up
+// (about 4e-15 relative).
+BARACUDA_HOST_DEVICE inline double erfc_large(double y, double* fraction = nullptr) {
+  using namespace baracuda::exact;
+  double f = y;
+  for (int k = 60; k >= 1; --k) f = add(y, div(mul(0.5, static_cast<double>(k)), f));
+  if (fraction) *fraction = f;
+  return div(exact64::exp(-mul(y, y)), mul(1.7724538509055159, f));  // sqrt(pi)
+}
+
 }  // namespace exact64
 
 // erfinv(x) for x in [-1, 1] in f32 (M. Giles, "Approximating the erfinv
@@ -183,6 +231,62 @@ BARACUDA_HOST_DEVICE inline float erfinv_f32(float x) {
     p = add(2.83297682f, mul(p, w));
   }
   return mul(p, x);
+}
+
+// erfinv(x) in f64: Giles' f32 polynomials (evaluated in f64, w from the f64
+// log) as the start, then four Newton steps on erf(y) = x with the f64 erf
+// above (for |y| > 2 on log erfc and the exact 1 - |x|, so the tails keep
+// their precision): within 3e-14 relative (near |y| = 2, from erf_small),
+// about 1e-15 elsewhere. x <= -1 / >= 1 give -inf / +inf.
+// (Four steps, always: the same operations on both backends.)
+BARACUDA_HOST_DEVICE inline double erfinv_f64(double x) {
+  using namespace baracuda::exact;
+  if (!(x > -1.0)) return exact64::from_bits(0xfff0000000000000ull);
+  if (!(x < 1.0)) return exact64::from_bits(0x7ff0000000000000ull);
+  double w = -exact64::log(mul(sub(1.0, x), add(1.0, x)));
+  double p;
+  if (w < 5.0) {
+    w = sub(w, 2.5);
+    p = 2.81022636e-08;
+    p = add(3.43273939e-07, mul(p, w));
+    p = add(-3.5233877e-06, mul(p, w));
+    p = add(-4.39150654e-06, mul(p, w));
+    p = add(0.00021858087, mul(p, w));
+    p = add(-0.00125372503, mul(p, w));
+    p = add(-0.00417768164, mul(p, w));
+    p = add(0.246640727, mul(p, w));
+    p = add(1.50140941, mul(p, w));
+  } else {
+    w = sub(sqrt(w), 3.0);
+    p = -0.000200214257;
+    p = add(0.000100950558, mul(p, w));
+    p = add(0.00134934322, mul(p, w));
+    p = add(-0.00367342844, mul(p, w));
+    p = add(0.00573950773, mul(p, w));
+    p = add(-0.0076224613, mul(p, w));
+    p = add(0.00943887047, mul(p, w));
+    p = add(1.00167406, mul(p, w));
+    p = add(2.83297682, mul(p, w));
+  }
+  double y = mul(p, x);
+  // |y| > 2: Newton on log erfc(|y|) = log(1 - |x|) (1 - |x| exact there),
+  // nearly linear in y^2, whose derivative is -2K (erfc_large's fraction);
+  // else Newton on erf(y) = x.
+  const double ax = x < 0 ? -x : x;
+  const double log_t = exact64::log(sub(1.0, ax));
+  for (int it = 0; it < 4; ++it) {
+    const double ay = y < 0 ? -y : y;
+    if (ay > 2.0) {
+      double k;
+      const double e = exact64::erfc_large(ay, &k);
+      const double step = div(sub(exact64::log(e), log_t), mul(2.0, k));
+      y = y < 0 ? sub(y, step) : add(y, step);
+    } else {
+      const double d = mul(1.1283791670955126, exact64::exp(-mul(y, y)));  // erf'(y)
+      y = sub(y, div(sub(exact64::erf_small(y), x), d));
+    }
+  }
+  return y;
 }
 
 // floor(x * r / 2^64) (randint over ranges above 2^32).
@@ -232,13 +336,15 @@ BARACUDA_HOST_DEVICE inline void gen_block(const FillParams& q, const PhiloxWord
       }
     }
   } else if constexpr (G == Gen::TruncNormal) {
-    for (int j = 0; j < 4; ++j) {
-      const float y = erfinv_f32(add(q.tlo_f, mul(q.twidth_f, uniform_f32(w.w[j]))));
-      if constexpr (kF64) {
-        double v = add(q.mean, mul(q.tscale, static_cast<double>(y)));
-        v = v < q.a ? q.a : (v > q.b ? q.b : v);
-        out[j] = v;
-      } else {
+    if constexpr (kF64) {
+      for (int j = 0; j < 2; ++j) {
+        const double y = erfinv_f64(add(q.tlo, mul(q.twidth, uniform_f64(w.w[2 * j], w.w[2 * j + 1]))));
+        double v = add(q.mean, mul(q.tscale, y));
+        out[j] = v < q.a ? q.a : (v > q.b ? q.b : v);
+      }
+    } else {
+      for (int j = 0; j < 4; ++j) {
+        const float y = erfinv_f32(add(q.tlo_f, mul(q.twidth_f, uniform_f32(w.w[j]))));
         float v = add(q.mean_f, mul(q.tscale_f, y));
         v = v < q.a_f ? q.a_f : (v > q.b_f ? q.b_f : v);
         out[j] = C::from_f(v);
