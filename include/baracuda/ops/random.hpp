@@ -59,9 +59,10 @@
 //     at select()), x = (2l - 1) + (2h - 2l) u, v = mean + std sqrt(2)
 //     erfinv(x), clamped to [a, b]. erfinv in f32: Giles' polynomials (about
 //     4e-7 relative); in f64 (53-bit uniforms): Giles' start and four Newton
-//     steps on an exact f64 erf / erfc (within 3e-14 relative). x = -1 or 1
-//     (a bound beyond ~38 std) gives a, b after the clamp. std > 0, a < b,
-//     all finite.
+//     steps on an exact f64 erf / erfc (within 3e-14 relative). x can round
+//     to -1 or 1 only when a bound lies more than ~5 std from the mean:
+//     erfinv then gives -inf / inf (f64) or about -+9.3 (f32), and the clamp
+//     applies. std > 0, a < b, all finite.
 //   Bernoulli(p): out = 1 where u < p, else 0 (u: 24-bit, for every dtype).
 //     p a host scalar (descriptor.p, in [0, 1]: InvalidProblem otherwise, on
 //     both backends, as torch's CPU), or with p_tensor a tensor p (Args::p,
