@@ -23,4 +23,5 @@
 #include "baracuda/ops/indexing.hpp"
 #include "baracuda/ops/softmax.hpp"
 #include "baracuda/ops/loss.hpp"
+#include "baracuda/ops/random.hpp"
 #include "baracuda/version.hpp"
