@@ -54,7 +54,7 @@ TEST(RandpermCuda, MatchesCpuInEveryDtype) {
     for (const DType t : {DType::I64, DType::I32, DType::F64, DType::F32, DType::F16, DType::BF16}) {
       if ((t == DType::F16 && n > 2048) || (t == DType::BF16 && n > 256) || (t == DType::F32 && n > (1 << 24))) continue;
       expect_randperm(bt::randperm_desc(n, t), RandomSeed{0x5eed + static_cast<uint64_t>(n), 3}, nullptr,
-                      std::to_string(n) + " " + dtype_name(t));
+                      std::to_string(n) + " " + std::string(dtype_name(t)));
     }
   const auto big = bt::run_randperm(bt::kGpu, bt::randperm_desc((1 << 20) + 7), RandomSeed{1, 2});
   ASSERT_TRUE(big.st.is_ok());
@@ -112,7 +112,7 @@ TEST(MultinomialCuda, MatchesCpu) {
               if (p[static_cast<size_t>(r * c.C + j)] == 0) p[static_cast<size_t>(r * c.C + j)] = 0.5;
         const DType ot = c.C % 2 ? DType::I32 : DType::I64;
         const std::string w = std::to_string(c.R) + "x" + std::to_string(c.C) + " S " + std::to_string(S) +
-                              (repl ? " repl " : " no-repl ") + dtype_name(t);
+                              (repl ? " repl " : " no-repl ") + std::string(dtype_name(t));
         expect_multinomial(bt::multinomial_desc(t, {c.R, c.C}, S, repl, ot), p, RandomSeed{c.C * 31ull, 5}, nullptr,
                            nullptr, w);
         if (c.R == 1)
