@@ -112,7 +112,7 @@ Result<RandpermPlan> RandpermPlan::select(const Stream& stream, const RandpermDe
   if (desc.n > 0) {
     baracuda::detail::DeviceGuard guard(stream.device().ordinal);  // CUB's size queries read the current device
     BARACUDA_RETURN_IF_ERROR(guard.status());
-    baracuda::detail::PlanAccess::set_workspace(plan, cuda::kSamplingAlign + cuda::randperm_workspace(desc.n).total);
+    baracuda::detail::PlanAccess::set_workspace(plan, random::cuda::kSamplingAlign + random::cuda::randperm_workspace(desc.n).total);
   }
 #endif
   return plan;
@@ -135,7 +135,7 @@ Status RandpermPlan::run(const Stream& stream, Workspace ws, const RandpermArgs&
       },
       [&]() -> Status {
 #ifdef BARACUDA_WITH_CUDA
-        cuda::RandpermLaunch l;
+        random::cuda::RandpermLaunch l;
         l.n = desc_.n;
         l.dtype = desc_.dtype;
         l.out = a.out.data;
@@ -144,9 +144,9 @@ Status RandpermPlan::run(const Stream& stream, Workspace ws, const RandpermArgs&
         l.offset = a.seed.offset;
         l.offset_ptr = desc_.device_offset ? static_cast<int64_t*>(a.offset.data) : nullptr;
         l.workspace = aligned(ws.ptr);
-        if (desc_.n > 0) l.ws = cuda::randperm_workspace(desc_.n);
+        if (desc_.n > 0) l.ws = random::cuda::randperm_workspace(desc_.n);
         l.stream = stream.native_handle();
-        return cuda::launch_randperm(l);
+        return random::cuda::launch_randperm(l);
 #else
         return baracuda::detail::no_cuda(kRandperm);
 #endif
@@ -206,7 +206,7 @@ Result<MultinomialPlan> MultinomialPlan::select(const Stream& stream, const Mult
   baracuda::detail::DeviceGuard guard(stream.device().ordinal);
   BARACUDA_RETURN_IF_ERROR(guard.status());
   baracuda::detail::PlanAccess::set_workspace(
-      plan, cuda::kSamplingAlign + cuda::multinomial_workspace(R, C, desc.replacement).total);
+      plan, random::cuda::kSamplingAlign + random::cuda::multinomial_workspace(R, C, desc.replacement).total);
 #endif
   return plan;
 }
@@ -230,7 +230,7 @@ Status MultinomialPlan::run(const Stream& stream, Workspace ws, const Multinomia
       [&]() -> Status {
 #ifdef BARACUDA_WITH_CUDA
         const bool two_d = desc_.probs_shape.rank == 2;
-        cuda::MultinomialLaunch l;
+        random::cuda::MultinomialLaunch l;
         l.dtype = desc_.dtype;
         l.out_dtype = desc_.out_dtype;
         l.R = rows(), l.C = categories(), l.S = desc_.num_samples;
@@ -245,9 +245,9 @@ Status MultinomialPlan::run(const Stream& stream, Workspace ws, const Multinomia
         l.offset = a.seed.offset;
         l.offset_ptr = desc_.device_offset ? static_cast<int64_t*>(a.offset.data) : nullptr;
         l.workspace = aligned(ws.ptr);
-        if (l.R * l.S > 0) l.ws = cuda::multinomial_workspace(l.R, l.C, l.replacement);
+        if (l.R * l.S > 0) l.ws = random::cuda::multinomial_workspace(l.R, l.C, l.replacement);
         l.stream = stream.native_handle();
-        return cuda::launch_multinomial(l);
+        return random::cuda::launch_multinomial(l);
 #else
         return baracuda::detail::no_cuda(kMultinomial);
 #endif
@@ -267,7 +267,7 @@ Status MultinomialPlan::check_probs(const Stream& stream, Workspace ws) const {
   BARACUDA_RETURN_IF_ERROR(guard.status());
 #ifdef BARACUDA_WITH_CUDA
   int64_t bad = -1;
-  BARACUDA_RETURN_IF_ERROR(cuda::read_sampling_error_word(name(), stream.native_handle(), aligned(ws.ptr), &bad));
+  BARACUDA_RETURN_IF_ERROR(random::cuda::read_sampling_error_word(name(), stream.native_handle(), aligned(ws.ptr), &bad));
   if (bad < 0) return Status::ok();
   return invalid(name(), "probs row ", bad,
                  " is invalid (a negative, infinite or NaN weight, ",
