@@ -79,10 +79,10 @@ struct ListLaunch {
   void* stream = nullptr;
 };
 
-// Norm / Clip workspace: kNormBlocks f64 partials per launch, then the f32
-// clip coefficient (8 bytes).
+// Norm / Clip workspace: up to 15 bytes of alignment pad, kNormBlocks f64
+// partials per launch, then the f32 clip coefficient (16 bytes).
 inline size_t norm_workspace_bytes(int launches) {
-  return static_cast<size_t>(launches < 1 ? 1 : launches) * kNormBlocks * sizeof(double) + 16;
+  return 16 + static_cast<size_t>(launches < 1 ? 1 : launches) * kNormBlocks * sizeof(double) + 16;
 }
 
 Status launch(const ListLaunch& l);

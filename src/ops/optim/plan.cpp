@@ -161,7 +161,8 @@ Status run_list(const PlanBase& plan, const Stream& stream, Workspace ws, Checks
 #ifdef BARACUDA_WITH_CUDA
   baracuda::detail::DeviceGuard guard(plan.device().ordinal);
   BARACUDA_RETURN_IF_ERROR(guard.status());
-  l.workspace = ws.ptr;
+  const uintptr_t w = reinterpret_cast<uintptr_t>(ws.ptr);
+  l.workspace = ws.ptr ? reinterpret_cast<void*>((w + 15) & ~uintptr_t{15}) : nullptr;  // norm_workspace_bytes' pad
   l.sm_count = PlanAccess::sm_count(plan);
   l.stream = stream.native_handle();
   return cuda::launch(l);

@@ -233,7 +233,16 @@ Status last_error(const char* what) { return detail::cuda_status(static_cast<int
 template <class F, class Tab>
 Status run_list(const ListLaunch& l, int n_lists, const F& f, int fixed_grid) {
   Tab tab;
-  const int max_grid = (l.sm_count > 0 ? l.sm_count : 132) * kBlocksPerSm;
+  // At most the blocks the GPU holds at once (and kBlocksPerSm per SM): the
+  // grid-stride walk then balances the chunks over resident blocks.
+  static const int per_sm = [] {
+    int b = 0;
+    if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, multi_tensor_kernel<F, Tab>, kThreads, 0) != cudaSuccess ||
+        b < 1)
+      b = 1;
+    return b < kBlocksPerSm ? b : kBlocksPerSm;
+  }();
+  const int max_grid = (l.sm_count > 0 ? l.sm_count : 132) * per_sm;
   cudaStream_t s = static_cast<cudaStream_t>(l.stream);
   return build_tables(l, n_lists, tab, [&](const Tab& t) -> Status {
     const int chunks = t.chunk_begin[t.n];
