@@ -129,6 +129,7 @@ int main(int argc, char** argv) {
   register_norm(reg);
   register_indexing(reg);
   register_loss(reg);
+  register_optim(reg);
 
   Options o;
   if (!parse_options(argc, argv, reg, o)) {
