@@ -578,3 +578,40 @@ TEST(OptimCpu, ArgumentErrors) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(OptimCpu, EmptyListsWriteNothing) {
+  const std::vector<Dims> shapes = {Dims{0}, Dims{3, 0}};
+  AdamDescriptor d;
+  d.shapes = shapes;
+  auto plan = AdamPlan::select(kCpu, d);
+  ASSERT_TRUE(plan.is_ok());
+  List p(Device::cpu(), DType::F32, shapes, zeros(shapes));
+  AdamArgs a;
+  a.params = p.muts(), a.grads = p.refs(), a.exp_avg = p.muts(), a.exp_avg_sq = p.muts();
+  // Empty views never overlap anything.
+  auto s = plan->sku_for(kCpu, {}, a);
+  ASSERT_TRUE(s.is_ok()) << s.status().to_string();
+  EXPECT_EQ(s->variant, "empty");
+  EXPECT_TRUE(plan->run(kCpu, {}, a).is_ok());
+  // An empty descriptor list: every list empty.
+  d.shapes = {};
+  d.device_scalars = true;  // the step tensor is still incremented
+  auto dp = AdamPlan::select(kCpu, d);
+  ScalarBuf lr(Device::cpu(), 0.1f), step(Device::cpu(), 4);
+  AdamArgs e;
+  e.lr_tensor = lr.ref(), e.step_tensor = step.mut();
+  ASSERT_TRUE(dp->run(kCpu, {}, e).is_ok());
+  EXPECT_EQ(step.get(), 5.0f);
+  EXPECT_EQ(dp->sku_for(kCpu, {}, e)->variant, "reference");
+  // The norm of nothing is written (0).
+  GlobalNormDescriptor nd;
+  nd.shapes = shapes;
+  auto np = GlobalNormPlan::select(kCpu, nd);
+  ScalarBuf out(Device::cpu(), 7);
+  ASSERT_TRUE(np->run(kCpu, {}, GlobalNormArgs{p.refs(), out.mut()}).is_ok());
+  EXPECT_EQ(out.get(), 0.0f);
+}
+
+}  // namespace

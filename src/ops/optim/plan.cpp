@@ -147,13 +147,21 @@ class ListCheck {
 };
 
 // ---- run skeleton ----
+bool all_empty(const std::vector<Dims>& shapes) {
+  for (const Dims& d : shapes)
+    if (shape_numel(d) != 0) return false;
+  return true;
+}
+
+// `nothing_written`: every output is empty (no launch; sku_for's variant "empty").
 template <class Checks>
 Status run_list(const PlanBase& plan, const Stream& stream, Workspace ws, Checks&& checks,
-                cuda::ListLaunch& l) {
+                cuda::ListLaunch& l, bool nothing_written) {
   if (plan.empty()) return baracuda::detail::empty_plan(plan.name());
   BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_stream(plan.name(), stream, plan.device()));
   BARACUDA_RETURN_IF_ERROR(checks());
   BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_workspace(plan.name(), plan.workspace_size(), ws.bytes, ws.ptr));
+  if (nothing_written) return Status::ok();
   if (plan.sku().backend == Backend::CpuReference) {
     baracuda::detail::scribble_workspace(plan, ws);
     return ref::run(l);
@@ -172,12 +180,15 @@ Status run_list(const PlanBase& plan, const Stream& stream, Workspace ws, Checks
 }
 
 template <class Checks>
-Result<KernelSku> sku_list(const PlanBase& plan, const Stream& stream, Workspace ws, Checks&& checks) {
+Result<KernelSku> sku_list(const PlanBase& plan, const Stream& stream, Workspace ws, Checks&& checks,
+                           bool nothing_written) {
   if (plan.empty()) return baracuda::detail::empty_plan(plan.name());
   BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_stream(plan.name(), stream, plan.device()));
   BARACUDA_RETURN_IF_ERROR(checks());
   BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_workspace(plan.name(), plan.workspace_size(), ws.bytes, ws.ptr));
-  return plan.sku();
+  KernelSku s = plan.sku();
+  if (nothing_written) s.variant = "empty";
+  return s;
 }
 
 // select()'s common tail: backend, SKU, variant, workspace.
@@ -293,10 +304,10 @@ Result<AdamPlan> AdamPlan::select(const Stream& stream, const AdamDescriptor& de
 Status AdamPlan::can_implement(const AdamArgs& a) const { return adam_checks(*this, a); }
 Status AdamPlan::run(const Stream& stream, Workspace ws, const AdamArgs& a) const {
   oc::ListLaunch l = adam_launch(desc_, a);
-  return run_list(*this, stream, ws, [&] { return adam_checks(*this, a); }, l);
+  return run_list(*this, stream, ws, [&] { return adam_checks(*this, a); }, l, all_empty(desc_.shapes) && !desc_.device_scalars);
 }
 Result<KernelSku> AdamPlan::sku_for(const Stream& stream, Workspace ws, const AdamArgs& a) const {
-  return sku_list(*this, stream, ws, [&] { return adam_checks(*this, a); });
+  return sku_list(*this, stream, ws, [&] { return adam_checks(*this, a); }, all_empty(desc_.shapes) && !desc_.device_scalars);
 }
 
 // ---- SgdPlan -----------------------------------------------------------------------------
@@ -338,10 +349,10 @@ Result<SgdPlan> SgdPlan::select(const Stream& stream, const SgdDescriptor& desc,
 Status SgdPlan::can_implement(const SgdArgs& a) const { return sgd_checks(*this, a); }
 Status SgdPlan::run(const Stream& stream, Workspace ws, const SgdArgs& a) const {
   oc::ListLaunch l = sgd_launch(desc_, a);
-  return run_list(*this, stream, ws, [&] { return sgd_checks(*this, a); }, l);
+  return run_list(*this, stream, ws, [&] { return sgd_checks(*this, a); }, l, all_empty(desc_.shapes));
 }
 Result<KernelSku> SgdPlan::sku_for(const Stream& stream, Workspace ws, const SgdArgs& a) const {
-  return sku_list(*this, stream, ws, [&] { return sgd_checks(*this, a); });
+  return sku_list(*this, stream, ws, [&] { return sgd_checks(*this, a); }, all_empty(desc_.shapes));
 }
 
 // ---- LionPlan ----------------------------------------------------------------------------
@@ -377,10 +388,10 @@ Result<LionPlan> LionPlan::select(const Stream& stream, const LionDescriptor& de
 Status LionPlan::can_implement(const LionArgs& a) const { return lion_checks(*this, a); }
 Status LionPlan::run(const Stream& stream, Workspace ws, const LionArgs& a) const {
   oc::ListLaunch l = lion_launch(desc_, a);
-  return run_list(*this, stream, ws, [&] { return lion_checks(*this, a); }, l);
+  return run_list(*this, stream, ws, [&] { return lion_checks(*this, a); }, l, all_empty(desc_.shapes));
 }
 Result<KernelSku> LionPlan::sku_for(const Stream& stream, Workspace ws, const LionArgs& a) const {
-  return sku_list(*this, stream, ws, [&] { return lion_checks(*this, a); });
+  return sku_list(*this, stream, ws, [&] { return lion_checks(*this, a); }, all_empty(desc_.shapes));
 }
 
 // ---- utilities ---------------------------------------------------------------------------
@@ -461,10 +472,10 @@ Status GlobalNormPlan::run(const Stream& stream, Workspace ws, const GlobalNormA
   oc::ListLaunch l = util_launch(oc::Op::Norm, desc_, ref_list(a.tensors));
   l.inf_norm = desc_.norm_type == NormType::Inf;
   l.norm_out = static_cast<float*>(a.out.data);
-  return run_list(*this, stream, ws, [&] { return norm_checks(*this, a); }, l);
+  return run_list(*this, stream, ws, [&] { return norm_checks(*this, a); }, l, false);
 }
 Result<KernelSku> GlobalNormPlan::sku_for(const Stream& stream, Workspace ws, const GlobalNormArgs& a) const {
-  return sku_list(*this, stream, ws, [&] { return norm_checks(*this, a); });
+  return sku_list(*this, stream, ws, [&] { return norm_checks(*this, a); }, false);
 }
 
 Result<ClipGradNormPlan> ClipGradNormPlan::select(const Stream& stream, const ClipGradNormDescriptor& desc,
@@ -486,10 +497,10 @@ Status ClipGradNormPlan::run(const Stream& stream, Workspace ws, const ClipGradN
   l.max_norm = static_cast<float>(desc_.max_norm);
   l.norm_out = static_cast<float*>(a.total_norm.data);
   l.found_inf_out = desc_.has_found_inf ? static_cast<float*>(a.found_inf.data) : nullptr;
-  return run_list(*this, stream, ws, [&] { return clip_checks(*this, a); }, l);
+  return run_list(*this, stream, ws, [&] { return clip_checks(*this, a); }, l, false);
 }
 Result<KernelSku> ClipGradNormPlan::sku_for(const Stream& stream, Workspace ws, const ClipGradNormArgs& a) const {
-  return sku_list(*this, stream, ws, [&] { return clip_checks(*this, a); });
+  return sku_list(*this, stream, ws, [&] { return clip_checks(*this, a); }, false);
 }
 
 Result<NonFiniteCheckUnscalePlan> NonFiniteCheckUnscalePlan::select(const Stream& stream,
@@ -509,11 +520,11 @@ Status NonFiniteCheckUnscalePlan::run(const Stream& stream, Workspace ws, const 
   oc::ListLaunch l = util_launch(oc::Op::Unscale, desc_, mut_list(a.grads));
   l.scale_ptr = f32p(a.inv_scale);
   l.found_inf_out = static_cast<float*>(a.found_inf.data);
-  return run_list(*this, stream, ws, [&] { return unscale_checks(*this, a); }, l);
+  return run_list(*this, stream, ws, [&] { return unscale_checks(*this, a); }, l, all_empty(desc_.shapes));
 }
 Result<KernelSku> NonFiniteCheckUnscalePlan::sku_for(const Stream& stream, Workspace ws,
                                                      const NonFiniteCheckUnscaleArgs& a) const {
-  return sku_list(*this, stream, ws, [&] { return unscale_checks(*this, a); });
+  return sku_list(*this, stream, ws, [&] { return unscale_checks(*this, a); }, all_empty(desc_.shapes));
 }
 
 Result<MultiTensorScalePlan> MultiTensorScalePlan::select(const Stream& stream, const MultiTensorScaleDescriptor& desc,
@@ -530,11 +541,11 @@ Status MultiTensorScalePlan::run(const Stream& stream, Workspace ws, const Multi
   oc::ListLaunch l = util_launch(oc::Op::Scale, desc_, mut_list(a.tensors));
   l.scale = static_cast<float>(a.scale);
   l.scale_ptr = desc_.device_scalar ? f32p(a.scale_tensor) : nullptr;
-  return run_list(*this, stream, ws, [&] { return scale_checks(*this, a); }, l);
+  return run_list(*this, stream, ws, [&] { return scale_checks(*this, a); }, l, all_empty(desc_.shapes));
 }
 Result<KernelSku> MultiTensorScalePlan::sku_for(const Stream& stream, Workspace ws,
                                                 const MultiTensorScaleArgs& a) const {
-  return sku_list(*this, stream, ws, [&] { return scale_checks(*this, a); });
+  return sku_list(*this, stream, ws, [&] { return scale_checks(*this, a); }, all_empty(desc_.shapes));
 }
 
 Result<MultiTensorZeroPlan> MultiTensorZeroPlan::select(const Stream& stream, const TensorListDescriptor& desc,
@@ -549,10 +560,10 @@ Result<MultiTensorZeroPlan> MultiTensorZeroPlan::select(const Stream& stream, co
 Status MultiTensorZeroPlan::can_implement(const MultiTensorZeroArgs& a) const { return zero_checks(*this, a); }
 Status MultiTensorZeroPlan::run(const Stream& stream, Workspace ws, const MultiTensorZeroArgs& a) const {
   oc::ListLaunch l = util_launch(oc::Op::Zero, desc_, mut_list(a.tensors));
-  return run_list(*this, stream, ws, [&] { return zero_checks(*this, a); }, l);
+  return run_list(*this, stream, ws, [&] { return zero_checks(*this, a); }, l, all_empty(desc_.shapes));
 }
 Result<KernelSku> MultiTensorZeroPlan::sku_for(const Stream& stream, Workspace ws, const MultiTensorZeroArgs& a) const {
-  return sku_list(*this, stream, ws, [&] { return zero_checks(*this, a); });
+  return sku_list(*this, stream, ws, [&] { return zero_checks(*this, a); }, all_empty(desc_.shapes));
 }
 
 }  // namespace baracuda
