@@ -278,6 +278,16 @@ TEST(OptimCpu, DeviceScalarsMatchHostScalarsAndAdvanceTheStep) {
   ASSERT_TRUE(dev.st.is_ok()) << dev.st.to_string();
   EXPECT_EQ(host.lists, dev.lists);
   EXPECT_EQ(dev.step, 3.0f);
+  SgdDescriptor s;
+  s.shapes = d.shapes, s.momentum = 0.9;
+  const Outcome sh = run_sgd(kCpu, s, f32_lrs);
+  s.device_scalars = true;
+  EXPECT_EQ(sh.lists, run_sgd(kCpu, s, f32_lrs).lists);
+  LionDescriptor l;
+  l.shapes = d.shapes, l.weight_decay = 0.1;
+  const Outcome lh = run_lion(kCpu, l, f32_lrs);
+  l.device_scalars = true;
+  EXPECT_EQ(lh.lists, run_lion(kCpu, l, f32_lrs).lists);
 }
 
 TEST(OptimCpu, FoundInfSkipsTheWholeStep) {

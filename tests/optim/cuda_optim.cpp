@@ -83,6 +83,7 @@ TEST(OptimCuda, SgdAndLionMatchCpuBitForBit) {
         d.dampening = v == 1 ? 0.1 : 0.0;
         d.weight_decay = v == 1 ? 0.0 : 0.01;
         d.maximize = v == 2;
+        d.device_scalars = v == 1;
         expect_same(run_sgd(kGpu, d, pb, x), run_sgd(kCpu, d, pb, x), "sgd " + std::to_string(v));
       }
       for (int v = 0; v < 2; ++v) {
@@ -93,6 +94,7 @@ TEST(OptimCuda, SgdAndLionMatchCpuBitForBit) {
         d.stochastic_rounding = t == DType::BF16 && v == 1;
         d.weight_decay = v == 0 ? 0.1 : 0.0;
         d.maximize = v == 1;
+        d.device_scalars = v == 0;
         expect_same(run_lion(kGpu, d, pb, x), run_lion(kCpu, d, pb, x), "lion " + std::to_string(v));
       }
     }
