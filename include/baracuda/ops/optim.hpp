@@ -30,7 +30,9 @@
 //   weight_decay != 0:  AdamW: p = p * f32(1 - lr * wd)      (decoupled, torch's param.mul_(1 - lr*wd))
 //                       Adam:  g = g + f32(wd) * p           (L2, torch's grad.add(param, alpha=wd))
 //   m = lerp(m, g, w), w = f32(1 - beta1): w < 0.5 ? m + w * (g - m) : g - (g - m) * (1 - w)
-//                                    (torch's exp_avg.lerp_(grad, 1 - beta1) and its two-branch lerp)
+//                                    (torch's for-loop / foreach exp_avg.lerp_(grad, 1 - beta1) and its
+//                                    two-branch lerp; torch's fused kernel writes beta1 * m + (1 - beta1) * g:
+//                                    the same value to f32 rounding)
 //   v = beta2 * v + ((1 - beta2) * g) * g
 //   amsgrad: vmax = maximum(vmax, v) (NaN-propagating as torch.maximum); v' = vmax, else v' = v
 //   denom = sqrt(v') / bc2_sqrt + eps
