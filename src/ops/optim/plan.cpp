@@ -75,8 +75,7 @@ class ListCheck {
       return *this;
     }
     if (views.size() != n) {
-      st_ = invalid(plan_, role, " has ", views.size(), " views but the descriptor lists ", n, " tensors",
-                    why[0] ? " (" : "", why, why[0] ? ")" : "");
+      st_ = invalid(plan_, role, " has ", views.size(), " views but the descriptor lists ", n, " tensors");
       return *this;
     }
     for (size_t k = 0; k < n && st_.is_ok(); ++k) {
@@ -98,11 +97,12 @@ class ListCheck {
   ListCheck& scalar(const char* name, const View& v, bool used, bool written, const char* flag) {
     if (!st_.is_ok()) return *this;
     if (!used) {
-      if (given(v)) st_ = invalid(plan_, name, " is given but unused (", flag, " is false)");
+      if (given(v)) st_ = invalid(plan_, name, " is given but unused (", flag, " is false)");  // flag: never empty here
       return *this;
     }
     if (!given(v)) {
-      st_ = invalid(plan_, name, " is missing (", flag, " is true): expected an F32 view of shape []");
+      st_ = flag[0] ? invalid(plan_, name, " is missing (", flag, " is true): expected an F32 view of shape []")
+                    : invalid(plan_, name, " is missing: expected an F32 view of shape []");
       return *this;
     }
     st_ = baracuda::detail::check_view(plan_, name, v, DType::F32, Dims{}, dev_);
@@ -239,7 +239,7 @@ template <class Args>
 ListCheck& common_checks(ListCheck& c, const OptimizerCommon& d, const Args& a) {
   c.list("params", a.params, d.param_dtype, true)
       .list("grads", a.grads, d.param_dtype, false)
-      .list("master", a.master, DType::F32, true, d.master_weights, "descriptor.master_weights")
+      .list("master", a.master, DType::F32, true, d.master_weights, "descriptor.master_weights is false")
       .scalar("lr_tensor", a.lr_tensor, d.device_scalars, false, "descriptor.device_scalars")
       .scalar("grad_scale", a.grad_scale, d.has_grad_scale, false, "descriptor.has_grad_scale")
       .scalar("found_inf", a.found_inf, d.has_found_inf, false, "descriptor.has_found_inf");
@@ -266,7 +266,7 @@ Status adam_checks(const AdamPlan& p, const AdamArgs& a) {
   common_checks(c, d, a)
       .list("exp_avg", a.exp_avg, DType::F32, true)
       .list("exp_avg_sq", a.exp_avg_sq, DType::F32, true)
-      .list("max_exp_avg_sq", a.max_exp_avg_sq, DType::F32, true, d.amsgrad, "descriptor.amsgrad")
+      .list("max_exp_avg_sq", a.max_exp_avg_sq, DType::F32, true, d.amsgrad, "descriptor.amsgrad is false")
       .scalar("step_tensor", a.step_tensor, d.device_scalars, true, "descriptor.device_scalars");
   BARACUDA_RETURN_IF_ERROR(c.finish());
   BARACUDA_RETURN_IF_ERROR(check_host_lr(kAdam, d, a.lr));
@@ -422,22 +422,22 @@ constexpr const char* kZero = "MultiTensorZeroPlan";
 
 Status norm_checks(const GlobalNormPlan& p, const GlobalNormArgs& a) {
   ListCheck c(p, p.descriptor().shapes);
-  c.list("tensors", a.tensors, p.descriptor().dtype, false).scalar("out", a.out, true, true, "always");
+  c.list("tensors", a.tensors, p.descriptor().dtype, false).scalar("out", a.out, true, true, "");
   return c.finish();
 }
 Status clip_checks(const ClipGradNormPlan& p, const ClipGradNormArgs& a) {
   const ClipGradNormDescriptor& d = p.descriptor();
   ListCheck c(p, d.shapes);
   c.list("grads", a.grads, d.dtype, true)
-      .scalar("total_norm", a.total_norm, true, true, "always")
+      .scalar("total_norm", a.total_norm, true, true, "")
       .scalar("found_inf", a.found_inf, d.has_found_inf, true, "descriptor.has_found_inf");
   return c.finish();
 }
 Status unscale_checks(const NonFiniteCheckUnscalePlan& p, const NonFiniteCheckUnscaleArgs& a) {
   ListCheck c(p, p.descriptor().shapes);
   c.list("grads", a.grads, p.descriptor().dtype, true)
-      .scalar("inv_scale", a.inv_scale, true, false, "always")
-      .scalar("found_inf", a.found_inf, true, true, "always");
+      .scalar("inv_scale", a.inv_scale, true, false, "")
+      .scalar("found_inf", a.found_inf, true, true, "");
   return c.finish();
 }
 Status scale_checks(const MultiTensorScalePlan& p, const MultiTensorScaleArgs& a) {
