@@ -78,16 +78,19 @@ class ListCheck {
       st_ = invalid(plan_, role, " has ", views.size(), " views but the descriptor lists ", n, " tensors");
       return *this;
     }
+    spans_.reserve(spans_.size() + n);
     for (size_t k = 0; k < n && st_.is_ok(); ++k) {
-      const std::string name = std::string(role) + "[" + std::to_string(k) + "]";
-      st_ = baracuda::detail::check_view(plan_, name.c_str(), views[k], dt, shapes_[k], dev_);
-      if (!st_.is_ok()) break;
+      // The indexed name is built only for a message (no allocation per tensor otherwise).
+      if (!baracuda::detail::check_view(plan_, role, views[k], dt, shapes_[k], dev_).is_ok()) {
+        st_ = baracuda::detail::check_view(plan_, Span::label(role, k).c_str(), views[k], dt, shapes_[k], dev_);
+        break;
+      }
       const int64_t numel = shape_numel(shapes_[k]);
       if (numel > 0 && !views[k].is_contiguous())
-        st_ = invalid(plan_, name, " strides ", views[k].strides, " for shape ", views[k].shape,
+        st_ = invalid(plan_, Span::label(role, k), " strides ", views[k].strides, " for shape ", views[k].shape,
                       " are not dense row-major (every tensor of a list must be contiguous)");
       else if (numel > 0)
-        add_span(name, views[k].data, numel * static_cast<int64_t>(dtype_size(dt)), written);
+        add_span(role, static_cast<int64_t>(k), views[k].data, numel * static_cast<int64_t>(dtype_size(dt)), written);
     }
     return *this;
   }
@@ -106,7 +109,7 @@ class ListCheck {
       return *this;
     }
     st_ = baracuda::detail::check_view(plan_, name, v, DType::F32, Dims{}, dev_);
-    if (st_.is_ok()) add_span(name, v.data, 4, written);
+    if (st_.is_ok()) add_span(name, -1, v.data, 4, written);
     return *this;
   }
 
@@ -121,7 +124,7 @@ class ListCheck {
       if (far_w && s.lo < far_w->hi) other = far_w;
       else if (s.written && far_all && s.lo < far_all->hi) other = far_all;
       if (other)
-        return invalid(plan_, s.name, " overlaps ", other->name,
+        return invalid(plan_, s.name(), " overlaps ", other->name(),
                        " (a tensor that is written must not share memory with any other tensor)");
       if (!far_all || s.hi > far_all->hi) far_all = &s;
       if (s.written && (!far_w || s.hi > far_w->hi)) far_w = &s;
@@ -133,11 +136,14 @@ class ListCheck {
   struct Span {
     uintptr_t lo, hi;
     bool written;
-    std::string name;
+    const char* role;
+    int64_t k;  // -1: a scalar tensor
+    static std::string label(const char* role, size_t k) { return std::string(role) + "[" + std::to_string(k) + "]"; }
+    std::string name() const { return k < 0 ? std::string(role) : label(role, static_cast<size_t>(k)); }
   };
-  void add_span(const std::string& name, const void* p, int64_t bytes, bool written) {
+  void add_span(const char* role, int64_t k, const void* p, int64_t bytes, bool written) {
     const uintptr_t lo = reinterpret_cast<uintptr_t>(p);
-    spans_.push_back(Span{lo, lo + static_cast<uintptr_t>(bytes), written, name});
+    spans_.push_back(Span{lo, lo + static_cast<uintptr_t>(bytes), written, role, k});
   }
   const char* plan_;
   Device dev_;
