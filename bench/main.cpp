@@ -130,6 +130,7 @@ int main(int argc, char** argv) {
   register_indexing(reg);
   register_loss(reg);
   register_random(reg);
+  register_optim(reg);
 
   Options o;
   if (!parse_options(argc, argv, reg, o)) {
