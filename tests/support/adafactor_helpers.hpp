@@ -5,6 +5,7 @@
 
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
@@ -44,8 +45,8 @@ struct AfStore {
   void upload(const HostBuffer& h) {
     if (dev) {
       if (h.bytes()) EXPECT_TRUE(dev->copy_from_host(h.data(), h.bytes()).is_ok());
-    } else {
-      host = h;
+    } else if (h.bytes()) {
+      std::memcpy(host.data(), h.data(), h.bytes());  // the views keep pointing at host
     }
   }
   std::vector<double> read() {
@@ -99,6 +100,77 @@ inline AfProblem af_problem(const AdafactorDescriptor& d, int steps, uint64_t se
   return p;
 }
 
+// A plan's whole argument set on one device, from zero state: parameters
+// from `p.params`, gradients p.grads[0], step_tensor 0 and lr_tensor p.lrs[0]
+// (device_scalars), a workspace of workspace_size().
+struct AfSetup {
+  std::vector<std::unique_ptr<AfStore>> params, grads, rows, cols, vars;
+  std::unique_ptr<AfStore> step, lr;
+  std::unique_ptr<baracuda::Buffer> ws_dev;
+  std::vector<uint64_t> ws_host;
+  baracuda::Workspace ws = baracuda::Workspace::none();
+  AdafactorArgs a;
+
+  AfSetup(const Stream& s, const AdafactorPlan& plan, const AfProblem& p) {
+    for (size_t i = 0; i < p.d.shapes.size(); ++i) {
+      const Dims& shp = p.d.shapes[i];
+      params.push_back(std::make_unique<AfStore>(s, p.params[i], shp));
+      grads.push_back(std::make_unique<AfStore>(s, p.grads[0][i], shp));
+      a.params.push_back(params.back()->mut());
+      a.grads.push_back(grads.back()->ref());
+      auto zeros = [](const Dims& d) {
+        HostBuffer h(baracuda::DType::F32, numel(d));
+        h.fill_bytes(0);
+        return h;
+      };
+      if (plan.factored(i)) {
+        rows.push_back(std::make_unique<AfStore>(s, zeros(plan.row_var_shape(i)), plan.row_var_shape(i)));
+        cols.push_back(std::make_unique<AfStore>(s, zeros(plan.col_var_shape(i)), plan.col_var_shape(i)));
+        vars.push_back(nullptr);
+        a.row_vars.push_back(rows.back()->mut());
+        a.col_vars.push_back(cols.back()->mut());
+        a.variances.push_back(TensorMut());
+      } else {
+        rows.push_back(nullptr), cols.push_back(nullptr);
+        vars.push_back(std::make_unique<AfStore>(s, zeros(shp), shp));
+        a.row_vars.push_back(TensorMut());
+        a.col_vars.push_back(TensorMut());
+        a.variances.push_back(vars.back()->mut());
+      }
+    }
+    if (p.d.device_scalars) {
+      step = std::make_unique<AfStore>(s, host_from(baracuda::DType::F32, {0.0}), Dims{});
+      lr = std::make_unique<AfStore>(s, host_from(baracuda::DType::F32, {p.lrs[0]}), Dims{});
+      a.step_tensor = step->mut();
+      a.lr_tensor = lr->ref();
+    }
+    ws_host.resize((plan.workspace_size() + 7) / 8 + 1);
+    if (plan.workspace_size()) {
+      if (s.is_cuda()) {
+        ws_dev = std::make_unique<baracuda::Buffer>(baracuda::Device::cuda(0), plan.workspace_size());
+        ws = baracuda::Workspace(ws_dev->data(), plan.workspace_size());
+      } else {
+        ws = baracuda::Workspace(ws_host.data(), plan.workspace_size());
+      }
+    }
+  }
+  // Step k's inputs: its gradients, and lr_tensor or the host step k + 1.
+  void set_step(const AfProblem& p, size_t k) {
+    for (size_t i = 0; i < grads.size(); ++i) grads[i]->upload(p.grads[k][i]);
+    if (p.d.device_scalars) lr->upload(host_from(baracuda::DType::F32, {p.lrs[k]}));
+    else a.step = static_cast<int64_t>(k) + 1;
+  }
+  void read_into(AfResult& r) {
+    for (size_t i = 0; i < params.size(); ++i) {
+      r.params.push_back(params[i]->read());
+      r.row_vars.push_back(rows[i] ? rows[i]->read() : std::vector<double>{});
+      r.col_vars.push_back(cols[i] ? cols[i]->read() : std::vector<double>{});
+      r.variances.push_back(vars[i] ? vars[i]->read() : std::vector<double>{});
+    }
+    if (step) r.step = step->read()[0];
+  }
+};
+
 // Runs every step of `p` on `s` from zero state (host steps 1, 2, ...; or the
 // device step tensor from 0 with lr_tensor = lrs[k]).
 inline AfResult af_run(const Stream& s, const AfProblem& p, const baracuda::PlanPreference& pref = {}) {
@@ -109,67 +181,14 @@ inline AfResult af_run(const Stream& s, const AfProblem& p, const baracuda::Plan
     return r;
   }
   r.variant = plan->sku().variant;
-  std::vector<std::unique_ptr<AfStore>> params, grads, rows, cols, vars;
-  AdafactorArgs a;
-  for (size_t i = 0; i < p.d.shapes.size(); ++i) {
-    const Dims& shp = p.d.shapes[i];
-    params.push_back(std::make_unique<AfStore>(s, p.params[i], shp));
-    grads.push_back(std::make_unique<AfStore>(s, p.grads[0][i], shp));
-    a.params.push_back(params.back()->mut());
-    a.grads.push_back(grads.back()->ref());
-    auto zeros = [](const Dims& d) {
-      HostBuffer h(baracuda::DType::F32, numel(d));
-      h.fill_bytes(0);
-      return h;
-    };
-    if (plan->factored(i)) {
-      rows.push_back(std::make_unique<AfStore>(s, zeros(plan->row_var_shape(i)), plan->row_var_shape(i)));
-      cols.push_back(std::make_unique<AfStore>(s, zeros(plan->col_var_shape(i)), plan->col_var_shape(i)));
-      vars.push_back(nullptr);
-      a.row_vars.push_back(rows.back()->mut());
-      a.col_vars.push_back(cols.back()->mut());
-      a.variances.push_back(TensorMut());
-    } else {
-      rows.push_back(nullptr), cols.push_back(nullptr);
-      vars.push_back(std::make_unique<AfStore>(s, zeros(shp), shp));
-      a.row_vars.push_back(TensorMut());
-      a.col_vars.push_back(TensorMut());
-      a.variances.push_back(vars.back()->mut());
-    }
-  }
-  std::unique_ptr<AfStore> step, lr;
-  if (p.d.device_scalars) {
-    step = std::make_unique<AfStore>(s, host_from(baracuda::DType::F32, {0.0}), Dims{});
-    lr = std::make_unique<AfStore>(s, host_from(baracuda::DType::F32, {p.lrs[0]}), Dims{});
-    a.step_tensor = step->mut();
-    a.lr_tensor = lr->ref();
-  }
-  std::unique_ptr<baracuda::Buffer> ws_dev;
-  std::vector<uint64_t> ws_host((plan->workspace_size() + 7) / 8 + 1);
-  baracuda::Workspace ws = baracuda::Workspace::none();
-  if (plan->workspace_size()) {
-    if (s.is_cuda()) {
-      ws_dev = std::make_unique<baracuda::Buffer>(baracuda::Device::cuda(0), plan->workspace_size());
-      ws = baracuda::Workspace(ws_dev->data(), plan->workspace_size());
-    } else {
-      ws = baracuda::Workspace(ws_host.data(), plan->workspace_size());
-    }
-  }
+  AfSetup u(s, *plan, p);
   for (size_t k = 0; k < p.grads.size(); ++k) {
-    for (size_t i = 0; i < grads.size(); ++i) grads[i]->upload(p.grads[k][i]);
-    if (p.d.device_scalars) lr->upload(host_from(baracuda::DType::F32, {p.lrs[k]}));
-    else a.step = static_cast<int64_t>(k) + 1;
-    r.st = plan->run(s, ws, a);
+    u.set_step(p, k);
+    r.st = plan->run(s, u.ws, u.a);
     if (r.st.is_ok()) r.st = baracuda::synchronize(s);
     if (!r.st.is_ok()) return r;
   }
-  for (size_t i = 0; i < params.size(); ++i) {
-    r.params.push_back(params[i]->read());
-    r.row_vars.push_back(rows[i] ? rows[i]->read() : std::vector<double>{});
-    r.col_vars.push_back(cols[i] ? cols[i]->read() : std::vector<double>{});
-    r.variances.push_back(vars[i] ? vars[i]->read() : std::vector<double>{});
-  }
-  if (step) r.step = step->read()[0];
+  u.read_into(r);
   return r;
 }
 
