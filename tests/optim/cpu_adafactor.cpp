@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -319,6 +320,92 @@ TEST(AdafactorCpu, HalfPrecisionFollowsF32) {
     EXPECT_EQ(a.row_vars, b.row_vars);
     EXPECT_EQ(a.variances, b.variances);
   }
+}
+
+}  // namespace
+
+namespace {
+
+// torch 2.11's torch.optim.Adafactor (CPU, f32, its default single-tensor path)
+// on exactly representable inputs: p[j] = ((37 j) % 11 - 5) / 4, the gradient of
+// parameter i at step k (0-based) ((13 j + 7 k + 3 i) % 9 - 4) / 8; the values
+// below are torch's results printed to 9 digits (script: the case names A, B, C).
+struct TorchCase {
+  const char* name;
+  std::vector<Dims> shapes;
+  int steps;
+  double lr = 1e-2, wd = 0, beta2_decay = -0.8, d = 1;
+  std::optional<double> eps1;
+  double eps2 = 1e-3;
+  bool maximize = false;
+  std::vector<std::vector<double>> params, row_vars, col_vars, variances;
+};
+
+void expect_torch(const TorchCase& c) {
+  AdafactorDescriptor d = bt::af_desc(DType::F32, c.shapes);
+  d.lr = c.lr, d.weight_decay = c.wd, d.beta2_decay = c.beta2_decay, d.d = c.d, d.eps1 = c.eps1, d.eps2 = c.eps2;
+  d.maximize = c.maximize;
+  bt::AfProblem p;
+  p.d = d;
+  for (const Dims& s : c.shapes) {
+    bt::HostBuffer h(DType::F32, bt::numel(s));
+    for (int64_t j = 0; j < h.size(); ++j) h.set(j, ((j * 37) % 11 - 5) / 4.0);
+    p.params.push_back(h);
+  }
+  for (int k = 0; k < c.steps; ++k) {
+    std::vector<bt::HostBuffer> gs;
+    for (size_t i = 0; i < c.shapes.size(); ++i) {
+      bt::HostBuffer h(DType::F32, bt::numel(c.shapes[i]));
+      for (int64_t j = 0; j < h.size(); ++j) h.set(j, ((j * 13 + 7 * k + 3 * static_cast<int64_t>(i)) % 9 - 4) / 8.0);
+      gs.push_back(h);
+    }
+    p.grads.push_back(gs);
+    p.lrs.push_back(static_cast<float>(c.lr));
+  }
+  const auto r = bt::af_run(kCpu, p);
+  ASSERT_TRUE(r.st.is_ok()) << r.st.to_string();
+  for (size_t i = 0; i < c.shapes.size(); ++i) {
+    const std::string w = std::string(c.name) + " parameter " + std::to_string(i);
+    expect_near_rel(r.params[i], c.params[i], 2e-6, (w + " p").c_str());
+    if (!c.row_vars[i].empty()) expect_near_rel(r.row_vars[i], c.row_vars[i], 2e-6, (w + " row_var").c_str());
+    if (!c.col_vars[i].empty()) expect_near_rel(r.col_vars[i], c.col_vars[i], 2e-6, (w + " col_var").c_str());
+    if (!c.variances[i].empty()) expect_near_rel(r.variances[i], c.variances[i], 2e-6, (w + " variance").c_str());
+  }
+}
+
+TEST(AdafactorCpu, MatchesTorchAdafactor) {
+  TorchCase a{"A", {{2, 3}, {3}, {}}, 3};
+  a.params = {{-1.25181353, -0.226805583, 0.73636055, -0.99867183, -0.0156727936, 1.00866401},
+              {-1.24196756, -0.257488787, 0.76035583},
+              {-1.24987507}};
+  a.row_vars = {{0.107987136, 0.119860291}, {}, {}};
+  a.col_vars = {{0.135436356, 0.08576978, 0.120564997}, {}, {}};
+  a.variances = {{}, {0.154929519, 0.0467377529, 0.157913595}, {0.0415091068}};
+  expect_torch(a);
+
+  TorchCase b{"B", {{2, 3, 4}, {5}}, 4, 0.05, 0.2};
+  b.maximize = true;
+  b.params = {{-1.20261121, -0.272316337, 0.784659207, -0.929896772, -0.00732527301, 0.932676315, -0.782916188,
+               0.274889678, 1.20339942, -0.495322585, 0.415334761, -1.15347242, -0.211079672, 0.753058195,
+               -0.984037817, -0.031197086, 0.998800099, -0.711319864, 0.228692502, 1.15058541, -0.440409213,
+               0.497931898, -1.21911311, -0.290888458},
+              {-1.21137559, -0.257880867, 0.686338961, -1.02802932, 0.0293101855}};
+  b.row_vars = {{0.103423432, 0.0990208238, 0.104244389, 0.105852373, 0.109427005, 0.0973766372}, {}};
+  b.col_vars = {{0.0960941687, 0.107949309, 0.105563171, 0.0993115678, 0.0993115678, 0.109957039, 0.0905117989,
+                 0.117094278},
+                {}};
+  b.variances = {{}, {0.12443915, 0.0777089968, 0.110975862, 0.110285453, 0.0971129909}};
+  expect_torch(b);
+
+  TorchCase c{"C", {{4, 6}}, 3, 0.3, 0, -0.5, 1.0, 1e-3, 0.1};
+  c.params = {{-1.32617772, 0.328772217, 0.267923206, -0.977388501, -0.253647834, 1.23589909, -0.670520961,
+               -0.0815937519, 1.63927424, -0.532192528, 1.20330894, -1.79611242, -0.290271521, 0.326099455,
+               -0.753475428, -0.0590134449, 0.676266015, -0.481622875, 0.173822209, 1.82877219, -0.982076764,
+               0.522611499, -1.5036478, -0.0141010378}};
+  c.row_vars = {{0.112946279, 0.0924101323, 0.107143559, 0.112946279}};
+  c.col_vars = {{0.0990279764, 0.121334635, 0.0876720399, 0.125603706, 0.0883552954, 0.116175786}};
+  c.variances = {{}};
+  expect_torch(c);
 }
 
 }  // namespace
