@@ -183,9 +183,20 @@ TEST(AdafactorCpu, ArgumentRules) {
   { Fixture f; f.a.variances[0] = f.a.variances[1]; expect(f, "variances[0] is given but parameter 0 of shape [4,5] has rank 2"); }
   { Fixture f; f.a.row_vars[1] = f.a.row_vars[0]; expect(f, "row_vars[1] is given but parameter 1 of shape [3] has rank 1"); }
   {
+    Fixture f;  // any strides on the CPU (CUDA: dense only, Unsupported)
+    f.a.params[0].strides = Dims{1, 4};
+    EXPECT_TRUE(f.plan.can_implement(f.a).is_ok()) << f.plan.can_implement(f.a).to_string();
+  }
+  {
     Fixture f;
-    f.a.params[0].strides = Dims{1, 4};  // transposed: not row-major
-    expect(f, "params[0] strides [1,4] for shape [4,5] must be contiguous");
+    f.a.params_out = f.a.params;
+    expect(f, "params_out is given but descriptor.out_of_place is false");
+  }
+  {
+    Fixture f;
+    float s = 0;
+    f.a.step_out = TensorMut::contiguous(&s, Device::cpu(), Dims{}, 1);
+    expect(f, "step_out is given but descriptor.out_of_place and device_scalars are not both true");
   }
   { Fixture f; f.a.params[1].data = f.p0.data() + 2; expect(f, "params[0] overlaps params[1] in memory"); }
   { Fixture f; f.a.variances[1].data = f.g1.data(); expect(f, "variances[1] overlaps grads[1] in memory"); }
@@ -406,6 +417,79 @@ TEST(AdafactorCpu, MatchesTorchAdafactor) {
   c.col_vars = {{0.0990279764, 0.121334635, 0.0876720399, 0.125603706, 0.0883552954, 0.116175786}};
   c.variances = {{}};
   expect_torch(c);
+}
+
+}  // namespace
+
+namespace {
+
+// out_of_place: the results land in the *_out lists, bit for bit those of the
+// in-place step; the inputs are untouched; an output may be exactly its input;
+// strided views (CPU) give the contiguous results.
+TEST(AdafactorCpu, OutOfPlaceAndStridedViews) {
+  for (const bool ds : {false, true}) {
+    Fixture in_place(ds), f(ds);
+    AdafactorDescriptor d = f.plan.descriptor();
+    d.out_of_place = true;
+    f.plan = AdafactorPlan::select(kCpu, d).value();
+    for (size_t e = 0; e < f.g0.size(); ++e) f.g0[e] = in_place.g0[e] = 0.01f * static_cast<float>(e) - 0.07f;
+    std::vector<float> p0o(20, -1.f), rvo(4, -1.f), cvo(5, -1.f), p1o(3, -1.f), v1o(3, -1.f);
+    float step_o = -1.f;
+    const Device c = Device::cpu();
+    f.a.params_out = {TensorMut::contiguous(p0o.data(), c, {4, 5}, 20), TensorMut::contiguous(p1o.data(), c, {3}, 3)};
+    f.a.row_vars_out = {TensorMut::contiguous(rvo.data(), c, {4, 1}, 4), TensorMut()};
+    f.a.col_vars_out = {TensorMut::contiguous(cvo.data(), c, {1, 5}, 5), TensorMut()};
+    f.a.variances_out = {TensorMut(), TensorMut::contiguous(v1o.data(), c, {3}, 3)};
+    if (ds) {
+      BT_EXPECT_STATUS(f.plan.can_implement(f.a), StatusCode::InvalidProblem, "AdafactorPlan: step_out is missing");
+      f.a.step_out = TensorMut::contiguous(&step_o, c, Dims{}, 1);
+    }
+    const std::vector<float> p0_before = f.p0, rv_before = f.rv;
+    ASSERT_TRUE(f.plan.run(kCpu, Workspace::none(), f.a).is_ok());
+    ASSERT_TRUE(in_place.plan.run(kCpu, Workspace::none(), in_place.a).is_ok());
+    EXPECT_EQ(p0o, in_place.p0);
+    EXPECT_EQ(p1o, in_place.p1);
+    EXPECT_EQ(rvo, in_place.rv);
+    EXPECT_EQ(cvo, in_place.cv);
+    EXPECT_EQ(v1o, in_place.v1);
+    EXPECT_EQ(f.p0, p0_before);
+    EXPECT_EQ(f.rv, rv_before);
+    if (ds) {
+      EXPECT_EQ(step_o, 1.f);
+      EXPECT_EQ(f.step, 0.f);
+    }
+    // An output exactly its input: in place for that tensor.
+    f.a.params_out[1] = f.a.params[1];
+    EXPECT_TRUE(f.plan.can_implement(f.a).is_ok()) << f.plan.can_implement(f.a).to_string();
+    // Shifted by one element: refused.
+    f.a.params_out[1].data = f.p1.data() + 1;
+    f.a.params_out[1].capacity = 2;
+    f.a.params_out[1].shape = Dims{2};
+    BT_EXPECT_STATUS(f.plan.can_implement(f.a), StatusCode::InvalidProblem, "params_out[1] shape [2] must be [3]");
+    std::vector<float> big(4, 0.f);
+    f.a.params_out[1] = TensorMut::contiguous(big.data(), c, {3}, 4);
+    f.a.params[1] = TensorMut::contiguous(big.data() + 1, c, {3}, 3);
+    BT_EXPECT_STATUS(f.plan.can_implement(f.a), StatusCode::InvalidProblem,
+                     "params_out[1] partially overlaps params[1] (in place needs the same data pointer and strides)");
+  }
+  // Transposed parameter and gradient views give the contiguous results.
+  Fixture a, b;
+  std::vector<float> pt(20), gt(20);
+  for (int r = 0; r < 4; ++r)
+    for (int col = 0; col < 5; ++col) {
+      a.p0[r * 5 + col] = b.p0[r * 5 + col] = 0.1f * static_cast<float>(r) - 0.03f * static_cast<float>(col);
+      a.g0[r * 5 + col] = b.g0[r * 5 + col] = 0.05f * static_cast<float>(r * col) - 0.2f;
+      pt[col * 4 + r] = b.p0[r * 5 + col];
+      gt[col * 4 + r] = b.g0[r * 5 + col];
+    }
+  b.a.params[0] = TensorMut(pt.data(), DType::F32, Device::cpu(), {4, 5}, {1, 4}, 20);
+  b.a.grads[0] = TensorRef(gt.data(), DType::F32, Device::cpu(), {4, 5}, {1, 4}, 20);
+  ASSERT_TRUE(a.plan.run(kCpu, Workspace::none(), a.a).is_ok());
+  ASSERT_TRUE(b.plan.run(kCpu, Workspace::none(), b.a).is_ok());
+  for (int r = 0; r < 4; ++r)
+    for (int col = 0; col < 5; ++col) EXPECT_EQ(pt[col * 4 + r], a.p0[r * 5 + col]);
+  EXPECT_EQ(a.rv, b.rv);
+  EXPECT_EQ(a.cv, b.cv);
 }
 
 }  // namespace

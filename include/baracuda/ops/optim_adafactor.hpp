@@ -54,14 +54,20 @@
 //   * An empty parameter (numel 0) is skipped (torch divides 0 by 0 and raises).
 //
 // Tensors. The lists params (dtype, shapes[i]), grads (dtype, shapes[i]),
-// row_vars, col_vars, variances (F32) have one entry per parameter, dense
-// row-major (contiguous) views. For rank >= 2: row_vars[i] has shape
+// row_vars, col_vars, variances (F32) have one entry per parameter; any
+// non-negative strides on the CPU, dense row-major (contiguous) views on CUDA
+// (Unsupported otherwise: optimizer state is always dense). For rank >= 2: row_vars[i] has shape
 // shapes[i] with the last dim 1 ([.., R, 1]), col_vars[i] shapes[i] with the
 // second-to-last dim 1 ([.., 1, C]) (torch's shapes: a torch state loads as
 // is), variances[i] is not given; for rank 0 / 1: variances[i] has shapes[i]
 // and row_vars[i] / col_vars[i] are not given (an empty list is accepted when
 // no parameter needs that state). Written tensors (params, the states,
 // step_tensor) overlap nothing else; grads may overlap each other.
+// out_of_place (a functional step, e.g. to keep the previous parameters): the
+// results go to params_out / row_vars_out / col_vars_out / variances_out (and
+// step_out), the inputs are only read; an output may be exactly its own input
+// (in place for that tensor) and overlaps nothing else. Without it those lists
+// must be empty and step_out not given.
 // dtypes: params / grads F32, BF16, F16 (the same); state, step, lr F32.
 //
 // CUDA (sku().variant "factored"): the host loops over the list inside run()
@@ -108,6 +114,7 @@ struct AdafactorDescriptor {
   double weight_decay = 0.0;    // >= 0 (decoupled: p *= 1 - lr * weight_decay)
   bool maximize = false;
   bool device_scalars = false;  // step / lr from Args::step_tensor / lr_tensor
+  bool out_of_place = false;    // results into the *_out lists (the inputs are only read)
 };
 
 struct AdafactorArgs {
@@ -119,6 +126,10 @@ struct AdafactorArgs {
   int64_t step = 0;                  // host: this update's step number t >= 1 (0 with device_scalars)
   TensorMut step_tensor;             // device_scalars: F32 [], steps done; run() adds 1 first
   TensorRef lr_tensor;               // device_scalars: F32 [], the learning rate
+  // out_of_place: where the results go (same lengths, shapes and dtypes as the
+  // inputs above, which are then only read; each may be exactly its own input).
+  std::vector<TensorMut> params_out, row_vars_out, col_vars_out, variances_out;
+  TensorMut step_out;                // out_of_place with device_scalars: step_tensor + 1
 };
 
 class BARACUDA_API AdafactorPlan : public PlanBase {

@@ -56,11 +56,15 @@ struct TensorLaunch {
   Dims shape;                    // the parameter's
   int64_t n = 0, B = 1, R = 1, C = 0;
   bool factored = false;
-  void* param = nullptr;         // dtype, contiguous
+  const void* param_in = nullptr;  // dtype, contiguous
+  void* param_out = nullptr;       // = param_in in place
   const void* grad = nullptr;
-  float* row_var = nullptr;      // factored
+  const float* row_var_in = nullptr;  // factored: the state read ...
+  const float* col_var_in = nullptr;
+  float* row_var = nullptr;           // ... and written (= the input in place)
   float* col_var = nullptr;
-  float* variance = nullptr;     // rank < 2
+  const float* variance_in = nullptr; // rank < 2
+  float* variance = nullptr;
 };
 
 struct Launch {
@@ -70,7 +74,8 @@ struct Launch {
   double eps2 = 0.0, d = 1.0, beta2_decay = 0.0, weight_decay = 0.0;
   Scalars host;                    // !device_scalars
   bool device_scalars = false;
-  float* step_tensor = nullptr;    // device_scalars
+  const float* step_in = nullptr;  // device_scalars: step_out = step_in + 1 (the same tensor in place)
+  float* step_out = nullptr;
   const float* lr_tensor = nullptr;
   std::vector<TensorLaunch> tensors;
   void* workspace = nullptr;       // the caller's workspace (aligned to 256 bytes by the launch)

@@ -37,13 +37,13 @@ Status hyper(const char* what, double v, bool ok, const char* rule) {
 // One view of the list: missing (never filled), then the shared view rules,
 // then dense row-major.
 Status check_list_view(const std::string& name, const TensorRef& v, bool written, DType t, const Dims& shape,
-                       Device dev) {
+                       Device dev, bool dense) {
   if (never_filled(v)) return invalid(kPlan, name, " is missing: expected a ", t, " view of shape ", shape);
   BARACUDA_RETURN_IF_ERROR(written ? baracuda::detail::check_output(kPlan, name.c_str(), TensorMut(const_cast<void*>(v.data), v.dtype, v.device, v.shape, v.strides, v.capacity), t, shape, dev)
                                    : baracuda::detail::check_view(kPlan, name.c_str(), v, t, shape, dev));
-  if (shape_numel(shape) > 0 && !v.is_contiguous())
-    return invalid(kPlan, name, " strides ", v.strides, " for shape ", shape,
-                   " must be contiguous (row-major: every list tensor is dense)");
+  if (dense && shape_numel(shape) > 0 && !v.is_contiguous())
+    return unsupported(kPlan, name, " strides ", v.strides, " for shape ", shape,
+                       " are not supported on CUDA (dense row-major views only)");
   return Status::ok();
 }
 
@@ -51,12 +51,15 @@ struct Named {
   std::string name;
   TensorRef view;
   bool written;
-  uintptr_t lo, hi;  // byte range
+  uintptr_t lo, hi;      // byte range
+  std::string may_be;    // an output: the input it may be exactly (out_of_place)
 };
 
 Status check_lists(const AdafactorPlan& p, const AdafactorArgs& a) {
   const AdafactorDescriptor& d = p.descriptor();
   const size_t n = d.shapes.size();
+  const bool oop = d.out_of_place;
+  const bool dense = p.sku().backend != Backend::CpuReference;
   bool any_factored = false, any_vector = false;
   for (size_t i = 0; i < n; ++i) (p.factored(i) ? any_factored : any_vector) = true;
   auto length = [&](const char* list, size_t got, bool may_be_empty) -> Status {
@@ -69,19 +72,42 @@ Status check_lists(const AdafactorPlan& p, const AdafactorArgs& a) {
   BARACUDA_RETURN_IF_ERROR(length("row_vars", a.row_vars.size(), !any_factored));
   BARACUDA_RETURN_IF_ERROR(length("col_vars", a.col_vars.size(), !any_factored));
   BARACUDA_RETURN_IF_ERROR(length("variances", a.variances.size(), !any_vector));
+  if (oop) {
+    BARACUDA_RETURN_IF_ERROR(length("params_out", a.params_out.size(), false));
+    BARACUDA_RETURN_IF_ERROR(length("row_vars_out", a.row_vars_out.size(), !any_factored));
+    BARACUDA_RETURN_IF_ERROR(length("col_vars_out", a.col_vars_out.size(), !any_factored));
+    BARACUDA_RETURN_IF_ERROR(length("variances_out", a.variances_out.size(), !any_vector));
+  } else {
+    for (const auto& [list, v] : {std::pair{"params_out", &a.params_out}, std::pair{"row_vars_out", &a.row_vars_out},
+                                  std::pair{"col_vars_out", &a.col_vars_out},
+                                  std::pair{"variances_out", &a.variances_out}})
+      if (!v->empty())
+        return invalid(kPlan, list, " is given but descriptor.out_of_place is false (the inputs are updated in place)");
+  }
 
   std::vector<Named> views;
-  auto add = [&](std::string name, const TensorRef& v, bool written) {
+  auto add = [&](std::string name, const TensorRef& v, bool written, std::string may_be = {}) {
     if (v.data == nullptr || v.numel() == 0) return;
     const uintptr_t lo = reinterpret_cast<uintptr_t>(v.data);
-    views.push_back({std::move(name), v, written, lo, lo + static_cast<uintptr_t>(v.span()) * dtype_size(v.dtype)});
+    views.push_back({std::move(name), v, written, lo, lo + static_cast<uintptr_t>(v.span()) * dtype_size(v.dtype),
+                     std::move(may_be)});
   };
   const Device dev = p.device();
+  // One state or parameter tensor: the input (written unless out_of_place) and its output.
+  auto one = [&](const char* list, const std::vector<TensorMut>& in, const std::vector<TensorMut>& out, size_t i,
+                 DType t, const Dims& shape) -> Status {
+    BARACUDA_RETURN_IF_ERROR(check_list_view(at(list, i), in[i], !oop, t, shape, dev, dense));
+    add(at(list, i), in[i], !oop);
+    if (!oop) return Status::ok();
+    const std::string out_name = std::string(list) + "_out[" + std::to_string(i) + "]";
+    BARACUDA_RETURN_IF_ERROR(check_list_view(out_name, out[i], true, t, shape, dev, dense));
+    add(out_name, out[i], true, at(list, i));
+    return Status::ok();
+  };
   for (size_t i = 0; i < n; ++i) {
     const Dims& s = d.shapes[i];
-    BARACUDA_RETURN_IF_ERROR(check_list_view(at("params", i), a.params[i], true, d.dtype, s, dev));
-    BARACUDA_RETURN_IF_ERROR(check_list_view(at("grads", i), a.grads[i], false, d.dtype, s, dev));
-    add(at("params", i), a.params[i], true);
+    BARACUDA_RETURN_IF_ERROR(one("params", a.params, a.params_out, i, d.dtype, s));
+    BARACUDA_RETURN_IF_ERROR(check_list_view(at("grads", i), a.grads[i], false, d.dtype, s, dev, dense));
     add(at("grads", i), a.grads[i], false);
     auto unused = [&](const char* list, const std::vector<TensorMut>& v) -> Status {
       if (v.empty() || v[i].data == nullptr) return Status::ok();
@@ -89,23 +115,25 @@ Status check_lists(const AdafactorPlan& p, const AdafactorArgs& a) {
                      p.factored(i) ? " (rank >= 2 keeps row_vars / col_vars)" : " (rank < 2 keeps variances)");
     };
     if (p.factored(i)) {
-      BARACUDA_RETURN_IF_ERROR(check_list_view(at("row_vars", i), a.row_vars[i], true, DType::F32, p.row_var_shape(i), dev));
-      BARACUDA_RETURN_IF_ERROR(check_list_view(at("col_vars", i), a.col_vars[i], true, DType::F32, p.col_var_shape(i), dev));
+      BARACUDA_RETURN_IF_ERROR(one("row_vars", a.row_vars, a.row_vars_out, i, DType::F32, p.row_var_shape(i)));
+      BARACUDA_RETURN_IF_ERROR(one("col_vars", a.col_vars, a.col_vars_out, i, DType::F32, p.col_var_shape(i)));
       BARACUDA_RETURN_IF_ERROR(unused("variances", a.variances));
-      add(at("row_vars", i), a.row_vars[i], true);
-      add(at("col_vars", i), a.col_vars[i], true);
+      if (oop) BARACUDA_RETURN_IF_ERROR(unused("variances_out", a.variances_out));
     } else {
-      BARACUDA_RETURN_IF_ERROR(check_list_view(at("variances", i), a.variances[i], true, DType::F32, s, dev));
+      BARACUDA_RETURN_IF_ERROR(one("variances", a.variances, a.variances_out, i, DType::F32, s));
       BARACUDA_RETURN_IF_ERROR(unused("row_vars", a.row_vars));
       BARACUDA_RETURN_IF_ERROR(unused("col_vars", a.col_vars));
-      add(at("variances", i), a.variances[i], true);
+      if (oop) BARACUDA_RETURN_IF_ERROR(unused("row_vars_out", a.row_vars_out));
+      if (oop) BARACUDA_RETURN_IF_ERROR(unused("col_vars_out", a.col_vars_out));
     }
   }
   if (d.device_scalars) {
-    add("step_tensor", a.step_tensor, true);
+    add("step_tensor", a.step_tensor, !oop);
+    if (oop) add("step_out", a.step_out, true, "step_tensor");
     add("lr_tensor", a.lr_tensor, false);
   }
-  // Overlaps: a written view against every other view (grads may share memory).
+  // Overlaps: a written view against every other view (grads may share memory);
+  // an output may be exactly its own input.
   std::sort(views.begin(), views.end(), [](const Named& x, const Named& y) { return x.lo < y.lo; });
   for (size_t x = 0; x < views.size(); ++x)
     for (size_t y = x + 1; y < views.size() && views[y].lo < views[x].hi; ++y) {
@@ -113,6 +141,11 @@ Status check_lists(const AdafactorPlan& p, const AdafactorArgs& a) {
       if (!baracuda::detail::views_overlap_exact(views[x].view, views[y].view)) continue;
       const Named& w = views[x].written ? views[x] : views[y];
       const Named& o = &w == &views[x] ? views[y] : views[x];
+      const bool pair = (!w.may_be.empty() && w.may_be == o.name) || (!o.may_be.empty() && o.may_be == w.name);
+      if (pair && baracuda::detail::same_view(w.view, o.view)) continue;
+      if (pair)
+        return invalid(kPlan, w.name, " partially overlaps ", o.name,
+                       " (in place needs the same data pointer and strides)");
       return invalid(kPlan, w.name, " overlaps ", o.name, " in memory");
     }
   return Status::ok();
@@ -120,9 +153,18 @@ Status check_lists(const AdafactorPlan& p, const AdafactorArgs& a) {
 
 baracuda::detail::ArgCheck check_args(const AdafactorPlan& p, const AdafactorArgs& a) {
   const AdafactorDescriptor& d = p.descriptor();
+  const bool oop = d.out_of_place;
   baracuda::detail::ArgCheck c(p);
-  c.optional_output("step_tensor", a.step_tensor, d.device_scalars, DType::F32, Dims{},
-                    "AdafactorPlan: step_tensor is given but descriptor.device_scalars is false (the step is Args::step)")
+  if (oop)
+    c.optional_input("step_tensor", a.step_tensor, d.device_scalars, DType::F32, Dims{},
+                     "AdafactorPlan: step_tensor is missing (descriptor.device_scalars is true)",
+                     "AdafactorPlan: step_tensor is given but descriptor.device_scalars is false (the step is Args::step)");
+  else
+    c.optional_output("step_tensor", a.step_tensor, d.device_scalars, DType::F32, Dims{},
+                      "AdafactorPlan: step_tensor is given but descriptor.device_scalars is false (the step is "
+                      "Args::step)");
+  c.optional_output("step_out", a.step_out, oop && d.device_scalars, DType::F32, Dims{},
+                    "AdafactorPlan: step_out is given but descriptor.out_of_place and device_scalars are not both true")
       .optional_input("lr_tensor", a.lr_tensor, d.device_scalars, DType::F32, Dims{},
                       "AdafactorPlan: lr_tensor is missing (descriptor.device_scalars is true)",
                       "AdafactorPlan: lr_tensor is given but descriptor.device_scalars is false (the learning rate is "
@@ -137,9 +179,10 @@ baracuda::detail::ArgCheck check_args(const AdafactorPlan& p, const AdafactorArg
   c.rule([&] { return check_lists(p, a); });
   // The shell returns early when every declared output is empty: declare the
   // first parameter with elements (already checked above).
-  for (size_t i = 0; c.ok() && i < a.params.size(); ++i)
-    if (a.params[i].numel() > 0) {
-      c.output("params", a.params[i], d.dtype, d.shapes[i]);
+  const std::vector<TensorMut>& outs = oop ? a.params_out : a.params;
+  for (size_t i = 0; c.ok() && i < outs.size(); ++i)
+    if (outs[i].numel() > 0) {
+      c.output(oop ? "params_out" : "params", outs[i], d.dtype, d.shapes[i]);
       break;
     }
   return c;
@@ -147,6 +190,7 @@ baracuda::detail::ArgCheck check_args(const AdafactorPlan& p, const AdafactorArg
 
 [[maybe_unused]] adafactor::Launch make_launch(const AdafactorPlan& p, const AdafactorArgs& a) {
   const AdafactorDescriptor& d = p.descriptor();
+  const bool oop = d.out_of_place;
   adafactor::Launch l;
   l.dtype = d.dtype;
   l.maximize = d.maximize;
@@ -155,26 +199,31 @@ baracuda::detail::ArgCheck check_args(const AdafactorPlan& p, const AdafactorArg
   l.eps2 = d.eps2, l.d = d.d, l.beta2_decay = d.beta2_decay, l.weight_decay = d.weight_decay;
   l.device_scalars = d.device_scalars;
   if (d.device_scalars) {
-    l.step_tensor = static_cast<float*>(a.step_tensor.data);
+    l.step_in = static_cast<const float*>(a.step_tensor.data);
+    l.step_out = static_cast<float*>(oop ? a.step_out.data : a.step_tensor.data);
     l.lr_tensor = static_cast<const float*>(a.lr_tensor.data);
   } else {
     l.host = adafactor::make_scalars(static_cast<double>(a.step), d.lr, d.beta2_decay, d.weight_decay);
   }
+  auto f32 = [](const TensorMut& v) { return static_cast<float*>(v.data); };
   for (size_t i = 0; i < d.shapes.size(); ++i) {
     adafactor::TensorLaunch t;
     t.shape = d.shapes[i];
     t.n = shape_numel(t.shape);
     if (t.n == 0) continue;
-    t.param = a.params[i].data;
+    t.param_in = a.params[i].data;
+    t.param_out = oop ? a.params_out[i].data : a.params[i].data;
     t.grad = a.grads[i].data;
     t.factored = p.factored(i);
     if (t.factored) {
       t.R = t.shape[t.shape.rank - 2], t.C = t.shape[t.shape.rank - 1], t.B = t.n / (t.R * t.C);
-      t.row_var = static_cast<float*>(a.row_vars[i].data);
-      t.col_var = static_cast<float*>(a.col_vars[i].data);
+      t.row_var_in = f32(a.row_vars[i]), t.col_var_in = f32(a.col_vars[i]);
+      t.row_var = f32(oop ? a.row_vars_out[i] : a.row_vars[i]);
+      t.col_var = f32(oop ? a.col_vars_out[i] : a.col_vars[i]);
     } else {
       t.B = 1, t.R = 1, t.C = t.n;
-      t.variance = static_cast<float*>(a.variances[i].data);
+      t.variance_in = f32(a.variances[i]);
+      t.variance = f32(oop ? a.variances_out[i] : a.variances[i]);
     }
     l.tensors.push_back(t);
   }

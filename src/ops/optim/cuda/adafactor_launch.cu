@@ -68,9 +68,10 @@ __device__ __forceinline__ float block_sum(float v, float* smem /* kWarps + 1 */
 
 __device__ __forceinline__ Scalars scalars(const Scalars* dev, const Scalars& host) { return dev ? *dev : host; }
 
-__global__ void scalars_kernel(float* step, const float* lr, double beta2_decay, double weight_decay, Scalars* out) {
-  const float t = exact::add(step[0], 1.0f);  // torch: step_t += 1 (f32)
-  step[0] = t;
+__global__ void scalars_kernel(const float* step_in, float* step_out, const float* lr, double beta2_decay,
+                               double weight_decay, Scalars* out) {
+  const float t = exact::add(step_in[0], 1.0f);  // torch: step_t += 1 (f32)
+  step_out[0] = t;
   *out = make_scalars(static_cast<double>(t), static_cast<double>(lr[0]), beta2_decay, weight_decay);
 }
 
@@ -108,17 +109,17 @@ __global__ void __launch_bounds__(kThreads) col_partials_kernel(const T* __restr
 // One block per batch matrix: row_var / col_var lerps and the divisor.
 __global__ void __launch_bounds__(kThreads) finalize_kernel(int64_t B, int64_t R, int64_t C, int64_t chunks,
                                                            const float* __restrict__ row_sum,
-                                                           const float* __restrict__ part, float* __restrict__ row_var,
-                                                           float* __restrict__ col_var, float* __restrict__ divisor,
+                                                           const float* __restrict__ part, const float* row_var_in,
+                                                           float* row_var, const float* col_var_in, float* col_var,
+                                                           float* __restrict__ divisor,
                                                            float eps1, const Scalars* dev_sc, Scalars host_sc) {
   __shared__ float smem[kWarps + 1];
   const float w = scalars(dev_sc, host_sc).w;
   for (int64_t b = blockIdx.x; b < B; b += gridDim.x) {
     float acc = 0.f;
     for (int64_t r = threadIdx.x; r < R; r += kThreads) {
-      float* x = row_var + b * R + r;
-      const float v = lerp(*x, mean_square(row_sum[b * R + r], C), w);
-      *x = v;
+      const float v = lerp(row_var_in[b * R + r], mean_square(row_sum[b * R + r], C), w);
+      row_var[b * R + r] = v;
       acc = exact::add(acc, v);
     }
     const float total = block_sum(acc, smem);
@@ -129,8 +130,7 @@ __global__ void __launch_bounds__(kThreads) finalize_kernel(int64_t B, int64_t R
     for (int64_t c = threadIdx.x; c < C; c += kThreads) {
       float s = 0.f;
       for (int64_t k = 0; k < chunks; ++k) s = exact::add(s, part[(b * chunks + k) * C + c]);
-      float* x = col_var + b * C + c;
-      *x = lerp(*x, mean_square(s, R), w);
+      col_var[b * C + c] = lerp(col_var_in[b * C + c], mean_square(s, R), w);
     }
   }
 }
@@ -152,7 +152,8 @@ __device__ __forceinline__ float factored_u(const Factored& f, int64_t e, float 
 // updated row / column state; vector: the variance lerp first, written back).
 template <class T, bool kFactored>
 __global__ void __launch_bounds__(kThreads) partials_kernel(const T* __restrict__ p, const T* __restrict__ g,
-                                                           int64_t n, Factored f, float* __restrict__ variance,
+                                                           int64_t n, Factored f, const float* variance_in,
+                                                           float* variance,
                                                            float eps1sq, bool maximize, const Scalars* dev_sc,
                                                            Scalars host_sc, float* __restrict__ p_part,
                                                            float* __restrict__ u_part) {
@@ -171,7 +172,7 @@ __global__ void __launch_bounds__(kThreads) partials_kernel(const T* __restrict_
     if constexpr (kFactored) {
       u = factored_u(f, e, ge, eps1sq);
     } else {
-      const float v = lerp(variance[e], exact::mul(ge, ge), w);
+      const float v = lerp(variance_in[e], exact::mul(ge, ge), w);
       variance[e] = v;
       u = update_of(ge, v, eps1sq);
     }
@@ -184,7 +185,7 @@ __global__ void __launch_bounds__(kThreads) partials_kernel(const T* __restrict_
 
 // Every block: both partial arrays summed in one fixed order, then the update of its chunk.
 template <class T, bool kFactored>
-__global__ void __launch_bounds__(kThreads) apply_kernel(T* __restrict__ p, const T* __restrict__ g, int64_t n,
+__global__ void __launch_bounds__(kThreads) apply_kernel(const T* p_in, T* p, const T* __restrict__ g, int64_t n,
                                                         Factored f, const float* __restrict__ variance, float eps1sq,
                                                         bool maximize, const Scalars* dev_sc, Scalars host_sc,
                                                         double eps2, double d, const float* __restrict__ p_part,
@@ -203,7 +204,7 @@ __global__ void __launch_bounds__(kThreads) apply_kernel(T* __restrict__ p, cons
     if (e >= n) break;
     const float ge = maximize ? -to_f(g[e]) : to_f(g[e]);
     const float u = kFactored ? factored_u(f, e, ge, eps1sq) : update_of(ge, variance[e], eps1sq);
-    p[e] = from_f<T>(apply(to_f(p[e]), u, s, sc.wd_factor));
+    p[e] = from_f<T>(apply(to_f(p_in[e]), u, s, sc.wd_factor));
   }
 }
 
@@ -214,7 +215,8 @@ Status run_tensor(const Launch& l, const TensorLaunch& t, char* ws, const Scalar
   const TensorScratch sc = tensor_scratch(t.shape);
   float* p_part = reinterpret_cast<float*>(ws + sc.p_part);
   float* u_part = reinterpret_cast<float*>(ws + sc.u_part);
-  T* p = static_cast<T*>(t.param);
+  const T* p_in = static_cast<const T*>(t.param_in);
+  T* p = static_cast<T*>(t.param_out);
   const T* g = static_cast<const T*>(t.grad);
   const int64_t blocks = ceil_div64(t.n, kChunk);
   if (blocks > INT32_MAX) return baracuda::detail::unsupported("AdafactorPlan", "parameter of ", t.n, " elements is too large");
@@ -229,17 +231,18 @@ Status run_tensor(const Launch& l, const TensorLaunch& t, char* ws, const Scalar
                   static_cast<unsigned>(std::min<int64_t>(t.B, 65535)));
     col_partials_kernel<T><<<cg, kThreads, 0, st>>>(g, t.B, t.R, t.C, chunks, col_part);
     finalize_kernel<<<static_cast<unsigned>(std::min<int64_t>(t.B, 65535)), kThreads, 0, st>>>(
-        t.B, t.R, t.C, chunks, row_sum, col_part, t.row_var, t.col_var, divisor, l.eps1, dev_sc, l.host);
+        t.B, t.R, t.C, chunks, row_sum, col_part, t.row_var_in, t.row_var, t.col_var_in, t.col_var, divisor, l.eps1,
+        dev_sc, l.host);
     const Factored f{t.R, t.C, t.row_var, t.col_var, divisor};
-    partials_kernel<T, true><<<eg, kThreads, 0, st>>>(p, g, t.n, f, nullptr, l.eps1sq, l.maximize, dev_sc, l.host,
-                                                      p_part, u_part);
-    apply_kernel<T, true><<<eg, kThreads, 0, st>>>(p, g, t.n, f, nullptr, l.eps1sq, l.maximize, dev_sc, l.host, l.eps2,
-                                                   l.d, p_part, u_part, blocks);
+    partials_kernel<T, true><<<eg, kThreads, 0, st>>>(p_in, g, t.n, f, nullptr, nullptr, l.eps1sq, l.maximize, dev_sc,
+                                                      l.host, p_part, u_part);
+    apply_kernel<T, true><<<eg, kThreads, 0, st>>>(p_in, p, g, t.n, f, nullptr, l.eps1sq, l.maximize, dev_sc, l.host,
+                                                   l.eps2, l.d, p_part, u_part, blocks);
   } else {
-    partials_kernel<T, false><<<eg, kThreads, 0, st>>>(p, g, t.n, Factored{}, t.variance, l.eps1sq, l.maximize, dev_sc,
-                                                       l.host, p_part, u_part);
-    apply_kernel<T, false><<<eg, kThreads, 0, st>>>(p, g, t.n, Factored{}, t.variance, l.eps1sq, l.maximize, dev_sc,
-                                                    l.host, l.eps2, l.d, p_part, u_part, blocks);
+    partials_kernel<T, false><<<eg, kThreads, 0, st>>>(p_in, g, t.n, Factored{}, t.variance_in, t.variance, l.eps1sq,
+                                                       l.maximize, dev_sc, l.host, p_part, u_part);
+    apply_kernel<T, false><<<eg, kThreads, 0, st>>>(p_in, p, g, t.n, Factored{}, t.variance, l.eps1sq, l.maximize,
+                                                    dev_sc, l.host, l.eps2, l.d, p_part, u_part, blocks);
   }
   return check("AdafactorPlan: kernel launch");
 }
@@ -253,7 +256,7 @@ Status launch(const Launch& l) {
   Scalars* dev_sc = nullptr;
   if (l.device_scalars) {
     dev_sc = reinterpret_cast<Scalars*>(ws);
-    kern::scalars_kernel<<<1, 1, 0, st>>>(l.step_tensor, l.lr_tensor, l.beta2_decay, l.weight_decay, dev_sc);
+    kern::scalars_kernel<<<1, 1, 0, st>>>(l.step_in, l.step_out, l.lr_tensor, l.beta2_decay, l.weight_decay, dev_sc);
     BARACUDA_RETURN_IF_ERROR(kern::check("AdafactorPlan: kernel launch"));
   }
   char* scratch = ws + kScalarBytes;
