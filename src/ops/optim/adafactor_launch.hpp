@@ -78,6 +78,12 @@ struct Launch {
   float* step_out = nullptr;
   const float* lr_tensor = nullptr;
   std::vector<TensorLaunch> tensors;
+  struct Copy {
+    void* dst;
+    const void* src;
+    size_t bytes;
+  };
+  std::vector<Copy> copies;        // out of place: states of empty parameters carried over
   void* workspace = nullptr;       // the caller's workspace (aligned to 256 bytes by the launch)
   void* stream = nullptr;
 };

@@ -179,12 +179,20 @@ baracuda::detail::ArgCheck check_args(const AdafactorPlan& p, const AdafactorArg
   c.rule([&] { return check_lists(p, a); });
   // The shell returns early when every declared output is empty: declare the
   // first parameter with elements (already checked above).
-  const std::vector<TensorMut>& outs = oop ? a.params_out : a.params;
-  for (size_t i = 0; c.ok() && i < outs.size(); ++i)
-    if (outs[i].numel() > 0) {
-      c.output(oop ? "params_out" : "params", outs[i], d.dtype, d.shapes[i]);
-      break;
-    }
+  // first written tensor with elements (already checked above; out of place,
+  // the state of an empty parameter may still have elements to carry over).
+  if (c.ok()) {
+    bool declared = false;
+    const std::vector<const std::vector<TensorMut>*> lists =
+        oop ? std::vector<const std::vector<TensorMut>*>{&a.params_out, &a.row_vars_out, &a.col_vars_out}
+            : std::vector<const std::vector<TensorMut>*>{&a.params};
+    for (const auto* list : lists)
+      for (const TensorMut& v : *list)
+        if (!declared && v.numel() > 0) {
+          c.output(oop ? "params_out" : "params", v, v.dtype, v.shape);
+          declared = true;
+        }
+  }
   return c;
 }
 
@@ -210,7 +218,15 @@ baracuda::detail::ArgCheck check_args(const AdafactorPlan& p, const AdafactorArg
     adafactor::TensorLaunch t;
     t.shape = d.shapes[i];
     t.n = shape_numel(t.shape);
-    if (t.n == 0) continue;
+    if (t.n == 0) {
+      // Out of place, a state with elements ([R, 0]'s row_var) is carried over.
+      if (oop && p.factored(i))
+        for (const auto& [in, out] : {std::pair{&a.row_vars[i], &a.row_vars_out[i]},
+                                      std::pair{&a.col_vars[i], &a.col_vars_out[i]}})
+          if (in->numel() > 0 && in->data != out->data)
+            l.copies.push_back({out->data, in->data, static_cast<size_t>(in->numel()) * 4});
+      continue;
+    }
     t.param_in = a.params[i].data;
     t.param_out = oop ? a.params_out[i].data : a.params[i].data;
     t.grad = a.grads[i].data;

@@ -56,7 +56,14 @@ Status adafactor(const AdafactorDescriptor& d, double eps1, const AdafactorArgs&
   for (size_t i = 0; i < d.shapes.size(); ++i) {
     const Dims& shape = d.shapes[i];
     const int64_t n = shape_numel(shape);
-    if (n == 0) continue;
+    if (n == 0) {
+      // Nothing to update; out of place, a state with elements ([R, 0]'s
+      // row_var) is carried over unchanged.
+      if (oop && shape.rank >= 2)
+        for (State st : {State(a.row_vars[i], a.row_vars_out[i]), State(a.col_vars[i], a.col_vars_out[i])})
+          for (int64_t e = 0; e < static_cast<int64_t>(st.oi.size()); ++e) st.set(e, st.get(e));
+      continue;
+    }
     const TensorMut& pout = oop ? a.params_out[i] : a.params[i];
     const std::vector<int64_t> op = offsets(shape, a.params[i].strides), og = offsets(shape, a.grads[i].strides),
                                oo = offsets(shape, pout.strides);

@@ -259,6 +259,9 @@ Status launch(const Launch& l) {
     kern::scalars_kernel<<<1, 1, 0, st>>>(l.step_in, l.step_out, l.lr_tensor, l.beta2_decay, l.weight_decay, dev_sc);
     BARACUDA_RETURN_IF_ERROR(kern::check("AdafactorPlan: kernel launch"));
   }
+  for (const Launch::Copy& c : l.copies)
+    if (cudaMemcpyAsync(c.dst, c.src, c.bytes, cudaMemcpyDeviceToDevice, st) != cudaSuccess)
+      return kern::check("AdafactorPlan: state copy");
   char* scratch = ws + kScalarBytes;
   for (const TensorLaunch& t : l.tensors) {
     switch (l.dtype) {
