@@ -188,7 +188,7 @@ baracuda::detail::ArgCheck check_args(const AdafactorPlan& p, const AdafactorArg
             : std::vector<const std::vector<TensorMut>*>{&a.params};
     for (const auto* list : lists)
       for (const TensorMut& v : *list)
-        if (!declared && v.numel() > 0) {
+        if (!declared && v.data != nullptr && v.numel() > 0) {
           c.output(oop ? "params_out" : "params", v, v.dtype, v.shape);
           declared = true;
         }
