@@ -1,0 +1,277 @@
+// AdafactorPlan's kernels (see include/baracuda/ops/optim_adafactor.hpp, "CUDA").
+// The host loops over the parameter list; per parameter, in stream order:
+//   factored [B, R, C]: row_sums (a warp per row) -> col_partials (a thread per
+//   column, chunks of kColRows rows) -> finalize (a block per batch matrix: the
+//   lerps, the column chunks summed in order, the row_var mean) -> partials
+//   (||p||^2 and ||u||^2 per block of kChunk elements) -> apply;
+//   rank < 2: vector_pass (variance lerp + both partials) -> apply.
+// apply: every block sums the partials in the same fixed order (identical
+// bits in every block), then p = fma(s, u, p * wd) with u recomputed.
+// Deterministic: fixed per-thread orders, fixed warp xor trees, warps summed in
+// order by one thread; no atomics. Elementwise arithmetic is adafactor_math.hpp
+// (shared with the CPU reference).
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+
+#include "core/cuda_device.hpp"
+#include "core/error.hpp"
+#include "ops/optim/adafactor_launch.hpp"
+
+namespace baracuda::optim::adafactor {
+
+namespace kern {
+namespace {
+
+constexpr int kWarps = kThreads / 32;
+constexpr int kPerThread = static_cast<int>(kChunk / kThreads);  // 16
+
+__device__ __forceinline__ float to_f(float x) { return x; }
+__device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
+__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+template <class T>
+__device__ __forceinline__ T from_f(float x);
+template <>
+__device__ __forceinline__ float from_f<float>(float x) { return x; }
+template <>
+__device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
+template <>
+__device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+
+__device__ __forceinline__ float sq_add(float acc, float x) { return exact::add(acc, exact::mul(x, x)); }
+
+__device__ __forceinline__ float warp_sum(float v) {
+#pragma unroll
+  for (int off = 16; off > 0; off >>= 1) v = exact::add(v, __shfl_xor_sync(0xffffffffu, v, off));
+  return v;
+}
+
+// The block's total in a fixed order (warp trees, then warps 0..7 in order),
+// returned to every thread.
+__device__ __forceinline__ float block_sum(float v, float* smem /* kWarps + 1 */) {
+  v = warp_sum(v);
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  __syncthreads();  // smem may still be read from a previous call
+  if (lane == 0) smem[warp] = v;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    float s = 0.f;
+    for (int w = 0; w < kWarps; ++w) s = exact::add(s, smem[w]);
+    smem[kWarps] = s;
+  }
+  __syncthreads();
+  return smem[kWarps];
+}
+
+__device__ __forceinline__ Scalars scalars(const Scalars* dev, const Scalars& host) { return dev ? *dev : host; }
+
+__global__ void scalars_kernel(const float* step_in, float* step_out, const float* lr, double beta2_decay,
+                               double weight_decay, Scalars* out) {
+  const float t = exact::add(step_in[0], 1.0f);  // torch: step_t += 1 (f32)
+  step_out[0] = t;
+  *out = make_scalars(static_cast<double>(t), static_cast<double>(lr[0]), beta2_decay, weight_decay);
+}
+
+// Row sums of g^2: one warp per row of C elements.
+template <class T>
+__global__ void __launch_bounds__(kThreads) row_sums_kernel(const T* __restrict__ g, int64_t rows, int64_t C,
+                                                           float* __restrict__ row_sum) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + (threadIdx.x >> 5);
+  if (row >= rows) return;
+  const int lane = threadIdx.x & 31;
+  const T* gr = g + row * C;
+  float acc = 0.f;
+  for (int64_t c = lane; c < C; c += 32) acc = sq_add(acc, to_f(gr[c]));
+  acc = warp_sum(acc);
+  if (lane == 0) row_sum[row] = acc;
+}
+
+// Column partial sums of g^2 over chunks of kColRows rows: thread per column.
+template <class T>
+__global__ void __launch_bounds__(kThreads) col_partials_kernel(const T* __restrict__ g, int64_t B, int64_t R,
+                                                               int64_t C, int64_t chunks, float* __restrict__ part) {
+  const int64_t c = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
+  if (c >= C) return;
+  for (int64_t k = blockIdx.y; k < chunks; k += gridDim.y) {
+    const int64_t r0 = k * kColRows, r1 = r0 + kColRows < R ? r0 + kColRows : R;
+    for (int64_t b = blockIdx.z; b < B; b += gridDim.z) {
+      const T* gb = g + b * R * C + c;
+      float acc = 0.f;
+      for (int64_t r = r0; r < r1; ++r) acc = sq_add(acc, to_f(gb[r * C]));
+      part[(b * chunks + k) * C + c] = acc;
+    }
+  }
+}
+
+// One block per batch matrix: row_var / col_var lerps and the divisor.
+__global__ void __launch_bounds__(kThreads) finalize_kernel(int64_t B, int64_t R, int64_t C, int64_t chunks,
+                                                           const float* __restrict__ row_sum,
+                                                           const float* __restrict__ part, const float* row_var_in,
+                                                           float* row_var, const float* col_var_in, float* col_var,
+                                                           float* __restrict__ divisor,
+                                                           float eps1, const Scalars* dev_sc, Scalars host_sc) {
+  __shared__ float smem[kWarps + 1];
+  const float w = scalars(dev_sc, host_sc).w;
+  for (int64_t b = blockIdx.x; b < B; b += gridDim.x) {
+    float acc = 0.f;
+    for (int64_t r = threadIdx.x; r < R; r += kThreads) {
+      const float v = lerp(row_var_in[b * R + r], mean_square(row_sum[b * R + r], C), w);
+      row_var[b * R + r] = v;
+      acc = exact::add(acc, v);
+    }
+    const float total = block_sum(acc, smem);
+    if (threadIdx.x == 0) {
+      const float mean = exact::div(total, static_cast<float>(R));
+      divisor[b] = mean < eps1 ? eps1 : mean;  // clamp_(min=eps1): NaN stays NaN
+    }
+    for (int64_t c = threadIdx.x; c < C; c += kThreads) {
+      float s = 0.f;
+      for (int64_t k = 0; k < chunks; ++k) s = exact::add(s, part[(b * chunks + k) * C + c]);
+      col_var[b * C + c] = lerp(col_var_in[b * C + c], mean_square(s, R), w);
+    }
+  }
+}
+
+struct Factored {
+  int64_t R = 1, C = 1;
+  const float* row_var = nullptr;
+  const float* col_var = nullptr;
+  const float* divisor = nullptr;
+};
+
+// u of element e of a factored parameter.
+__device__ __forceinline__ float factored_u(const Factored& f, int64_t e, float g, float eps1sq) {
+  const int64_t br = e / f.C, c = e - br * f.C, b = br / f.R;
+  return update_of(g, factored_v(f.row_var[br], f.col_var[b * f.C + c], f.divisor[b]), eps1sq);
+}
+
+// ||p||^2 and ||u||^2 partials per block of kChunk elements (factored: u from the
+// updated row / column state; vector: the variance lerp first, written back).
+template <class T, bool kFactored>
+__global__ void __launch_bounds__(kThreads) partials_kernel(const T* __restrict__ p, const T* __restrict__ g,
+                                                           int64_t n, Factored f, const float* variance_in,
+                                                           float* variance,
+                                                           float eps1sq, bool maximize, const Scalars* dev_sc,
+                                                           Scalars host_sc, float* __restrict__ p_part,
+                                                           float* __restrict__ u_part) {
+  __shared__ float smem[kWarps + 1];
+  const float w = scalars(dev_sc, host_sc).w;
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * kChunk;
+  float pa = 0.f, ua = 0.f;
+#pragma unroll 4
+  for (int j = 0; j < kPerThread; ++j) {
+    const int64_t e = base + j * kThreads + threadIdx.x;
+    if (e >= n) break;
+    const float pe = to_f(p[e]);
+    const float ge = maximize ? -to_f(g[e]) : to_f(g[e]);
+    pa = sq_add(pa, pe);
+    float u;
+    if constexpr (kFactored) {
+      u = factored_u(f, e, ge, eps1sq);
+    } else {
+      const float v = lerp(variance_in[e], exact::mul(ge, ge), w);
+      variance[e] = v;
+      u = update_of(ge, v, eps1sq);
+    }
+    ua = sq_add(ua, u);
+  }
+  const float ps = block_sum(pa, smem);
+  const float us = block_sum(ua, smem);
+  if (threadIdx.x == 0) p_part[blockIdx.x] = ps, u_part[blockIdx.x] = us;
+}
+
+// Every block: both partial arrays summed in one fixed order, then the update of its chunk.
+template <class T, bool kFactored>
+__global__ void __launch_bounds__(kThreads) apply_kernel(const T* p_in, T* p, const T* __restrict__ g, int64_t n,
+                                                        Factored f, const float* __restrict__ variance, float eps1sq,
+                                                        bool maximize, const Scalars* dev_sc, Scalars host_sc,
+                                                        double eps2, double d, const float* __restrict__ p_part,
+                                                        const float* __restrict__ u_part, int64_t blocks) {
+  __shared__ float smem[kWarps + 1];
+  const Scalars sc = scalars(dev_sc, host_sc);
+  float pa = 0.f, ua = 0.f;
+  for (int64_t k = threadIdx.x; k < blocks; k += kThreads) pa = exact::add(pa, p_part[k]), ua = exact::add(ua, u_part[k]);
+  const float psum = block_sum(pa, smem);
+  const float usum = block_sum(ua, smem);
+  const float s = step_scale(psum, usum, n, sc.rho, eps2, d);
+  const int64_t base = static_cast<int64_t>(blockIdx.x) * kChunk;
+#pragma unroll 4
+  for (int j = 0; j < kPerThread; ++j) {
+    const int64_t e = base + j * kThreads + threadIdx.x;
+    if (e >= n) break;
+    const float ge = maximize ? -to_f(g[e]) : to_f(g[e]);
+    const float u = kFactored ? factored_u(f, e, ge, eps1sq) : update_of(ge, variance[e], eps1sq);
+    p[e] = from_f<T>(apply(to_f(p_in[e]), u, s, sc.wd_factor));
+  }
+}
+
+Status check(const char* what) { return baracuda::detail::cuda_status(static_cast<int>(cudaGetLastError()), what); }
+
+template <class T>
+Status run_tensor(const Launch& l, const TensorLaunch& t, char* ws, const Scalars* dev_sc, cudaStream_t st) {
+  const TensorScratch sc = tensor_scratch(t.shape);
+  float* p_part = reinterpret_cast<float*>(ws + sc.p_part);
+  float* u_part = reinterpret_cast<float*>(ws + sc.u_part);
+  const T* p_in = static_cast<const T*>(t.param_in);
+  T* p = static_cast<T*>(t.param_out);
+  const T* g = static_cast<const T*>(t.grad);
+  const int64_t blocks = ceil_div64(t.n, kChunk);
+  if (blocks > INT32_MAX) return baracuda::detail::unsupported("AdafactorPlan", "parameter of ", t.n, " elements is too large");
+  const dim3 eg(static_cast<unsigned>(blocks));
+  if (t.factored) {
+    float* row_sum = reinterpret_cast<float*>(ws + sc.row_sum);
+    float* col_part = reinterpret_cast<float*>(ws + sc.col_part);
+    float* divisor = reinterpret_cast<float*>(ws + sc.divisor);
+    const int64_t rows = t.B * t.R, chunks = ceil_div64(t.R, kColRows);
+    row_sums_kernel<T><<<static_cast<unsigned>(ceil_div64(rows, kWarps)), kThreads, 0, st>>>(g, rows, t.C, row_sum);
+    const dim3 cg(static_cast<unsigned>(ceil_div64(t.C, kThreads)), static_cast<unsigned>(std::min<int64_t>(chunks, 65535)),
+                  static_cast<unsigned>(std::min<int64_t>(t.B, 65535)));
+    col_partials_kernel<T><<<cg, kThreads, 0, st>>>(g, t.B, t.R, t.C, chunks, col_part);
+    finalize_kernel<<<static_cast<unsigned>(std::min<int64_t>(t.B, 65535)), kThreads, 0, st>>>(
+        t.B, t.R, t.C, chunks, row_sum, col_part, t.row_var_in, t.row_var, t.col_var_in, t.col_var, divisor, l.eps1,
+        dev_sc, l.host);
+    const Factored f{t.R, t.C, t.row_var, t.col_var, divisor};
+    partials_kernel<T, true><<<eg, kThreads, 0, st>>>(p_in, g, t.n, f, nullptr, nullptr, l.eps1sq, l.maximize, dev_sc,
+                                                      l.host, p_part, u_part);
+    apply_kernel<T, true><<<eg, kThreads, 0, st>>>(p_in, p, g, t.n, f, nullptr, l.eps1sq, l.maximize, dev_sc, l.host,
+                                                   l.eps2, l.d, p_part, u_part, blocks);
+  } else {
+    partials_kernel<T, false><<<eg, kThreads, 0, st>>>(p_in, g, t.n, Factored{}, t.variance_in, t.variance, l.eps1sq,
+                                                       l.maximize, dev_sc, l.host, p_part, u_part);
+    apply_kernel<T, false><<<eg, kThreads, 0, st>>>(p_in, p, g, t.n, Factored{}, t.variance, l.eps1sq, l.maximize,
+                                                    dev_sc, l.host, l.eps2, l.d, p_part, u_part, blocks);
+  }
+  return check("AdafactorPlan: kernel launch");
+}
+
+}  // namespace
+}  // namespace kern
+
+Status launch(const Launch& l) {
+  const cudaStream_t st = static_cast<cudaStream_t>(l.stream);
+  char* ws = reinterpret_cast<char*>((reinterpret_cast<uintptr_t>(l.workspace) + 255) / 256 * 256);
+  Scalars* dev_sc = nullptr;
+  if (l.device_scalars) {
+    dev_sc = reinterpret_cast<Scalars*>(ws);
+    kern::scalars_kernel<<<1, 1, 0, st>>>(l.step_in, l.step_out, l.lr_tensor, l.beta2_decay, l.weight_decay, dev_sc);
+    BARACUDA_RETURN_IF_ERROR(kern::check("AdafactorPlan: kernel launch"));
+  }
+  for (const Launch::Copy& c : l.copies)
+    if (cudaMemcpyAsync(c.dst, c.src, c.bytes, cudaMemcpyDeviceToDevice, st) != cudaSuccess)
+      return kern::check("AdafactorPlan: state copy");
+  char* scratch = ws + kScalarBytes;
+  for (const TensorLaunch& t : l.tensors) {
+    switch (l.dtype) {
+      case DType::F32: BARACUDA_RETURN_IF_ERROR(kern::run_tensor<float>(l, t, scratch, dev_sc, st)); break;
+      case DType::BF16: BARACUDA_RETURN_IF_ERROR(kern::run_tensor<__nv_bfloat16>(l, t, scratch, dev_sc, st)); break;
+      case DType::F16: BARACUDA_RETURN_IF_ERROR(kern::run_tensor<__half>(l, t, scratch, dev_sc, st)); break;
+      default: return baracuda::detail::unsupported("AdafactorPlan", "dtype ", l.dtype, " has no kernel");
+    }
+  }
+  return Status::ok();
+}
+
+}  // namespace baracuda::optim::adafactor
