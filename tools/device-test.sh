@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The one script run on the GPU machine, from the repository root:
-#   configure (from scratch) + build, ctest, examples (quickstart, attention_block, custom_elementwise), and with
-#   BENCH=1 the benchmarks (reduction, attention, RoPE, elementwise, GEMM, softmax, norm, indexing, loss) against PyTorch.
+#   configure (from scratch) + build, ctest, examples (quickstart, attention_block, custom_elementwise, train_gpt),
+#   and with BENCH=1 the benchmarks (reduction, attention, RoPE, elementwise, GEMM, softmax, norm, indexing, loss,
+#   random, optim) against PyTorch.
 #
 #   RESULTS=$OUT BENCH=1 tools/device-test.sh
 #
@@ -19,9 +20,10 @@
 #   CTEST_TIMEOUT per-test timeout in seconds (default 300)
 #   BENCH         1: run the benchmarks (default 0)
 #   BENCH_SET     which baracuda_bench families, each against PyTorch
-#                 (default "reduce attn rope ew gemm softmax norm indexing loss"; attn = attention,
+#                 (default "reduce attn rope ew gemm softmax norm indexing loss random optim"; attn = attention,
 #                 ew = elementwise)
 #   BENCH_FILTER  only bench cases whose name contains this (e.g. "sum.fwd")
+#   TRAIN_ARGS    extra arguments of examples/train_gpt (run on the GPU after the other examples)
 #   BENCH_ITERS   timed iterations per case (default: each family's own,
 #                 30; attention 20; gemm 30)
 # Every stage runs even when an earlier one failed (as far as its inputs
@@ -37,7 +39,8 @@ CTEST_TIMEOUT=${CTEST_TIMEOUT:-300}
 BENCH=${BENCH:-0}
 BENCH_FILTER=${BENCH_FILTER:-}
 BENCH_ITERS=${BENCH_ITERS:-}
-BENCH_SET=${BENCH_SET:-reduce attn rope ew gemm softmax norm indexing loss}
+BENCH_SET=${BENCH_SET:-reduce attn rope ew gemm softmax norm indexing loss random optim}
+TRAIN_ARGS=${TRAIN_ARGS:-}
 
 mkdir -p "$RESULTS"
 RESULTS=$(cd "$RESULTS" && pwd)
@@ -129,6 +132,16 @@ for ex in quickstart attention_block custom_elementwise/custom_elementwise; do
     note "$ex: not built"
   fi
 done
+# The training example on the GPU (bf16, f32 master weights); word-split TRAIN_ARGS.
+TG="$BUILD_DIR/examples/train_gpt/train_gpt"
+if [[ -x "$TG" ]]; then
+  echo "### $TG --device cuda $TRAIN_ARGS" >> "$RESULTS/run.log"
+  # shellcheck disable=SC2086
+  if timeout 300 "$TG" --device cuda $TRAIN_ARGS >> "$RESULTS/run.log" 2>&1; then note "train_gpt: ok ($(elapsed))"
+  else fail "train_gpt: FAILED (rc=$?), see run.log"; fi
+else
+  note "train_gpt: not built"
+fi
 
 # ---- benchmarks ------------------------------------------------------------------------
 # One family at a time: bench/baracuda_bench --family F, then bench/torch_bench.py
@@ -144,7 +157,7 @@ if [[ "$BENCH" == 1 ]]; then
   [[ -n "$BENCH_ITERS" ]] && BARGS+=(--iters "$BENCH_ITERS")
   for SET in $BENCH_SET; do
     case "$SET" in
-      reduce|rope|gemm|softmax|norm|indexing|loss) FAMILY=$SET ;;
+      reduce|rope|gemm|softmax|norm|indexing|loss|random|optim) FAMILY=$SET ;;
       attn|attention) FAMILY=attention ;;
       ew|elementwise) FAMILY=elementwise ;;
       *) fail "bench: unknown set $SET"; continue ;;

@@ -26,6 +26,7 @@
 #include <vector>
 
 #include "model.hpp"
+#include "optimizer.hpp"
 #include "safetensors.hpp"
 #include "tasks.hpp"
 
@@ -116,42 +117,90 @@ double lr_at(const Options& o, int64_t step) {
   return o.lr * (o.min_lr_ratio + (1.0 - o.min_lr_ratio) * c);
 }
 
-// EXPERIMENT ONLY (host AdamW on CPU-resident parameters), replaced by AdamWPlan.
-struct HostAdamW {
-  std::vector<float> m, v;
-  int64_t t = 0;
-  void step(Gpt& g, const Options& o, double lr) {
-    const size_t n = static_cast<size_t>(g.param_count());
-    if (m.empty()) m.assign(n, 0), v.assign(n, 0);
-    ++t;
-    float* p = static_cast<float*>(g.param_buffer().data());
-    float* d = static_cast<float*>(g.grad_buffer().data());
-    double ss = 0;
-    for (size_t i = 0; i < n; ++i) ss += double(d[i]) * d[i];
-    const double norm = std::sqrt(ss), coef = std::min(1.0, o.clip / (norm + 1e-6));
-    const double bc1 = 1 - std::pow(o.beta1, double(t)), bc2 = 1 - std::pow(o.beta2, double(t));
-    for (const ParamInfo& pi : g.params()) {
-      const bool decay = pi.shape.rank >= 2;
-      for (int64_t k = pi.offset; k < pi.offset + pi.numel; ++k) {
-        const float gr = float(d[k] * coef);
-        if (decay) p[k] *= float(1 - lr * o.weight_decay);
-        m[k] = float(o.beta1) * m[k] + float(1 - o.beta1) * gr;
-        v[k] = float(o.beta2) * v[k] + float(1 - o.beta2) * gr * gr;
-        p[k] -= float(lr / bc1 * m[k] / (std::sqrt(v[k] / bc2) + o.eps));
-      }
+// Dense bf16 / f16 tensor-core peak of an H100 SXM (989 TFLOP/s; f32 runs
+// are counted against the same peak, as llm.c does): MFU is a ratio to it.
+double peak_flops(DType) { return 989e12; }
+
+// Checkpoints: the parameters as safetensors in f32 (whatever the training
+// dtype: the master weights when there are some), named as nanoGPT's.
+Status save_checkpoint(const std::string& path, Gpt& model, const Optimizer& opt) {
+  (void)opt;
+  const size_t n = static_cast<size_t>(model.param_count());
+  std::vector<float> values(n);
+  std::vector<unsigned char> raw(n * dtype_size(model.dtype()));
+  BARACUDA_RETURN_IF_ERROR(model.param_buffer().copy_to_host(raw.data(), raw.size()));
+  for (size_t i = 0; i < n; ++i) {
+    switch (model.dtype()) {
+      case DType::F32: values[i] = reinterpret_cast<const float*>(raw.data())[i]; break;
+      case DType::BF16: values[i] = static_cast<float>(reinterpret_cast<const bfloat16*>(raw.data())[i]); break;
+      case DType::F16: values[i] = static_cast<float>(reinterpret_cast<const half*>(raw.data())[i]); break;
+      default: values[i] = static_cast<float>(reinterpret_cast<const double*>(raw.data())[i]); break;
     }
   }
-};
+  if (opt.master_weights()) BARACUDA_RETURN_IF_ERROR(opt.read_master(values.data(), n));
+  std::vector<TensorToSave> t;
+  for (const ParamInfo& p : model.params()) {
+    std::vector<int64_t> shape(p.shape.begin(), p.shape.end());
+    t.push_back({p.name, DType::F32, shape, values.data() + p.offset});
+  }
+  const GptConfig& c = model.config();
+  return save_safetensors(path, t,
+                          {{"format", "pt"},
+                           {"model", "gpt2"},
+                           {"n_layer", std::to_string(c.layers)},
+                           {"n_head", std::to_string(c.heads)},
+                           {"n_embd", std::to_string(c.channels)},
+                           {"block_size", std::to_string(c.seq_len)},
+                           {"vocab_size", std::to_string(c.vocab)}});
+}
+
+// The initial values from a checkpoint: every parameter must be there with
+// its shape (any float dtype safetensors stores; converted to f64).
+std::vector<double> load_checkpoint(const std::string& path, const Gpt& model) {
+  SafetensorsFile f = load_safetensors(path).value();
+  std::vector<double> v(static_cast<size_t>(model.param_count()));
+  for (const ParamInfo& p : model.params()) {
+    const LoadedTensor* t = f.find(p.name);
+    if (!t) throw StatusError(Status(StatusCode::InvalidProblem, "--load " + path + ": no tensor " + p.name));
+    const std::vector<int64_t> want(p.shape.begin(), p.shape.end());
+    if (t->shape != want)
+      throw StatusError(Status(StatusCode::InvalidProblem, "--load " + path + ": " + p.name + " has the wrong shape"));
+    const unsigned char* b = static_cast<const unsigned char*>(f.bytes_of(*t));
+    for (int64_t i = 0; i < p.numel; ++i) {
+      double x = 0;
+      switch (t->dtype) {
+        case DType::F32: x = reinterpret_cast<const float*>(b)[i]; break;
+        case DType::F64: x = reinterpret_cast<const double*>(b)[i]; break;
+        case DType::BF16: x = static_cast<double>(reinterpret_cast<const bfloat16*>(b)[i]); break;
+        case DType::F16: x = static_cast<double>(reinterpret_cast<const half*>(b)[i]); break;
+        default:
+          throw StatusError(Status(StatusCode::InvalidProblem, "--load " + path + ": " + p.name + " is not a float tensor"));
+      }
+      v[static_cast<size_t>(p.offset + i)] = x;
+    }
+  }
+  return v;
+}
 
 }  // namespace
 
 int main(int argc, char** argv) try {
+  std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines appear as they are printed, even into a pipe
   Options o = parse(argc, argv);
   const bool cuda = o.device == "cuda" || (o.device == "auto" && cuda_device_count() > 0);
   const Stream stream = cuda ? Stream::cuda(0) : Stream::cpu();
   const DType dtype = cuda ? DType::BF16 : DType::F32;
   Gpt model(stream, o.model, dtype);
-  check(model.upload_params(model.initial_values(o.seed)));
+  std::vector<double> initial = model.initial_values(o.seed);
+  if (!o.load.empty()) initial = load_checkpoint(o.load, model);
+  check(model.upload_params(initial));
+  AdamWOptions ao;
+  ao.beta1 = o.beta1;
+  ao.beta2 = o.beta2;
+  ao.eps = o.eps;
+  ao.weight_decay = o.weight_decay;
+  ao.clip = o.clip;
+  Optimizer opt(stream, model, ao, initial);
   const GptConfig& c = o.model;
   std::printf("train_gpt: GPT-2 %lld layers, %lld heads, %lld channels, T %lld, batch %lld: %.2f M parameters, %s %s\n",
               (long long)c.layers, (long long)c.heads, (long long)c.channels, (long long)c.seq_len, (long long)c.batch,
@@ -160,7 +209,6 @@ int main(int argc, char** argv) try {
   std::unique_ptr<TextData> text;
   if (o.data.empty()) task = std::make_unique<AdditionTask>(o.digits, o.seed);
   else text = std::make_unique<TextData>(o.data, o.seed);
-  HostAdamW opt;
   Batch batch;
   auto t0 = std::chrono::steady_clock::now();
   int64_t since = 0;
@@ -170,15 +218,19 @@ int main(int argc, char** argv) try {
     check(model.set_batch(batch.inputs, batch.targets));
     check(model.forward());
     check(model.backward());
-    opt.step(model, o, lr_at(o, step));
+    check(opt.step(lr_at(o, step), step + 1));
     ++since;
     if ((step + 1) % o.print_every == 0 || step + 1 == o.steps) {
-      double loss = 0;
+      double loss = 0, norm = 0;
       check(model.read_loss(&loss));
+      if (o.clip > 0) check(opt.read_grad_norm(&norm));
       const auto t1 = std::chrono::steady_clock::now();
       const double ms = std::chrono::duration<double, std::milli>(t1 - t0).count() / since;
-      std::printf("step %5lld  loss %.4f  lr %.2e  %.1f ms/step  %.0f tokens/s\n", (long long)step + 1, loss,
-                  lr_at(o, step), ms, c.batch * c.seq_len * 1000.0 / ms);
+      const double tps = c.batch * c.seq_len * 1000.0 / ms;
+      std::printf("step %5lld  loss %.4f  norm %.3f  lr %.2e  %7.1f ms/step  %9.0f tokens/s", (long long)step + 1,
+                  loss, norm, lr_at(o, step), ms, tps);
+      if (cuda) std::printf("  MFU %.1f%%", 100.0 * tps * c.flops_per_token() / peak_flops(dtype));
+      std::printf("\n");
       t0 = t1;
       since = 0;
     }
@@ -204,6 +256,10 @@ int main(int argc, char** argv) try {
     const double acc = task->accuracy(o.eval_problems, o.seed + 1, static_cast<size_t>(c.batch), next_tokens, &shown);
     std::printf("addition accuracy on %d fresh problems: %.1f%%\n", o.eval_problems, 100 * acc);
     for (const std::string& s : shown) std::printf("  %s\n", s.c_str());
+  }
+  if (!o.save.empty()) {
+    check(save_checkpoint(o.save, model, opt));
+    std::printf("saved %s\n", o.save.c_str());
   }
   return 0;
 } catch (const std::exception& e) {

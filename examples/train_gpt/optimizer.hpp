@@ -1,0 +1,50 @@
+// train_gpt's update: clip_grad_norm_ over every gradient, then AdamW with
+// GPT-2's two parameter groups (weight decay on the matrices and embeddings,
+// none on biases and norm weights), both baracuda tensor-list plans
+// (ClipGradNormPlan, AdamPlan: one launch per list on the GPU).
+//
+// Low-precision models (bf16 / f16 parameters) keep f32 master weights in the
+// optimizer: AdamW updates the master copy and writes the rounded parameters
+// in the same pass. The moments are f32.
+#pragma once
+#include <baracuda/baracuda.hpp>
+
+#include <vector>
+
+#include "model.hpp"
+
+namespace train_gpt {
+
+struct AdamWOptions {
+  double beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.1;
+  double clip = 1.0;  // max global L2 norm of the gradients; <= 0: no clipping
+};
+
+class Optimizer {
+ public:
+  // initial: the parameters' initial values (the master weights' start).
+  Optimizer(const baracuda::Stream& stream, Gpt& model, const AdamWOptions& o, const std::vector<double>& initial);
+  // One update with learning rate lr; step counts from 1.
+  baracuda::Status step(double lr, int64_t step);
+  // The gradients' global norm before clipping, of the last step (synchronises).
+  baracuda::Status read_grad_norm(double* norm) const;
+  bool master_weights() const { return master_; }
+  baracuda::Status read_master(float* out, size_t n) const;  // the f32 master weights (synchronises)
+
+ private:
+  struct Group {
+    baracuda::AdamPlan plan;
+    std::vector<size_t> params;  // indices into model.params()
+    baracuda::AdamArgs args;     // the views (lr and step set per call)
+  };
+  baracuda::Stream stream_;
+  Gpt& model_;
+  AdamWOptions o_;
+  bool master_ = false;
+  baracuda::Buffer m_, v_, master_buf_, norm_, ws_;
+  Group decay_, no_decay_;
+  baracuda::ClipGradNormPlan clip_;
+  baracuda::ClipGradNormArgs clip_args_;
+};
+
+}  // namespace train_gpt
