@@ -4,7 +4,7 @@
 //
 //   baracuda_bench [--family F]... [--json PATH] [--filter SUBSTR] [--iters N] [--warmup N] [--list]
 //
-// --family reduce|attention|rope|elementwise|gemm|softmax|norm|indexing|loss (attn = attention, ew = elementwise),
+// --family reduce|attention|rope|elementwise|gemm|softmax|norm|indexing|loss|random (attn = attention, ew = elementwise),
 // repeatable; default: all, in that order. --json writes one file per family,
 // rewritten after every case; with several families PATH gets the family's name
 // (out.json -> out_reduce.json, ...).

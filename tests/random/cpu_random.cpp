@@ -116,6 +116,30 @@ TEST(RandomCpu, KnownAnswerLiterals) {
   std::printf("normal f32 bits %08x %08x %08x %08x (words %08x %08x %08x %08x)\n", bits[0], bits[1], bits[2], bits[3],
               w.w[0], w.w[1], w.w[2], w.w[3]);
   EXPECT_EQ(bits, (std::vector<uint32_t>{0xbf785e59u, 0x3e46acecu, 0xbf9e28cdu, 0x3ff6433eu}));
+  // More pinned draws of (seed 42, offset 0), raw bits in element order.
+  auto raw_bits = [](const RandomDescriptor& dd) {
+    auto r = run(dd, RandomSeed{42, 0});
+    const size_t es = dtype_size(dd.dtype);
+    std::vector<uint64_t> v;
+    for (size_t i = 0; i < r.raw.size() / es; ++i) {
+      uint64_t b = 0;
+      std::memcpy(&b, r.raw.data() + i * es, es);
+      v.push_back(b);
+    }
+    return v;
+  };
+  using V = std::vector<uint64_t>;
+  EXPECT_EQ(raw_bits(rt::desc(RD::TruncatedNormal, DType::F32, {4})), (V{0x3e8c1ad0, 0xbd9a123a, 0xbfa98ced, 0xbec7e8eb}));
+  EXPECT_EQ(raw_bits(rt::desc(RD::TruncatedNormal, DType::F64, {2})), (V{0xbfb34246b476b76a, 0xbfd8fd1c8c27338e}));
+  EXPECT_EQ(raw_bits(rt::desc(RD::Normal, DType::F64, {2})), (V{0xbfe54ac03c1a032a, 0x3ff0938db380d761}));
+  EXPECT_EQ(raw_bits(rt::desc(RD::Uniform, DType::BF16, {4})), (V{0x3f1d, 0x3ef0, 0x3d96, 0x3eaf}));
+  RandomDescriptor ri = rt::desc(RD::RandInt, DType::I32, {4});
+  ri.int_low = -1000, ri.int_high = 1000;
+  EXPECT_EQ(raw_bits(ri), (V{0xe1, 0xffffffc1, 0xfffffcaa, 0xfffffec1}));
+  DropoutDescriptor dd;
+  dd.dtype = DType::F32, dd.shape = Dims{16}, dd.p = 0.5, dd.save_mask = true;
+  auto dr = rt::run_dropout(kCpu, dd, RandomSeed{42, 0}, rt::bytes_of(DType::F32, std::vector<double>(16, 1.0)));
+  EXPECT_EQ(dr.mask, (std::vector<uint8_t>{0x51, 0x7f}));
 }
 
 // ---- the exact transcendental functions against libm ----------------------------------------

@@ -276,7 +276,6 @@ baracuda::detail::ArgCheck dropout_bw_args(const DropoutBackwardPlan& p, const D
   return std::move(c.disjoint("dx may be dy itself, the same view, for an in-place backward"));
 }
 
-template <class Args>
 cuda::DropoutLaunch dropout_launch(const PlanBase& plan, DType t, const Dims& shape, double p, const TensorRef& x,
                                    const TensorMut& out, const RandomSeed& seed) {
   cuda::DropoutLaunch l;
@@ -295,7 +294,7 @@ cuda::DropoutLaunch dropout_launch(const PlanBase& plan, DType t, const Dims& sh
 
 cuda::DropoutLaunch fw_launch(const DropoutPlan& p, const DropoutArgs& a) {
   const DropoutDescriptor& d = p.descriptor();
-  cuda::DropoutLaunch l = dropout_launch<DropoutArgs>(p, d.dtype, d.shape, d.p, a.x, a.out, a.seed);
+  cuda::DropoutLaunch l = dropout_launch(p, d.dtype, d.shape, d.p, a.x, a.out, a.seed);
   if (d.save_mask) l.mask_out = a.mask.data, l.mask_stride = a.mask.strides.rank ? a.mask.strides[0] : 1;
   if (d.device_offset) l.offset_ptr = static_cast<int64_t*>(a.offset.data), l.increment = true;
   return l;
@@ -303,7 +302,7 @@ cuda::DropoutLaunch fw_launch(const DropoutPlan& p, const DropoutArgs& a) {
 
 cuda::DropoutLaunch bw_launch(const DropoutBackwardPlan& p, const DropoutBackwardArgs& a) {
   const DropoutBackwardDescriptor& d = p.descriptor();
-  cuda::DropoutLaunch l = dropout_launch<DropoutBackwardArgs>(p, d.dtype, d.shape, d.p, a.dy, a.dx, a.seed);
+  cuda::DropoutLaunch l = dropout_launch(p, d.dtype, d.shape, d.p, a.dy, a.dx, a.seed);
   l.backward = true;
   if (d.use_mask) l.mask_in = a.mask.data, l.mask_stride = a.mask.strides.rank ? a.mask.strides[0] : 1;
   if (d.device_offset) l.offset_ptr = const_cast<int64_t*>(static_cast<const int64_t*>(a.offset.data)), l.offset_bias = -1;

@@ -79,7 +79,9 @@ inline unsigned grid_for(int64_t items, int sm_count, int per_sm) {
   return static_cast<unsigned>(need < cap ? (need > 0 ? need : 1) : cap);
 }
 
-__global__ inline void bump_offset_kernel(int64_t* p) { *p = static_cast<int64_t>(static_cast<uint64_t>(*p) + 1u); }
+namespace {  // one copy per TU (a __global__ function cannot be inline)
+__global__ void bump_offset_kernel(int64_t* p) { *p = static_cast<int64_t>(static_cast<uint64_t>(*p) + 1u); }
+}  // namespace
 
 inline Status bump_offset(int64_t* p, cudaStream_t s, const char* what) {
   bump_offset_kernel<<<1, 1, 0, s>>>(p);
