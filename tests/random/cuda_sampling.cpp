@@ -132,6 +132,12 @@ TEST(MultinomialCuda, StridedViewsAndDeviceOffset) {
     expect_multinomial(bt::multinomial_desc(DType::BF16, {R, C}, S, repl, DType::I64, true), p, RandomSeed{6, 60},
                        nullptr, nullptr, "device offset");
   }
+  // Subnormal f64 weights (clamped keys) and a row with exactly S positive weights.
+  const std::vector<double> sub = {1e-310, 0.0, 4e-320, 1.0, 0.0, 0.0, 2.0, 3.0, 0.0, 1.0};
+  expect_multinomial(bt::multinomial_desc(DType::F64, {2, 5}, 3, false), sub, RandomSeed{5, 5}, nullptr, nullptr,
+                     "subnormal weights");
+  expect_multinomial(bt::multinomial_desc(DType::F64, {10}, 6, false), sub, RandomSeed{5, 6}, nullptr, nullptr,
+                     "one row, exactly S positive");
   // Empty with device_offset: only the increment.
   const auto e = bt::run_multinomial(bt::kGpu, bt::multinomial_desc(DType::F32, {0, 4}, 2, true, DType::I64, true), {},
                                      RandomSeed{1, 10});
