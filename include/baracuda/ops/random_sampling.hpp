@@ -71,11 +71,16 @@
 //     the workspace), then one kernel writes out in the dtype.
 //     workspace_size() = 256 (alignment) + keys and indices (double-buffered)
 //     + CUB's temporary storage (sized at select()).
-//   multinomial "cdf_search" (with replacement): one block of 256 threads per
-//     row: thread t sums chunk t's weights (and checks them), thread 0 sums the
-//     chunk totals into the chunk offsets (in shared memory), then each thread
-//     draws its samples: binary search over the chunk ends, then a walk of the
-//     chunk. workspace_size() = 256 + the error word.
+//   multinomial "cdf_table" (with replacement, R <= 64 and R * C <= 2^25): one
+//     block of 256 threads per row tabulates the row's cdf in the workspace
+//     (thread t sums chunk t, checking the weights; thread 0 sums the chunk
+//     totals into the chunk offsets; the offsets are added), then one thread
+//     per (row, sample) binary-searches the table. workspace_size() = 256 + the
+//     error word + R * C doubles + R row flags.
+//   multinomial "cdf_search" (with replacement, more rows): one block per row
+//     computes the chunk totals and offsets in shared memory as above, then
+//     each thread draws its samples: binary search over the chunk ends, then a
+//     walk of the chunk. workspace_size() = 256 + the error word.
 //   multinomial "segmented_sort" (without replacement): one thread per
 //     (row, category) computes the key (a bad weight flags its row by an
 //     integer atomicOr), CUB DeviceSegmentedRadixSort sorts (key, j) per row

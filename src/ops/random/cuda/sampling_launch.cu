@@ -153,6 +153,80 @@ __global__ void __launch_bounds__(kThreads) cdf_search_kernel(const MultinomialL
   }
 }
 
+// With replacement, few rows (cdf_table), pass 1: one block per row writes the
+// row's cdf (the blocked order of sampling_math.hpp) into the table and
+// flags[r] = 1 for an invalid row.
+template <class T>
+__global__ void __launch_bounds__(kThreads) cdf_table_kernel(const MultinomialLaunch l, const T* __restrict__ probs,
+                                                             double* __restrict__ table, int32_t* __restrict__ flags) {
+  __shared__ double tot[sampling::kScanChunks];
+  __shared__ double off[sampling::kScanChunks + 1];
+  __shared__ int row_bad;
+  const int64_t C = l.C;
+  const int64_t K = sampling::scan_chunk_len(C), M = (C + K - 1) / K;
+  for (int64_t r = blockIdx.x; r < l.R; r += gridDim.x) {
+    const T* row = probs + r * l.p_row_stride;
+    double* cdf = table + r * C;
+    if (threadIdx.x == 0) row_bad = 0;
+    __syncthreads();
+    bool bad = false;
+    for (int64_t c = threadIdx.x; c < M; c += kThreads) {
+      const int64_t c0 = c * K, c1 = min(C, c0 + K);
+      double loc = 0.0;
+      for (int64_t j = c0; j < c1; ++j) {
+        const double w = weight(row, j * l.p_col_stride);
+        bad |= bad_weight(w);
+        loc = j == c0 ? w : exact::add(loc, w);
+        cdf[j] = loc;  // the partial sum; the chunk offset is added below
+      }
+      tot[c] = loc;
+    }
+    if (bad) row_bad = 1;
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      double o = 0.0;
+      off[0] = 0.0;
+      for (int64_t c = 0; c < M; ++c) {
+        o = c == 0 ? tot[0] : exact::add(o, tot[c]);
+        off[c + 1] = o;
+      }
+      if (!(o > 0.0) || isinf(o)) row_bad = 1;
+      flags[r] = row_bad;
+      if (row_bad) record_bad(l.workspace, r);
+    }
+    __syncthreads();
+    for (int64_t j = K + threadIdx.x; j < C; j += kThreads) cdf[j] = exact::add(off[j / K], cdf[j]);
+    __syncthreads();
+  }
+}
+
+// Pass 2: one thread per (row, sample): the first j with cdf[j] > u * total.
+template <class O>
+__global__ void __launch_bounds__(kThreads) cdf_table_sample_kernel(const MultinomialLaunch l,
+                                                                    const double* __restrict__ table,
+                                                                    const int32_t* __restrict__ flags,
+                                                                    O* __restrict__ out) {
+  const uint64_t offset = draw_offset(l.offset, l.offset_ptr);
+  const int64_t n = l.R * l.S, stride = static_cast<int64_t>(gridDim.x) * kThreads;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; e < n; e += stride) {
+    const int64_t r = e / l.S, s = e - r * l.S;
+    int64_t pick = -1;
+    if (flags[r] == 0) {
+      const double* cdf = table + r * l.C;
+      const double u = sampling::multinomial_uniform(l.seed, offset, static_cast<uint64_t>(e));
+      const double x = exact::mul(u, cdf[l.C - 1]);
+      int64_t lo = 0, hi = l.C - 1;  // the first j with cdf[j] > x (C - 1 when none)
+      while (lo < hi) {
+        const int64_t mid = (lo + hi) >> 1;
+        if (cdf[mid] > x) hi = mid;
+        else lo = mid + 1;
+      }
+      pick = lo;
+    }
+    put(l, out, r, s, pick);
+  }
+}
+
 // Without replacement, pass 1 (grid-stride over every (row, category)): the
 // keys and categories, the row segment offsets, and flags[r] = 1 for a row
 // holding a negative, infinite or NaN weight (an integer atomicOr, only there).
@@ -195,11 +269,19 @@ Status multinomial_typed(const MultinomialLaunch& l) {
   const T* probs = static_cast<const T*>(l.probs);
   O* out = static_cast<O*>(l.out);
   const unsigned row_blocks = static_cast<unsigned>(std::min<int64_t>(l.R, int64_t{1} << 20));
+  char* ws = static_cast<char*>(l.workspace);
+  if (l.replacement && use_cdf_table(l.R, l.C)) {
+    auto* table = reinterpret_cast<double*>(ws + l.ws.cdf);
+    auto* flags = reinterpret_cast<int32_t*>(ws + l.ws.flags);
+    cdf_table_kernel<T><<<row_blocks, kThreads, 0, s>>>(l, probs, table, flags);
+    BARACUDA_RETURN_IF_ERROR(status_of(cudaGetLastError(), kWhat));
+    cdf_table_sample_kernel<O><<<blocks_for(l.R * l.S), kThreads, 0, s>>>(l, table, flags, out);
+    return status_of(cudaGetLastError(), kWhat);
+  }
   if (l.replacement) {
     cdf_search_kernel<T, O><<<row_blocks, kThreads, 0, s>>>(l, probs, out);
     return status_of(cudaGetLastError(), kWhat);
   }
-  char* ws = static_cast<char*>(l.workspace);
   auto* keys0 = reinterpret_cast<uint64_t*>(ws + l.ws.keys0);
   auto* keys1 = reinterpret_cast<uint64_t*>(ws + l.ws.keys1);
   auto* vals0 = reinterpret_cast<uint32_t*>(ws + l.ws.vals0);
@@ -296,6 +378,10 @@ Status launch_randperm(const RandpermLaunch& l) {
 MultinomialWorkspace multinomial_workspace(int64_t R, int64_t C, bool replacement) {
   MultinomialWorkspace w;
   size_t off = kErrorWordBytes;
+  if (replacement && R * C > 0 && use_cdf_table(R, C)) {
+    w.cdf = off, off += align256(static_cast<size_t>(R * C) * sizeof(double));
+    w.flags = off, off += align256(static_cast<size_t>(R) * sizeof(int32_t));
+  }
   if (!replacement && R * C > 0) {
     const size_t items = static_cast<size_t>(R * C);
     w.keys0 = off, off += align256(items * sizeof(uint64_t));
