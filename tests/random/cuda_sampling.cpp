@@ -72,6 +72,20 @@ TEST(RandpermCuda, StridedOutAndDeviceOffset) {
   expect_randperm(bt::randperm_desc(0), RandomSeed{9, 77}, nullptr, "empty");
 }
 
+TEST(SamplingCuda, SizeLimits) {
+  BT_SKIP_WITHOUT_GPU();
+  BT_EXPECT_STATUS(RandpermPlan::select(bt::kGpu, bt::randperm_desc(int64_t{1} << 31)).status(), StatusCode::Unsupported,
+                   "RandpermPlan: the CUDA randperm needs n below 2^31");
+  BT_EXPECT_STATUS(MultinomialPlan::select(bt::kGpu, bt::multinomial_desc(DType::F32, {1 << 16, (1 << 15) + 1}, 1, false))
+                       .status(),
+                   StatusCode::Unsupported, "MultinomialPlan: the CUDA multinomial needs");
+  BT_EXPECT_STATUS(MultinomialPlan::select(bt::kGpu, bt::multinomial_desc(DType::F32, {int64_t{1} << 31}, 1, true)).status(),
+                   StatusCode::Unsupported, "MultinomialPlan: the CUDA multinomial needs");
+  // The largest allowed sizes select (no allocation here).
+  EXPECT_TRUE(RandpermPlan::select(bt::kGpu, bt::randperm_desc((int64_t{1} << 31) - 1)).is_ok());
+  EXPECT_TRUE(MultinomialPlan::select(bt::kGpu, bt::multinomial_desc(DType::F32, {1 << 16, 1 << 14}, 1, true)).is_ok());
+}
+
 void expect_multinomial(const MultinomialDescriptor& d, const std::vector<double>& probs, RandomSeed seed,
                         const bt::Layout* PL, const bt::Layout* OL, const std::string& w) {
   const auto gpu = bt::run_multinomial(bt::kGpu, d, probs, seed, PL, OL);
