@@ -363,6 +363,20 @@ TEST(MultinomialCpu, WithoutReplacementDistinctAndFullPermutation) {
   EXPECT_EQ(got, (std::vector<int64_t>{3, 7, 11, 19}));
 }
 
+// Subnormal f64 weights: E / w overflows, the key is clamped to DBL_MAX (not
+// +inf, which marks a zero weight): such a category still counts as positive.
+TEST(MultinomialCpu, SubnormalWeightsArePositive) {
+  const std::vector<double> w = {1e-310, 0.0, 4e-320, 1.0};
+  const auto r = bt::run_multinomial(kCpu, bt::multinomial_desc(DType::F64, {4}, 3, false), w, RandomSeed{5, 5});
+  ASSERT_TRUE(r.st.is_ok()) << r.st.to_string();
+  EXPECT_EQ(r.values[0], 3);
+  std::vector<int64_t> got = r.values;
+  std::sort(got.begin(), got.end());
+  EXPECT_EQ(got, (std::vector<int64_t>{0, 2, 3}));
+  const auto bad = bt::run_multinomial(kCpu, bt::multinomial_desc(DType::F64, {4}, 4, false), w, RandomSeed{5, 5});
+  BT_EXPECT_STATUS(bad.st, StatusCode::InvalidProblem, "MultinomialPlan: probs row 0 has 3 positive weights");
+}
+
 TEST(MultinomialCpu, EveryDtypeStridesAndOutDtype) {
   const int64_t R = 6, C = 40, S = 25;
   std::vector<double> probs(static_cast<size_t>(R * C));

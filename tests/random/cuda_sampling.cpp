@@ -4,7 +4,8 @@
 //     a permutation, device_offset read and incremented on the stream, an
 //     empty out with device_offset still consumes an offset;
 //   * multinomial: with replacement (C below, at and above the 1024 scan
-//     chunks: several categories per chunk) and without (segmented sort), every
+//     chunks: several categories per chunk; few rows: cdf_table, many rows:
+//     cdf_search) and without (segmented sort; one row: device-wide sort), every
 //     probs dtype, I32 / I64 out, strided probs and out, [C] and [R, C],
 //     zero weights, num_samples == C;
 //   * invalid rows: their samples are -1, check_probs names the lowest one,
@@ -71,6 +72,20 @@ TEST(RandpermCuda, StridedOutAndDeviceOffset) {
   expect_randperm(bt::randperm_desc(0), RandomSeed{9, 77}, nullptr, "empty");
 }
 
+TEST(SamplingCuda, SizeLimits) {
+  BT_SKIP_WITHOUT_GPU();
+  BT_EXPECT_STATUS(RandpermPlan::select(bt::kGpu, bt::randperm_desc(int64_t{1} << 31)).status(), StatusCode::Unsupported,
+                   "RandpermPlan: the CUDA randperm needs n below 2^31");
+  BT_EXPECT_STATUS(MultinomialPlan::select(bt::kGpu, bt::multinomial_desc(DType::F32, {1 << 16, (1 << 15) + 1}, 1, false))
+                       .status(),
+                   StatusCode::Unsupported, "MultinomialPlan: the CUDA multinomial needs");
+  BT_EXPECT_STATUS(MultinomialPlan::select(bt::kGpu, bt::multinomial_desc(DType::F32, {int64_t{1} << 31}, 1, true)).status(),
+                   StatusCode::Unsupported, "MultinomialPlan: the CUDA multinomial needs");
+  // The largest allowed sizes select (no allocation here).
+  EXPECT_TRUE(RandpermPlan::select(bt::kGpu, bt::randperm_desc((int64_t{1} << 31) - 1)).is_ok());
+  EXPECT_TRUE(MultinomialPlan::select(bt::kGpu, bt::multinomial_desc(DType::F32, {1 << 16, 1 << 14}, 1, true)).is_ok());
+}
+
 void expect_multinomial(const MultinomialDescriptor& d, const std::vector<double>& probs, RandomSeed seed,
                         const bt::Layout* PL, const bt::Layout* OL, const std::string& w) {
   const auto gpu = bt::run_multinomial(bt::kGpu, d, probs, seed, PL, OL);
@@ -78,7 +93,9 @@ void expect_multinomial(const MultinomialDescriptor& d, const std::vector<double
   ASSERT_TRUE(gpu.st.is_ok()) << gpu.st.to_string() << " " << w;
   ASSERT_TRUE(cpu.st.is_ok()) << cpu.st.to_string() << " " << w;
   EXPECT_TRUE(gpu.check.is_ok()) << gpu.check.to_string() << " " << w;
-  EXPECT_EQ(gpu.variant, d.replacement ? "cdf_search" : "segmented_sort") << w;
+  const int64_t R = d.probs_shape.rank == 2 ? d.probs_shape[0] : 1, C = d.probs_shape[d.probs_shape.rank - 1];
+  const bool table = R <= 64 && R * C <= (int64_t{1} << 25);
+  EXPECT_EQ(gpu.variant, !d.replacement ? "segmented_sort" : table ? "cdf_table" : "cdf_search") << w;
   EXPECT_TRUE(gpu.raw == cpu.raw) << "multinomial differs from the CPU (gaps included): " << w;
   if (d.device_offset) {
     EXPECT_EQ(gpu.offset_after, static_cast<int64_t>(seed.offset + 1)) << w;
@@ -98,7 +115,7 @@ TEST(MultinomialCuda, MatchesCpu) {
     int64_t R, C, S;
   };
   const Case cases[] = {{1, 1, 1},    {1, 7, 5},      {3, 1000, 700}, {2, 1024, 1024}, {5, 1025, 100},
-                        {2, 5000, 3000}, {1, 100000, 4097}, {300, 13, 13}, {70000, 3, 2}};
+                        {2, 5000, 3000}, {1, 100000, 4097}, {300, 13, 13}, {70000, 3, 2}, {80, 3000, 50}};
   for (const Case& c : cases)
     for (const bool repl : {true, false})
       for (const DType t : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
@@ -132,6 +149,12 @@ TEST(MultinomialCuda, StridedViewsAndDeviceOffset) {
     expect_multinomial(bt::multinomial_desc(DType::BF16, {R, C}, S, repl, DType::I64, true), p, RandomSeed{6, 60},
                        nullptr, nullptr, "device offset");
   }
+  // Subnormal f64 weights (clamped keys) and a row with exactly S positive weights.
+  const std::vector<double> sub = {1e-310, 0.0, 4e-320, 1.0, 0.0, 0.0, 2.0, 3.0, 0.0, 1.0};
+  expect_multinomial(bt::multinomial_desc(DType::F64, {2, 5}, 3, false), sub, RandomSeed{5, 5}, nullptr, nullptr,
+                     "subnormal weights");
+  expect_multinomial(bt::multinomial_desc(DType::F64, {10}, 6, false), sub, RandomSeed{5, 6}, nullptr, nullptr,
+                     "one row, exactly S positive");
   // Empty with device_offset: only the increment.
   const auto e = bt::run_multinomial(bt::kGpu, bt::multinomial_desc(DType::F32, {0, 4}, 2, true, DType::I64, true), {},
                                      RandomSeed{1, 10});
@@ -142,7 +165,8 @@ TEST(MultinomialCuda, StridedViewsAndDeviceOffset) {
 
 TEST(MultinomialCuda, InvalidRowsWriteMinusOneAndCheckProbsNamesTheFirst) {
   BT_SKIP_WITHOUT_GPU();
-  const int64_t R = 6, C = 1500, S = 4;
+  const int64_t C = 1500, S = 4;
+  for (const int64_t R : {6, 100})  // with replacement: cdf_table, cdf_search
   for (const bool repl : {true, false}) {
     std::vector<double> p(static_cast<size_t>(R * C), 1.0);
     p[static_cast<size_t>(4 * C + 17)] = -1.0;                                    // row 4: negative
@@ -153,10 +177,11 @@ TEST(MultinomialCuda, InvalidRowsWriteMinusOneAndCheckProbsNamesTheFirst) {
     const auto g = bt::run_multinomial(bt::kGpu, d, p, RandomSeed{3, 3}, nullptr, nullptr, 0x5a);
     ASSERT_TRUE(g.st.is_ok()) << g.st.to_string();
     BT_EXPECT_STATUS(g.check, StatusCode::InvalidProblem, "MultinomialPlan: probs row 2 is invalid");
+    EXPECT_EQ(g.variant, !repl ? "segmented_sort" : R <= 64 ? "cdf_table" : "cdf_search");
     for (int64_t r = 0; r < R; ++r)
       for (int64_t s = 0; s < S; ++s) {
         const int64_t v = g.values[static_cast<size_t>(r * S + s)];
-        if (r == 2 || r >= 4) EXPECT_EQ(v, -1) << "row " << r;
+        if (r == 2 || r == 4 || r == 5) EXPECT_EQ(v, -1) << "row " << r;
         else EXPECT_TRUE(v >= 0 && v < C) << "row " << r << ": " << v;
       }
     // The valid rows are the CPU's.
@@ -165,8 +190,9 @@ TEST(MultinomialCuda, InvalidRowsWriteMinusOneAndCheckProbsNamesTheFirst) {
       for (int64_t j = 0; j < C; ++j) q[static_cast<size_t>(r * C + j)] = 1.0;
     const auto c = bt::run_multinomial(kCpu, d, q, RandomSeed{3, 3});
     ASSERT_TRUE(c.st.is_ok());
-    for (int64_t r : {0, 1, 3})
+    for (int64_t r = 0; r < R; ++r)
       for (int64_t s = 0; s < S; ++s)
+        if (r != 2 && r != 4 && r != 5)
         EXPECT_EQ(g.values[static_cast<size_t>(r * S + s)], c.values[static_cast<size_t>(r * S + s)]);
   }
   // One plan, one workspace: a valid run after a bad one clears the word.

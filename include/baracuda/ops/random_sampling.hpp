@@ -33,8 +33,9 @@
 //     (exact::mul). A category of weight zero is never chosen.
 //   without replacement (num_samples <= C): the exponential race. Category j
 //     of row r reads block r * C + j, word 0 -> u = uniform_open0_f32 in
-//     (0, 1], E_j = 0 - exact::log(u) (an f32 Exp(1) variate), key_j = E_j /
-//     w_j in f64; w_j = 0 -> +inf. The samples are the num_samples smallest
+//     (0, 1], E_j = 0 - exact::log(u) (an f32 Exp(1) variate), key_j =
+//     min(E_j / w_j, DBL_MAX) in f64 (the clamp only touches subnormal f64
+//     weights); w_j = 0 -> +inf. The samples are the num_samples smallest
 //     keys in increasing key order (equal keys: the lower j first). This is
 //     distributed as sequential sampling without replacement (the j's in the
 //     order drawn), up to the f32 resolution of E (24-bit uniforms: E takes
@@ -70,15 +71,22 @@
 //     the workspace), then one kernel writes out in the dtype.
 //     workspace_size() = 256 (alignment) + keys and indices (double-buffered)
 //     + CUB's temporary storage (sized at select()).
-//   multinomial "cdf_search" (with replacement): one block of 256 threads per
-//     row: thread t sums chunk t's weights (and checks them), thread 0 sums the
-//     chunk totals into the chunk offsets (in shared memory), then each thread
-//     draws its samples: binary search over the chunk ends, then a walk of the
-//     chunk. workspace_size() = 256 + the error word.
-//   multinomial "segmented_sort" (without replacement): one kernel computes
-//     every (row, category) key and validates the rows (integer atomics only),
-//     CUB DeviceSegmentedRadixSort sorts (key, j) per row (stable), one kernel
-//     writes the first num_samples of each row. workspace_size() = 256 + the
+//   multinomial "cdf_table" (with replacement, R <= 64 and R * C <= 2^25): one
+//     block of 256 threads per row tabulates the row's cdf in the workspace
+//     (thread t sums chunk t, checking the weights; thread 0 sums the chunk
+//     totals into the chunk offsets; the offsets are added), then one thread
+//     per (row, sample) binary-searches the table. workspace_size() = 256 + the
+//     error word + R * C doubles + R row flags.
+//   multinomial "cdf_search" (with replacement, more rows): one block per row
+//     computes the chunk totals and offsets in shared memory as above, then
+//     each thread draws its samples: binary search over the chunk ends, then a
+//     walk of the chunk. workspace_size() = 256 + the error word.
+//   multinomial "segmented_sort" (without replacement): one thread per
+//     (row, category) computes the key (a bad weight flags its row by an
+//     integer atomicOr), CUB DeviceSegmentedRadixSort sorts (key, j) per row
+//     (stable; DeviceRadixSort when R = 1), one kernel writes the first
+//     num_samples of each row (a row with fewer positive weights than
+//     num_samples has +inf as its num_samples-th key). workspace_size() = 256 + the
 //     error word + keys and indices (double-buffered), row offsets, row flags
 //     and CUB's temporary storage. CUDA: R * C < 2^31.
 //   Deterministic: no floating-point atomics, fixed summation orders.

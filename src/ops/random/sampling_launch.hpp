@@ -37,8 +37,16 @@ Status launch_randperm(const RandpermLaunch& l);
 // Byte offsets from the aligned workspace start (the error word is at 0).
 struct MultinomialWorkspace {
   size_t keys0 = 0, keys1 = 0, vals0 = 0, vals1 = 0, seg = 0, flags = 0, temp = 0, temp_bytes = 0, total = 0;
+  size_t cdf = 0;  // cdf_table: R * C doubles (flags: R int32)
 };
 MultinomialWorkspace multinomial_workspace(int64_t R, int64_t C, bool replacement);
+
+// With replacement, few rows: the whole cdf is tabulated in the workspace and
+// the samples are drawn by a grid over every (row, sample) ("cdf_table");
+// otherwise one block per row ("cdf_search"). The same values either way.
+inline constexpr int64_t kTableMaxRows = 64;
+inline constexpr int64_t kTableMaxElems = int64_t{1} << 25;  // 256 MiB of f64
+inline bool use_cdf_table(int64_t R, int64_t C) { return R <= kTableMaxRows && R * C <= kTableMaxElems; }
 
 struct MultinomialLaunch {
   DType dtype = DType::F32;

@@ -28,14 +28,18 @@ BARACUDA_HOST_DEVICE inline double multinomial_uniform(uint64_t seed, uint64_t o
 
 // multinomial without replacement: category j of row r reads block r * C + j,
 // word 0 -> u = uniform_open0_f32 in (0, 1], E = 0 - exact::log(u) (an f32
-// Exp(1) variate, +0 for u = 1), key = E / w in f64 (exact::div). A weight of
-// zero (or less: the row is invalid anyway) gets +inf. The key's bits as an
-// unsigned integer order like the (non-negative) keys: the sort key.
+// Exp(1) variate, +0 for u = 1), key = min(E / w, DBL_MAX) in f64 (exact::div;
+// the clamp only matters for subnormal f64 weights). A weight of zero (or
+// less, or NaN: the row is invalid anyway) gets +inf, so a row has fewer than
+// S positive weights exactly when its S-th smallest key is +inf. The key's
+// bits as an unsigned integer order like the (non-negative) keys: the sort key.
+inline constexpr uint64_t kInfKey = 0x7ff0000000000000ull;  // +inf's bits
 BARACUDA_HOST_DEVICE inline uint64_t race_key(uint64_t seed, uint64_t offset, uint64_t block, double w) {
-  if (!(w > 0.0)) return 0x7ff0000000000000ull;  // +inf
+  if (!(w > 0.0)) return kInfKey;
   const PhiloxWords pw = philox_block(seed, offset, block);
   const float e = exact::sub(0.0f, exact::log(uniform_open0_f32(pw.w[0])));
-  const double k = exact::div(static_cast<double>(e), w);
+  double k = exact::div(static_cast<double>(e), w);
+  if (k > 1.7976931348623157e308) k = 1.7976931348623157e308;  // DBL_MAX: +inf is kept for w <= 0
   uint64_t b;
 #if defined(__CUDA_ARCH__)
   b = static_cast<uint64_t>(__double_as_longlong(k));

@@ -201,7 +201,8 @@ Result<MultinomialPlan> MultinomialPlan::select(const Stream& stream, const Mult
   if (C > kCudaLimit || R > kCudaLimit || (!desc.replacement && R * C > kCudaLimit))
     return unsupported(kMultinomial, "the CUDA multinomial needs C and R below 2^31 (and R * C below 2^31 without "
                        "replacement); got R = ", R, ", C = ", C);
-  baracuda::detail::PlanAccess::sku(plan).variant = desc.replacement ? "cdf_search" : "segmented_sort";
+  baracuda::detail::PlanAccess::sku(plan).variant =
+      !desc.replacement ? "segmented_sort" : random::cuda::use_cdf_table(R, C) ? "cdf_table" : "cdf_search";
 #ifdef BARACUDA_WITH_CUDA
   baracuda::detail::DeviceGuard guard(stream.device().ordinal);
   BARACUDA_RETURN_IF_ERROR(guard.status());

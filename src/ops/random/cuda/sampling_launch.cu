@@ -153,52 +153,112 @@ __global__ void __launch_bounds__(kThreads) cdf_search_kernel(const MultinomialL
   }
 }
 
-// Without replacement, pass 1: one block per row: the keys, the row's segment
-// offset, and its flag (1: invalid).
+// With replacement, few rows (cdf_table), pass 1: one block per row writes the
+// row's cdf (the blocked order of sampling_math.hpp) into the table and
+// flags[r] = 1 for an invalid row.
 template <class T>
-__global__ void __launch_bounds__(kThreads) race_keys_kernel(const MultinomialLaunch l, const T* __restrict__ probs,
-                                                             uint64_t* __restrict__ keys, uint32_t* __restrict__ vals,
-                                                             int32_t* __restrict__ seg, int32_t* __restrict__ flags) {
+__global__ void __launch_bounds__(kThreads) cdf_table_kernel(const MultinomialLaunch l, const T* __restrict__ probs,
+                                                             double* __restrict__ table, int32_t* __restrict__ flags) {
+  __shared__ double tot[sampling::kScanChunks];
+  __shared__ double off[sampling::kScanChunks + 1];
   __shared__ int row_bad;
-  __shared__ unsigned long long positive;
-  const uint64_t offset = draw_offset(l.offset, l.offset_ptr);
   const int64_t C = l.C;
+  const int64_t K = sampling::scan_chunk_len(C), M = (C + K - 1) / K;
   for (int64_t r = blockIdx.x; r < l.R; r += gridDim.x) {
     const T* row = probs + r * l.p_row_stride;
-    if (threadIdx.x == 0) row_bad = 0, positive = 0;
+    double* cdf = table + r * C;
+    if (threadIdx.x == 0) row_bad = 0;
     __syncthreads();
     bool bad = false;
-    unsigned long long pos = 0;
-    for (int64_t j = threadIdx.x; j < C; j += kThreads) {
-      const double w = weight(row, j * l.p_col_stride);
-      bad |= bad_weight(w);
-      pos += w > 0.0;
-      const int64_t e = r * C + j;
-      keys[e] = sampling::race_key(l.seed, offset, static_cast<uint64_t>(e), w);
-      vals[e] = static_cast<uint32_t>(j);
+    for (int64_t c = threadIdx.x; c < M; c += kThreads) {
+      const int64_t c0 = c * K, c1 = min(C, c0 + K);
+      double loc = 0.0;
+      for (int64_t j = c0; j < c1; ++j) {
+        const double w = weight(row, j * l.p_col_stride);
+        bad |= bad_weight(w);
+        loc = j == c0 ? w : exact::add(loc, w);
+        cdf[j] = loc;  // the partial sum; the chunk offset is added below
+      }
+      tot[c] = loc;
     }
     if (bad) row_bad = 1;
-    if (pos) atomicAdd(&positive, pos);
     __syncthreads();
     if (threadIdx.x == 0) {
-      const bool b = row_bad != 0 || positive < static_cast<unsigned long long>(l.S);
-      flags[r] = b ? 1 : 0;
-      if (b) record_bad(l.workspace, r);
-      seg[r] = static_cast<int32_t>(r * C);
-      if (r == l.R - 1) seg[l.R] = static_cast<int32_t>(l.R * C);
+      double o = 0.0;
+      off[0] = 0.0;
+      for (int64_t c = 0; c < M; ++c) {
+        o = c == 0 ? tot[0] : exact::add(o, tot[c]);
+        off[c + 1] = o;
+      }
+      if (!(o > 0.0) || isinf(o)) row_bad = 1;
+      flags[r] = row_bad;
+      if (row_bad) record_bad(l.workspace, r);
     }
+    __syncthreads();
+    for (int64_t j = K + threadIdx.x; j < C; j += kThreads) cdf[j] = exact::add(off[j / K], cdf[j]);
     __syncthreads();
   }
 }
 
-// Pass 3: the first S sorted entries of each row (-1 for an invalid row).
+// Pass 2: one thread per (row, sample): the first j with cdf[j] > u * total.
 template <class O>
-__global__ void __launch_bounds__(kThreads) race_write_kernel(const MultinomialLaunch l, const uint32_t* __restrict__ vals,
-                                                              const int32_t* __restrict__ flags, O* __restrict__ out) {
+__global__ void __launch_bounds__(kThreads) cdf_table_sample_kernel(const MultinomialLaunch l,
+                                                                    const double* __restrict__ table,
+                                                                    const int32_t* __restrict__ flags,
+                                                                    O* __restrict__ out) {
+  const uint64_t offset = draw_offset(l.offset, l.offset_ptr);
   const int64_t n = l.R * l.S, stride = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t e = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; e < n; e += stride) {
-    const int64_t r = e / l.S, s = e % l.S;
-    put(l, out, r, s, flags[r] ? int64_t{-1} : static_cast<int64_t>(vals[r * l.C + s]));
+    const int64_t r = e / l.S, s = e - r * l.S;
+    int64_t pick = -1;
+    if (flags[r] == 0) {
+      const double* cdf = table + r * l.C;
+      const double u = sampling::multinomial_uniform(l.seed, offset, static_cast<uint64_t>(e));
+      const double x = exact::mul(u, cdf[l.C - 1]);
+      int64_t lo = 0, hi = l.C - 1;  // the first j with cdf[j] > x (C - 1 when none)
+      while (lo < hi) {
+        const int64_t mid = (lo + hi) >> 1;
+        if (cdf[mid] > x) hi = mid;
+        else lo = mid + 1;
+      }
+      pick = lo;
+    }
+    put(l, out, r, s, pick);
+  }
+}
+
+// Without replacement, pass 1 (grid-stride over every (row, category)): the
+// keys and categories, the row segment offsets, and flags[r] = 1 for a row
+// holding a negative, infinite or NaN weight (an integer atomicOr, only there).
+template <class T>
+__global__ void __launch_bounds__(kThreads) race_keys_kernel(const MultinomialLaunch l, const T* __restrict__ probs,
+                                                             uint64_t* __restrict__ keys, uint32_t* __restrict__ vals,
+                                                             int32_t* __restrict__ seg, int32_t* __restrict__ flags) {
+  const uint64_t offset = draw_offset(l.offset, l.offset_ptr);
+  const int64_t C = l.C, n = l.R * C, stride = static_cast<int64_t>(gridDim.x) * kThreads;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; e < n; e += stride) {
+    const int64_t r = e / C, j = e - r * C;
+    const double w = weight(probs + r * l.p_row_stride, j * l.p_col_stride);
+    if (bad_weight(w)) atomicOr(&flags[r], 1);
+    keys[e] = sampling::race_key(l.seed, offset, static_cast<uint64_t>(e), w);
+    vals[e] = static_cast<uint32_t>(j);
+  }
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; r <= l.R; r += stride)
+    seg[r] = static_cast<int32_t>(r * C);
+}
+
+// Pass 3: the first S sorted entries of each row; -1 for an invalid row (a
+// flagged weight, or fewer than S positive weights: its S-th key is +inf).
+template <class O>
+__global__ void __launch_bounds__(kThreads)
+    race_write_kernel(const MultinomialLaunch l, const uint64_t* __restrict__ keys, const uint32_t* __restrict__ vals,
+                      const int32_t* __restrict__ flags, O* __restrict__ out) {
+  const int64_t n = l.R * l.S, stride = static_cast<int64_t>(gridDim.x) * kThreads;
+  for (int64_t e = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; e < n; e += stride) {
+    const int64_t r = e / l.S, s = e - r * l.S;
+    const bool bad = flags[r] != 0 || keys[r * l.C + l.S - 1] == sampling::kInfKey;
+    if (bad && s == 0) record_bad(l.workspace, r);
+    put(l, out, r, s, bad ? int64_t{-1} : static_cast<int64_t>(vals[r * l.C + s]));
   }
 }
 
@@ -209,27 +269,41 @@ Status multinomial_typed(const MultinomialLaunch& l) {
   const T* probs = static_cast<const T*>(l.probs);
   O* out = static_cast<O*>(l.out);
   const unsigned row_blocks = static_cast<unsigned>(std::min<int64_t>(l.R, int64_t{1} << 20));
+  char* ws = static_cast<char*>(l.workspace);
+  if (l.replacement && use_cdf_table(l.R, l.C)) {
+    auto* table = reinterpret_cast<double*>(ws + l.ws.cdf);
+    auto* flags = reinterpret_cast<int32_t*>(ws + l.ws.flags);
+    cdf_table_kernel<T><<<row_blocks, kThreads, 0, s>>>(l, probs, table, flags);
+    BARACUDA_RETURN_IF_ERROR(status_of(cudaGetLastError(), kWhat));
+    cdf_table_sample_kernel<O><<<blocks_for(l.R * l.S), kThreads, 0, s>>>(l, table, flags, out);
+    return status_of(cudaGetLastError(), kWhat);
+  }
   if (l.replacement) {
     cdf_search_kernel<T, O><<<row_blocks, kThreads, 0, s>>>(l, probs, out);
     return status_of(cudaGetLastError(), kWhat);
   }
-  char* ws = static_cast<char*>(l.workspace);
   auto* keys0 = reinterpret_cast<uint64_t*>(ws + l.ws.keys0);
   auto* keys1 = reinterpret_cast<uint64_t*>(ws + l.ws.keys1);
   auto* vals0 = reinterpret_cast<uint32_t*>(ws + l.ws.vals0);
   auto* vals1 = reinterpret_cast<uint32_t*>(ws + l.ws.vals1);
   auto* seg = reinterpret_cast<int32_t*>(ws + l.ws.seg);
   auto* flags = reinterpret_cast<int32_t*>(ws + l.ws.flags);
-  race_keys_kernel<T><<<row_blocks, kThreads, 0, s>>>(l, probs, keys0, vals0, seg, flags);
+  BARACUDA_RETURN_IF_ERROR(status_of(cudaMemsetAsync(flags, 0, static_cast<size_t>(l.R) * sizeof(int32_t), s), kWhat));
+  race_keys_kernel<T><<<blocks_for(l.R * l.C), kThreads, 0, s>>>(l, probs, keys0, vals0, seg, flags);
   BARACUDA_RETURN_IF_ERROR(status_of(cudaGetLastError(), kWhat));
   cub::DoubleBuffer<uint64_t> k(keys0, keys1);
   cub::DoubleBuffer<uint32_t> v(vals0, vals1);
   size_t temp_bytes = l.ws.temp_bytes;
-  BARACUDA_RETURN_IF_ERROR(status_of(
-      cub::DeviceSegmentedRadixSort::SortPairs(ws + l.ws.temp, temp_bytes, k, v, static_cast<int>(l.R * l.C),
-                                               static_cast<int>(l.R), seg, seg + 1, 0, 64, s),
-      "MultinomialPlan: segmented radix sort"));
-  race_write_kernel<O><<<blocks_for(l.R * l.S), kThreads, 0, s>>>(l, v.Current(), flags, out);
+  if (l.R == 1)  // one row: the device-wide sort (a segmented sort gives a segment one block)
+    BARACUDA_RETURN_IF_ERROR(status_of(
+        cub::DeviceRadixSort::SortPairs(ws + l.ws.temp, temp_bytes, k, v, static_cast<int>(l.C), 0, 64, s),
+        "MultinomialPlan: radix sort"));
+  else
+    BARACUDA_RETURN_IF_ERROR(status_of(
+        cub::DeviceSegmentedRadixSort::SortPairs(ws + l.ws.temp, temp_bytes, k, v, static_cast<int>(l.R * l.C),
+                                                 static_cast<int>(l.R), seg, seg + 1, 0, 64, s),
+        "MultinomialPlan: segmented radix sort"));
+  race_write_kernel<O><<<blocks_for(l.R * l.S), kThreads, 0, s>>>(l, k.Current(), v.Current(), flags, out);
   return status_of(cudaGetLastError(), kWhat);
 }
 
@@ -304,6 +378,10 @@ Status launch_randperm(const RandpermLaunch& l) {
 MultinomialWorkspace multinomial_workspace(int64_t R, int64_t C, bool replacement) {
   MultinomialWorkspace w;
   size_t off = kErrorWordBytes;
+  if (replacement && R * C > 0 && use_cdf_table(R, C)) {
+    w.cdf = off, off += align256(static_cast<size_t>(R * C) * sizeof(double));
+    w.flags = off, off += align256(static_cast<size_t>(R) * sizeof(int32_t));
+  }
   if (!replacement && R * C > 0) {
     const size_t items = static_cast<size_t>(R * C);
     w.keys0 = off, off += align256(items * sizeof(uint64_t));
@@ -316,9 +394,12 @@ MultinomialWorkspace multinomial_workspace(int64_t R, int64_t C, bool replacemen
     size_t bytes = 0;
     cub::DoubleBuffer<uint64_t> k(nullptr, nullptr);
     cub::DoubleBuffer<uint32_t> v(nullptr, nullptr);
-    (void)cub::DeviceSegmentedRadixSort::SortPairs(nullptr, bytes, k, v, static_cast<int>(R * C), static_cast<int>(R),
-                                                   static_cast<const int32_t*>(nullptr),
-                                                   static_cast<const int32_t*>(nullptr), 0, 64);
+    if (R == 1)
+      (void)cub::DeviceRadixSort::SortPairs(nullptr, bytes, k, v, static_cast<int>(C), 0, 64);
+    else
+      (void)cub::DeviceSegmentedRadixSort::SortPairs(nullptr, bytes, k, v, static_cast<int>(R * C),
+                                                     static_cast<int>(R), static_cast<const int32_t*>(nullptr),
+                                                     static_cast<const int32_t*>(nullptr), 0, 64);
     w.temp_bytes = align256(std::max<size_t>(bytes, 1));
     off += w.temp_bytes;
   }
