@@ -625,3 +625,70 @@ TEST(OptimCpu, EmptyListsWriteNothing) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(OptimCpu, MoreErrorRules) {
+  AdamDescriptor a;
+  a.beta2 = -0.1;
+  expect_error(AdamPlan::select(kCpu, a).status(), "AdamPlan", "beta2");
+  SgdDescriptor s;
+  s.momentum = -1;
+  expect_error(SgdPlan::select(kCpu, s).status(), "SgdPlan", "momentum");
+  s.momentum = 0.9;
+  s.dampening = INFINITY;
+  expect_error(SgdPlan::select(kCpu, s).status(), "SgdPlan", "dampening");
+  s.dampening = 0.1;
+  s.nesterov = true;
+  expect_error(SgdPlan::select(kCpu, s).status(), "SgdPlan", "nesterov");
+  LionDescriptor l;
+  l.param_dtype = DType::F16;
+  l.stochastic_rounding = true;
+  expect_error(LionPlan::select(kCpu, l).status(), "LionPlan", "stochastic_rounding");
+
+  const std::vector<Dims> shapes = {Dims{4}, Dims{3}};
+  const Device cpu = Device::cpu();
+  List p(cpu, DType::BF16, shapes, zeros(shapes)), g(cpu, DType::BF16, shapes, zeros(shapes)),
+      b(cpu, DType::F32, shapes, zeros(shapes)), m(cpu, DType::F32, {Dims{4}}, zeros({Dims{4}}));
+  SgdDescriptor sd;
+  sd.shapes = shapes, sd.param_dtype = DType::BF16, sd.master_weights = true;
+  auto sp = SgdPlan::select(kCpu, sd);
+  ASSERT_TRUE(sp.is_ok());
+  SgdArgs sa;
+  sa.params = p.muts(), sa.grads = g.refs(), sa.master = b.muts();
+  EXPECT_TRUE(sp->can_implement(sa).is_ok()) << sp->can_implement(sa).to_string();
+  sa.momentum_buffer = b.muts();
+  expect_error(sp->can_implement(sa), "SgdPlan", "momentum_buffer is given");
+  sa.momentum_buffer.clear();
+  sa.master = m.muts();
+  expect_error(sp->can_implement(sa), "SgdPlan", "master has 1 views");
+  sa.master = b.muts();
+  ScalarBuf one(cpu, 1.0f);
+  sa.grad_scale = one.ref();
+  expect_error(sp->can_implement(sa), "SgdPlan", "grad_scale is given but unused");
+  sa.grad_scale = TensorRef{};
+  sd.has_found_inf = true;
+  auto sp2 = SgdPlan::select(kCpu, sd);
+  expect_error(sp2->can_implement(sa), "SgdPlan", "found_inf is missing");
+
+  TensorListDescriptor td;
+  td.shapes = shapes, td.dtype = DType::BF16;
+  auto un = NonFiniteCheckUnscalePlan::select(kCpu, td);
+  ScalarBuf found(cpu, 0);
+  expect_error(un->can_implement(NonFiniteCheckUnscaleArgs{p.muts(), TensorRef{}, found.mut()}),
+               "NonFiniteCheckUnscalePlan", "inv_scale is missing");
+  expect_error(un->can_implement(NonFiniteCheckUnscaleArgs{p.muts(), one.ref(), one.mut()}), "NonFiniteCheckUnscalePlan",
+               "overlaps");
+  auto z = MultiTensorZeroPlan::select(kCpu, td);
+  expect_error(z->can_implement(MultiTensorZeroArgs{b.muts()}), "MultiTensorZeroPlan", "tensors[0] dtype");
+  MultiTensorScaleDescriptor scd;
+  scd.shapes = shapes, scd.dtype = DType::BF16;
+  auto sc = MultiTensorScalePlan::select(kCpu, scd);
+  MultiTensorScaleArgs sca;
+  sca.tensors = p.muts(), sca.scale = NAN;
+  expect_error(sc->can_implement(sca), "MultiTensorScalePlan", "NaN");
+  sca.scale = 2, sca.scale_tensor = one.ref();
+  expect_error(sc->can_implement(sca), "MultiTensorScalePlan", "scale_tensor is given but unused");
+}
+
+}  // namespace

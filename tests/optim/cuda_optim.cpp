@@ -250,6 +250,28 @@ TEST(OptimCuda, NormsMatchCpu) {
     }
 }
 
+TEST(OptimCuda, NormOfEmptyTensorsIsZero) {
+  BT_SKIP_WITHOUT_GPU();
+  const std::vector<Dims> shapes = {Dims{0}, Dims{4, 0}};
+  List l(Device::cuda(0), DType::F32, shapes, zeros(shapes));
+  ScalarBuf out(Device::cuda(0), 7), total(Device::cuda(0), 7);
+  GlobalNormDescriptor d;
+  d.shapes = shapes;
+  auto plan = GlobalNormPlan::select(kGpu, d);
+  ASSERT_TRUE(plan.is_ok());
+  Buffer ws(Device::cuda(0), plan->workspace_size());
+  ASSERT_TRUE(plan->run(kGpu, {ws.data(), ws.bytes()}, GlobalNormArgs{l.refs(), out.mut()}).is_ok());
+  ClipGradNormDescriptor cd;
+  cd.shapes = shapes;
+  auto clip = ClipGradNormPlan::select(kGpu, cd);
+  ASSERT_TRUE(clip.is_ok());
+  Buffer cws(Device::cuda(0), clip->workspace_size());
+  ASSERT_TRUE(clip->run(kGpu, {cws.data(), cws.bytes()}, ClipGradNormArgs{l.muts(), total.mut(), TensorMut{}}).is_ok());
+  ASSERT_TRUE(synchronize(kGpu).is_ok());
+  EXPECT_EQ(out.get(), 0.0f);
+  EXPECT_EQ(total.get(), 0.0f);
+}
+
 TEST(OptimCuda, ClipUnscaleScaleZeroMatchCpu) {
   BT_SKIP_WITHOUT_GPU();
   bt::Rng rng(53);

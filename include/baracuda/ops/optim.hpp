@@ -68,7 +68,8 @@
 // Scalars: host values (Args::lr, Args::step), or, with device_scalars, an F32
 // [] `lr_tensor` the kernel reads and an F32 [] `step_tensor` (torch's
 // capturable float step) that run() itself increments by one on the stream
-// before the update reads it (so a graph replay advances it).
+// before the update reads it (so a graph replay advances it; an f32 counts
+// exactly up to 2^24 steps).
 // found_inf (has_found_inf, F32 []): nonzero -> the whole step is skipped:
 // params, master and every state untouched, and step_tensor NOT incremented
 // (torch's fused path increments the step and subtracts found_inf again: the

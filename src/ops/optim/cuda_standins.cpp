@@ -8,5 +8,6 @@
 namespace baracuda::optim::cuda {
 
 Status launch(const ListLaunch&) { return baracuda::detail::family_not_built("optim plans", "optim"); }
+void prepare(Op, DType) {}
 
 }  // namespace baracuda::optim::cuda

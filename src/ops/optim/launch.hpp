@@ -87,4 +87,9 @@ inline size_t norm_workspace_bytes(int launches) {
 
 Status launch(const ListLaunch& l);
 
+// Called by select() on a CUDA plan (under its device guard): the one-time
+// queries of the kernels the op launches (occupancy), so that no run() -- one
+// under stream capture included -- makes them first.
+void prepare(Op op, DType dtype);
+
 }  // namespace baracuda::optim::cuda

@@ -200,10 +200,19 @@ Result<KernelSku> sku_list(const PlanBase& plan, const Stream& stream, Workspace
 // select()'s common tail: backend, SKU, variant, workspace.
 template <class P>
 Status setup(P& plan, const char* name, const Stream& stream, const PlanPreference& pref, DType dtype, const char* op,
-             const std::vector<Dims>& shapes, int per_launch, bool norm) {
+             const std::vector<Dims>& shapes, int per_launch, bool norm, cuda::Op kind) {
   auto be = baracuda::detail::setup_plan(plan, name, kFamily, stream, pref, dtype, op);
   if (!be) return be.status();
   if (be->backend == Backend::CpuReference) return Status::ok();
+#ifdef BARACUDA_WITH_CUDA
+  {
+    baracuda::detail::DeviceGuard guard(stream.device().ordinal);
+    BARACUDA_RETURN_IF_ERROR(guard.status());
+    cuda::prepare(kind, dtype);
+  }
+#else
+  (void)kind;
+#endif
   const int launches = cuda::launches_for(shapes, per_launch);
   PlanAccess::sku(plan).variant =
       launches > 1 ? "multi_tensor.split" + std::to_string(launches) : std::string("multi_tensor");
@@ -304,7 +313,7 @@ Result<AdamPlan> AdamPlan::select(const Stream& stream, const AdamDescriptor& de
   plan.desc_ = desc;
   BARACUDA_RETURN_IF_ERROR(setup(plan, kAdam, stream, pref, desc.param_dtype,
                                  desc.decoupled_weight_decay ? "optim.adamw" : "optim.adam", desc.shapes,
-                                 oc::kTableTensors6, false));
+                                 oc::kTableTensors6, false, oc::Op::Adam));
   return plan;
 }
 Status AdamPlan::can_implement(const AdamArgs& a) const { return adam_checks(*this, a); }
@@ -349,7 +358,7 @@ Result<SgdPlan> SgdPlan::select(const Stream& stream, const SgdDescriptor& desc,
                                      ", dampening ", desc.dampening, ")");
   plan.desc_ = desc;
   BARACUDA_RETURN_IF_ERROR(
-      setup(plan, kSgd, stream, pref, desc.param_dtype, "optim.sgd", desc.shapes, oc::kTableTensors6, false));
+      setup(plan, kSgd, stream, pref, desc.param_dtype, "optim.sgd", desc.shapes, oc::kTableTensors6, false, oc::Op::Sgd));
   return plan;
 }
 Status SgdPlan::can_implement(const SgdArgs& a) const { return sgd_checks(*this, a); }
@@ -388,7 +397,7 @@ Result<LionPlan> LionPlan::select(const Stream& stream, const LionDescriptor& de
   BARACUDA_RETURN_IF_ERROR(check_beta(kLion, "beta2", desc.beta2));
   plan.desc_ = desc;
   BARACUDA_RETURN_IF_ERROR(
-      setup(plan, kLion, stream, pref, desc.param_dtype, "optim.lion", desc.shapes, oc::kTableTensors6, false));
+      setup(plan, kLion, stream, pref, desc.param_dtype, "optim.lion", desc.shapes, oc::kTableTensors6, false, oc::Op::Lion));
   return plan;
 }
 Status LionPlan::can_implement(const LionArgs& a) const { return lion_checks(*this, a); }
@@ -470,7 +479,7 @@ Result<GlobalNormPlan> GlobalNormPlan::select(const Stream& stream, const Global
   plan.desc_ = desc;
   BARACUDA_RETURN_IF_ERROR(setup(plan, kNorm, stream, pref, desc.dtype,
                                  desc.norm_type == NormType::L2 ? "optim.global_norm_l2" : "optim.global_norm_inf",
-                                 desc.shapes, oc::kTableTensors1, true));
+                                 desc.shapes, oc::kTableTensors1, true, oc::Op::Norm));
   return plan;
 }
 Status GlobalNormPlan::can_implement(const GlobalNormArgs& a) const { return norm_checks(*this, a); }
@@ -493,7 +502,7 @@ Result<ClipGradNormPlan> ClipGradNormPlan::select(const Stream& stream, const Cl
     return baracuda::detail::invalid(kClip, "max_norm ", desc.max_norm, " must be finite and > 0");
   plan.desc_ = desc;
   BARACUDA_RETURN_IF_ERROR(setup(plan, kClip, stream, pref, desc.dtype, "optim.clip_grad_norm", desc.shapes,
-                                 oc::kTableTensors1, true));
+                                 oc::kTableTensors1, true, oc::Op::Clip));
   return plan;
 }
 Status ClipGradNormPlan::can_implement(const ClipGradNormArgs& a) const { return clip_checks(*this, a); }
@@ -516,7 +525,7 @@ Result<NonFiniteCheckUnscalePlan> NonFiniteCheckUnscalePlan::select(const Stream
   BARACUDA_RETURN_IF_ERROR(check_list_desc(kUnscale, desc));
   plan.desc_ = desc;
   BARACUDA_RETURN_IF_ERROR(setup(plan, kUnscale, stream, pref, desc.dtype, "optim.non_finite_check_unscale",
-                                 desc.shapes, oc::kTableTensors1, false));
+                                 desc.shapes, oc::kTableTensors1, false, oc::Op::Unscale));
   return plan;
 }
 Status NonFiniteCheckUnscalePlan::can_implement(const NonFiniteCheckUnscaleArgs& a) const {
@@ -539,7 +548,7 @@ Result<MultiTensorScalePlan> MultiTensorScalePlan::select(const Stream& stream, 
   BARACUDA_RETURN_IF_ERROR(check_list_desc(kScale, desc));
   plan.desc_ = desc;
   BARACUDA_RETURN_IF_ERROR(
-      setup(plan, kScale, stream, pref, desc.dtype, "optim.scale", desc.shapes, oc::kTableTensors1, false));
+      setup(plan, kScale, stream, pref, desc.dtype, "optim.scale", desc.shapes, oc::kTableTensors1, false, oc::Op::Scale));
   return plan;
 }
 Status MultiTensorScalePlan::can_implement(const MultiTensorScaleArgs& a) const { return scale_checks(*this, a); }
@@ -560,7 +569,7 @@ Result<MultiTensorZeroPlan> MultiTensorZeroPlan::select(const Stream& stream, co
   BARACUDA_RETURN_IF_ERROR(check_list_desc(kZero, desc));
   plan.desc_ = desc;
   BARACUDA_RETURN_IF_ERROR(
-      setup(plan, kZero, stream, pref, desc.dtype, "optim.zero", desc.shapes, oc::kTableTensors1, false));
+      setup(plan, kZero, stream, pref, desc.dtype, "optim.zero", desc.shapes, oc::kTableTensors1, false, oc::Op::Zero));
   return plan;
 }
 Status MultiTensorZeroPlan::can_implement(const MultiTensorZeroArgs& a) const { return zero_checks(*this, a); }

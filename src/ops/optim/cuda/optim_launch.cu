@@ -230,19 +230,28 @@ struct ScaleF {
 
 Status last_error(const char* what) { return detail::cuda_status(static_cast<int>(cudaGetLastError()), what); }
 
+// Blocks of the functor's kernel one SM holds at once (at most kBlocksPerSm):
+// the grid-stride walk then balances the chunks over resident blocks. Queried
+// once per kernel; prepare() (called by select()) makes the first query, so
+// that a run under stream capture only reads the cached value.
 template <class F, class Tab>
-Status run_list(const ListLaunch& l, int n_lists, const F& f, int fixed_grid) {
-  Tab tab;
-  // At most the blocks the GPU holds at once (and kBlocksPerSm per SM): the
-  // grid-stride walk then balances the chunks over resident blocks.
+int resident_per_sm() {
   static const int per_sm = [] {
     int b = 0;
     if (cudaOccupancyMaxActiveBlocksPerMultiprocessor(&b, multi_tensor_kernel<F, Tab>, kThreads, 0) != cudaSuccess ||
-        b < 1)
+        b < 1) {
+      (void)cudaGetLastError();
       b = 1;
+    }
     return b < kBlocksPerSm ? b : kBlocksPerSm;
   }();
-  const int max_grid = (l.sm_count > 0 ? l.sm_count : 132) * per_sm;
+  return per_sm;
+}
+
+template <class F, class Tab>
+Status run_list(const ListLaunch& l, int n_lists, const F& f, int fixed_grid) {
+  Tab tab;
+  const int max_grid = (l.sm_count > 0 ? l.sm_count : 132) * resident_per_sm<F, Tab>();
   cudaStream_t s = static_cast<cudaStream_t>(l.stream);
   return build_tables(l, n_lists, tab, [&](const Tab& t) -> Status {
     const int chunks = t.chunk_begin[t.n];
@@ -343,7 +352,30 @@ Status launch_typed(const ListLaunch& l) {
   return Status(StatusCode::Unsupported, "optim: unknown op");
 }
 
+template <class T>
+void prepare_typed(Op op) {
+  switch (op) {
+    case Op::Adam: resident_per_sm<OptimF<T, Op::Adam>, Table6>(); break;
+    case Op::Sgd: resident_per_sm<OptimF<T, Op::Sgd>, Table6>(); break;
+    case Op::Lion: resident_per_sm<OptimF<T, Op::Lion>, Table6>(); break;
+    case Op::Norm: break;  // the fixed grid
+    case Op::Clip:
+    case Op::Scale: resident_per_sm<ScaleF<T, Op::Scale>, Table1>(); break;
+    case Op::Unscale: resident_per_sm<ScaleF<T, Op::Unscale>, Table1>(); break;
+    case Op::Zero: resident_per_sm<ScaleF<T, Op::Zero>, Table1>(); break;
+  }
+}
+
 }  // namespace
+
+void prepare(Op op, DType dtype) {
+  switch (dtype) {
+    case DType::F32: prepare_typed<float>(op); break;
+    case DType::BF16: prepare_typed<__nv_bfloat16>(op); break;
+    case DType::F16: prepare_typed<__half>(op); break;
+    default: break;
+  }
+}
 
 Status launch(const ListLaunch& l) {
   switch (l.dtype) {
