@@ -48,7 +48,7 @@ def all_cases():
     out = []
     for name in ("adamw.f32.gpt2", "adamw.f32.gpt2.foreach", "adamw.bf16_master.gpt2",
                  "adamw.bf16_master.gpt2.foreach", "clip_grad_norm.f32.gpt2", "global_norm.f32.gpt2"):
-        out.append(dict(name=name, op=name.split(".")[0], dtype=name.split(".")[1], shape=[N], axes=[]))
+        out.append(dict(name=name, op=name.split(".")[0], dir="fwd", dtype=name.split(".")[1], shape=[N], axes=[]))
     return out
 
 
