@@ -85,8 +85,11 @@ double AdditionTask::accuracy(int n, uint64_t seed, size_t batch, const NextToke
       if (examples && examples->size() < 5) {
         std::string shown = got[k];
         if (!shown.empty() && shown.back() == '\n') shown.pop_back();
+        const std::string rev = want[k].substr(0, want[k].size() - 1);  // the expected digits, reversed
+        const std::string sum(rev.rbegin(), rev.rend());
         examples->push_back(prompts[k] + shown +
-                            (got[k] == want[k] ? "   (right)" : "   (wrong: " + want[k].substr(0, want[k].size() - 1) + ")"));
+                            (got[k] == want[k] ? "   right (the sum " + sum + " written backwards)"
+                                               : "   wrong (expected " + rev + ", the sum " + sum + " written backwards)"));
       }
     }
   }

@@ -222,7 +222,7 @@ TEST(TrainGptTasks, AccuracyScoresExactAnswers) {
   std::vector<std::string> shown;
   EXPECT_EQ(task.accuracy(50, 3, 7, oracle, &shown), 1.0);
   ASSERT_EQ(shown.size(), 5u);
-  EXPECT_NE(shown[0].find("(right)"), std::string::npos);
+  EXPECT_NE(shown[0].find("right (the sum "), std::string::npos) << shown[0];
   auto zero = [](const std::vector<std::vector<int32_t>>& ctxs) {
     std::vector<int> out;
     for (const auto& ctx : ctxs) out.push_back(ctx.back() == '0' ? '\n' : '0');

@@ -37,28 +37,31 @@ namespace {
 
 struct Options {
   GptConfig model;
-  int64_t steps = 300;
-  double lr = 3e-3, min_lr_ratio = 0.1, weight_decay = 0.1, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, clip = 1.0;
-  int64_t warmup = 20;
+  int64_t steps = 900;
+  double lr = 5e-3, min_lr_ratio = 0.1, weight_decay = 0.1, beta1 = 0.9, beta2 = 0.95, eps = 1e-8, clip = 1.0;
+  int64_t warmup = 50;
   uint64_t seed = 1337;
   int digits = 2;
   std::string data, save, load, device = "auto";
-  int64_t print_every = 25;
+  int64_t print_every = 100;
   int eval_problems = 200;
+  double expect_loss = -1, expect_accuracy = -1;  // checks for CI (< 0: off)
 };
 
 [[noreturn]] void usage(int code) {
   std::printf(
       "usage: train_gpt [flags]\n"
       "  --device auto|cpu|cuda   where to train (auto: the GPU when one is visible)\n"
-      "  --steps N                optimizer steps (300)\n"
-      "  --layers N --heads N --channels N --seq N --batch N   model and batch (2, 2, 64, 32, 16)\n"
-      "  --lr X --warmup N --weight-decay X --clip X   AdamW with linear warm-up and cosine decay (3e-3, 20, 0.1, 1.0)\n"
+      "  --steps N                optimizer steps (900)\n"
+      "  --layers N --heads N --channels N --seq N --batch N   model and batch (2, 2, 64, 30, 16)\n"
+      "  --lr X --warmup N --weight-decay X --clip X   AdamW with linear warm-up and cosine decay (5e-3, 50, 0.1, 1.0)\n"
       "  --digits N               the addition task's operand digits (2)\n"
       "  --data FILE              train on FILE's bytes instead of the addition task\n"
       "  --seed N                 weights and data (1337)\n"
-      "  --print-every N          progress line period (25)\n"
-      "  --save FILE / --load FILE  safetensors checkpoint written at the end / read at the start\n");
+      "  --print-every N          progress line period (100)\n"
+      "  --save FILE / --load FILE  safetensors checkpoint written at the end / read at the start\n"
+      "  --expect-loss X / --expect-accuracy X   exit with status 3 when the last loss is above X / the task\n"
+      "                           accuracy below X (CI's check that the model learned)\n");
   std::exit(code);
 }
 
@@ -67,7 +70,7 @@ Options parse(int argc, char** argv) {
   o.model.layers = 2;
   o.model.heads = 2;
   o.model.channels = 64;
-  o.model.seq_len = 32;
+  o.model.seq_len = 30;  // three whole addition lines of 10 bytes
   o.model.batch = 16;
   o.model.vocab = kVocab;
   for (int i = 1; i < argc; ++i) {
@@ -97,6 +100,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--print-every") o.print_every = std::max<int64_t>(1, std::stoll(next()));
     else if (a == "--save") o.save = next();
     else if (a == "--load") o.load = next();
+    else if (a == "--expect-loss") o.expect_loss = std::stod(next());
+    else if (a == "--expect-accuracy") o.expect_accuracy = std::stod(next());
     else {
       std::fprintf(stderr, "train_gpt: unknown flag %s\n", a.c_str());
       usage(2);
@@ -212,6 +217,7 @@ int main(int argc, char** argv) try {
   Batch batch;
   auto t0 = std::chrono::steady_clock::now();
   int64_t since = 0;
+  double last_loss = 0;
   for (int64_t step = 0; step < o.steps; ++step) {
     if (task) task->next_batch(c.batch, c.seq_len, batch);
     else text->next_batch(c.batch, c.seq_len, batch);
@@ -223,6 +229,7 @@ int main(int argc, char** argv) try {
     if ((step + 1) % o.print_every == 0 || step + 1 == o.steps) {
       double loss = 0, norm = 0;
       check(model.read_loss(&loss));
+      last_loss = loss;
       if (o.clip > 0) check(opt.read_grad_norm(&norm));
       const auto t1 = std::chrono::steady_clock::now();
       const double ms = std::chrono::duration<double, std::milli>(t1 - t0).count() / since;
@@ -235,6 +242,7 @@ int main(int argc, char** argv) try {
       since = 0;
     }
   }
+  double accuracy = -1;
   if (task) {
     std::vector<float> logits;
     auto next_tokens = [&](const std::vector<std::vector<int32_t>>& ctxs) {
@@ -253,13 +261,21 @@ int main(int argc, char** argv) try {
       return out;
     };
     std::vector<std::string> shown;
-    const double acc = task->accuracy(o.eval_problems, o.seed + 1, static_cast<size_t>(c.batch), next_tokens, &shown);
-    std::printf("addition accuracy on %d fresh problems: %.1f%%\n", o.eval_problems, 100 * acc);
+    accuracy = task->accuracy(o.eval_problems, o.seed + 1, static_cast<size_t>(c.batch), next_tokens, &shown);
+    std::printf("addition accuracy on %d fresh problems: %.1f%%\n", o.eval_problems, 100 * accuracy);
     for (const std::string& s : shown) std::printf("  %s\n", s.c_str());
   }
   if (!o.save.empty()) {
     check(save_checkpoint(o.save, model, opt));
     std::printf("saved %s\n", o.save.c_str());
+  }
+  if (o.expect_loss >= 0 && !(last_loss <= o.expect_loss)) {
+    std::printf("train_gpt: the last loss %.4f is above the expected %.4f\n", last_loss, o.expect_loss);
+    return 3;
+  }
+  if (o.expect_accuracy >= 0 && !(accuracy >= o.expect_accuracy)) {
+    std::printf("train_gpt: the accuracy %.3f is below the expected %.3f\n", accuracy, o.expect_accuracy);
+    return 3;
   }
   return 0;
 } catch (const std::exception& e) {
