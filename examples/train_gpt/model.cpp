@@ -271,6 +271,14 @@ Gpt::Gpt(const Stream& stream, const GptConfig& cfg, DType dtype) : stream_(stre
            &bw_wpe_})
     ws = std::max(ws, p->workspace_size());
   ws_ = Buffer(dev, std::max<size_t>(ws, 16));
+  for (const Buffer* b : {&params_buf_, &grads_buf_, &tok_emb_, &h_final_, &lnf_, &lnf_mean_, &lnf_rstd_, &logits_,
+                          &scratch_c_, &scratch_c2_, &scratch_3c_, &scratch_4c_, &dres_, &loss_, &dloss_, &ce_lse_,
+                          &tokens_, &targets_, &ws_})
+    bytes_ += b->bytes();
+  for (const Layer& y : layers_)
+    for (const Buffer* b : {&y.h, &y.ln1, &y.ln1_mean, &y.ln1_rstd, &y.qkv, &y.atty, &y.lse, &y.hmid, &y.ln2,
+                            &y.ln2_mean, &y.ln2_rstd, &y.fc_aux, &y.fc_act})
+      bytes_ += b->bytes();
 }
 
 std::vector<double> Gpt::initial_values(uint64_t seed) const {

@@ -87,6 +87,7 @@ class Gpt {
   baracuda::Status read_logits(std::vector<float>* out) const;  // [B*T, V] after forward(), as f32
   baracuda::DType loss_dtype() const { return loss_dtype_; }
   size_t workspace_bytes() const { return ws_.bytes(); }
+  size_t allocated_bytes() const { return bytes_; }  // every buffer the model holds
 
  private:
   struct Layer {
@@ -104,6 +105,7 @@ class Gpt {
   baracuda::DType dtype_, stats_dtype_, loss_dtype_;
   std::vector<ParamInfo> params_;
   int64_t n_params_ = 0;
+  size_t bytes_ = 0;
   baracuda::Buffer params_buf_, grads_buf_;
   size_t p_wte_ = 0, p_wpe_ = 0, p_lnf_w_ = 0, p_lnf_b_ = 0;
   struct LayerParams {

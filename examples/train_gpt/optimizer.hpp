@@ -29,6 +29,7 @@ class Optimizer {
   // The gradients' global norm before clipping, of the last step (synchronises).
   baracuda::Status read_grad_norm(double* norm) const;
   bool master_weights() const { return master_; }
+  size_t allocated_bytes() const { return m_.bytes() + v_.bytes() + master_buf_.bytes() + norm_.bytes() + ws_.bytes(); }
   baracuda::Status read_master(float* out, size_t n) const;  // the f32 master weights (synchronises)
 
  private:

@@ -54,11 +54,13 @@ struct Options {
       "  --device auto|cpu|cuda   where to train (auto: the GPU when one is visible)\n"
       "  --steps N                optimizer steps (900)\n"
       "  --layers N --heads N --channels N --seq N --batch N   model and batch (2, 2, 64, 30, 16)\n"
+      "  --vocab N                vocabulary size, >= 256 (the tokens are bytes; GPT-2's 50304 for benchmarks)\n"
       "  --lr X --warmup N --weight-decay X --clip X   AdamW with linear warm-up and cosine decay (5e-3, 50, 0.1, 1.0)\n"
       "  --digits N               the addition task's operand digits (2)\n"
       "  --data FILE              train on FILE's bytes instead of the addition task\n"
       "  --seed N                 weights and data (1337)\n"
       "  --print-every N          progress line period (100)\n"
+      "  --eval N                 addition problems scored at the end (200; 0: none)\n"
       "  --save FILE / --load FILE  safetensors checkpoint written at the end / read at the start\n"
       "  --expect-loss X / --expect-accuracy X   exit with status 3 when the last loss is above X / the task\n"
       "                           accuracy below X (CI's check that the model learned)\n");
@@ -90,6 +92,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--channels") o.model.channels = std::stoll(next());
     else if (a == "--seq") o.model.seq_len = std::stoll(next());
     else if (a == "--batch") o.model.batch = std::stoll(next());
+    else if (a == "--vocab") o.model.vocab = std::stoll(next());
     else if (a == "--lr") o.lr = std::stod(next());
     else if (a == "--warmup") o.warmup = std::stoll(next());
     else if (a == "--weight-decay") o.weight_decay = std::stod(next());
@@ -97,6 +100,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--digits") o.digits = std::stoi(next());
     else if (a == "--data") o.data = next();
     else if (a == "--seed") o.seed = std::stoull(next());
+    else if (a == "--eval") o.eval_problems = std::max(0, std::stoi(next()));
     else if (a == "--print-every") o.print_every = std::max<int64_t>(1, std::stoll(next()));
     else if (a == "--save") o.save = next();
     else if (a == "--load") o.load = next();
@@ -106,6 +110,10 @@ Options parse(int argc, char** argv) {
       std::fprintf(stderr, "train_gpt: unknown flag %s\n", a.c_str());
       usage(2);
     }
+  }
+  if (o.model.vocab < kVocab) {
+    std::fprintf(stderr, "train_gpt: --vocab must be at least %d (the tokens are bytes)\n", kVocab);
+    usage(2);
   }
   return o;
 }
@@ -210,6 +218,9 @@ int main(int argc, char** argv) try {
   std::printf("train_gpt: GPT-2 %lld layers, %lld heads, %lld channels, T %lld, batch %lld: %.2f M parameters, %s %s\n",
               (long long)c.layers, (long long)c.heads, (long long)c.channels, (long long)c.seq_len, (long long)c.batch,
               model.param_count() / 1e6, cuda ? "CUDA" : "CPU", std::string(dtype_name(dtype)).c_str());
+  std::printf("train_gpt: %.2f GiB in buffers (model %.2f, optimizer %.2f)\n",
+              (model.allocated_bytes() + opt.allocated_bytes()) / 1073741824.0, model.allocated_bytes() / 1073741824.0,
+              opt.allocated_bytes() / 1073741824.0);
   std::unique_ptr<AdditionTask> task;
   std::unique_ptr<TextData> text;
   if (o.data.empty()) task = std::make_unique<AdditionTask>(o.digits, o.seed);
@@ -243,7 +254,7 @@ int main(int argc, char** argv) try {
     }
   }
   double accuracy = -1;
-  if (task) {
+  if (task && o.eval_problems > 0) {
     std::vector<float> logits;
     auto next_tokens = [&](const std::vector<std::vector<int32_t>>& ctxs) {
       std::vector<int32_t> tok(static_cast<size_t>(c.batch * c.seq_len), 0), tgt(tok.size(), -100);
