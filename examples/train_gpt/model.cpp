@@ -33,36 +33,111 @@ double normal_at(uint64_t seed, uint64_t i) {
 
 int64_t GptConfig::parameter_count() const {
   const int64_t C = channels;
+  if (arch == Arch::Llama) {
+    const int64_t kvC = kv() * head_dim(), F = ffn();
+    return 2 * vocab * C + layers * (C * (C + 2 * kvC) + C * C + 3 * C * F + 2 * C) + C;
+  }
   return vocab * C + seq_len * C + layers * (12 * C * C + 13 * C) + 2 * C;
 }
 
 double GptConfig::flops_per_token() const {
-  const double n = static_cast<double>(parameter_count() - seq_len * channels);  // the position table does no matmul
+  // Matmul parameters: everything but the position table, norms and biases
+  // (and, untied, the input embedding, which is a lookup).
+  const double n = arch == Arch::Llama ? static_cast<double>(parameter_count() - vocab * channels)
+                                       : static_cast<double>(parameter_count() - seq_len * channels);
   return 6.0 * n + 12.0 * static_cast<double>(layers * seq_len * channels);
 }
 
-size_t Gpt::add_param(const std::string& name, Dims shape, double init_std) {
+// ---- Model: what both architectures share ----------------------------------------
+
+std::unique_ptr<Model> Model::create(const Stream& stream, const GptConfig& cfg, DType dtype) {
+  if (cfg.arch == GptConfig::Arch::Llama) return std::make_unique<Llama>(stream, cfg, dtype);
+  return std::make_unique<Gpt>(stream, cfg, dtype);
+}
+
+Model::Model(const Stream& stream, const GptConfig& cfg, DType dtype) : stream_(stream), cfg_(cfg), dtype_(dtype) {
+  if (cfg.channels % cfg.heads != 0 || cfg.heads % cfg.kv() != 0)
+    throw StatusError(Status(StatusCode::InvalidProblem, "Model: channels % heads and heads % kv_heads must be 0"));
+  loss_dtype_ = dtype == DType::F64 ? DType::F64 : DType::F32;
+}
+
+Buffer Model::buffer(int64_t n, DType t) {
+  Buffer b(stream_.device(), static_cast<size_t>(std::max<int64_t>(n, 1)) * dtype_size(t));
+  bytes_ += b.bytes();
+  return b;
+}
+
+void Model::finish(std::initializer_list<const PlanBase*> plans) {
+  const int64_t BT = cfg_.batch * cfg_.seq_len;
+  params_buf_ = buffer(n_params_, dtype_);
+  grads_buf_ = buffer(n_params_, dtype_);
+  CrossEntropyDescriptor cd;
+  cd.dtype = dtype_;
+  cd.rows = BT;
+  cd.classes = cfg_.vocab;
+  cd.index_dtype = DType::I32;
+  cd.ignore_index = -100;
+  cd.reduction = LossReduction::Mean;
+  cd.loss_dtype = loss_dtype_;
+  cd.with_grad = true;
+  ce_ = take(CrossEntropyPlan::select(stream_, cd));
+  logits_ = buffer(BT * cfg_.vocab, dtype_);
+  loss_ = buffer(1, loss_dtype_);
+  dloss_ = buffer(1, loss_dtype_);
+  ce_lse_ = buffer(BT, ce_.lse_dtype());
+  tokens_ = buffer(BT, DType::I32);
+  targets_ = buffer(BT, DType::I32);
+  if (loss_dtype_ == DType::F64) {
+    const double one = 1.0;
+    check(dloss_.copy_from_host(&one, 8));
+  } else {
+    const float one = 1.0f;
+    check(dloss_.copy_from_host(&one, 4));
+  }
+  size_t ws = ce_.workspace_size();
+  for (const PlanBase* p : plans) ws = std::max(ws, p->workspace_size());
+  ws_ = buffer(static_cast<int64_t>(std::max<size_t>(ws, 16)), DType::U8);
+}
+
+TensorRef Model::tokens() const { return act(tokens_, {cfg_.batch, cfg_.seq_len}, DType::I32); }
+TensorMut Model::logits_view() const { return act(logits_, {cfg_.batch * cfg_.seq_len, cfg_.vocab}); }
+
+Status Model::loss_with_grad() {
+  const int64_t BT = cfg_.batch * cfg_.seq_len;
+  const TensorMut logits = logits_view();
+  CrossEntropyArgs a;
+  a.logits = logits;
+  a.target = act(targets_, {BT}, DType::I32);
+  a.loss = act(loss_, {}, loss_dtype_);
+  a.lse = act(ce_lse_, {BT}, ce_.lse_dtype());
+  a.dloss = act(dloss_, {}, loss_dtype_);
+  a.dlogits = logits;
+  return ce_.run(stream_, ws(), a);
+}
+
+size_t Model::add_param(const std::string& name, Dims shape, double init_std, bool decay) {
   ParamInfo p;
   p.name = name;
   p.shape = shape;
   p.offset = n_params_;
   p.numel = shape_numel(shape);
   p.init_std = init_std;
+  p.decay = decay;
   n_params_ += p.numel;
   params_.push_back(p);
   return params_.size() - 1;
 }
 
-TensorMut Gpt::act(const Buffer& b, Dims shape, DType t) const {
+TensorMut Model::act(const Buffer& b, Dims shape, DType t) const {
   return TensorMut::contiguous(b.data(), t, stream_.device(), shape, static_cast<int64_t>(b.bytes() / dtype_size(t)));
 }
 
-TensorMut Gpt::param(size_t i) {
+TensorMut Model::param(size_t i) const {
   const ParamInfo& p = params_[i];
   return TensorMut(static_cast<char*>(params_buf_.data()) + p.offset * dtype_size(dtype_), dtype_, stream_.device(),
                    p.shape, contiguous_strides(p.shape), p.numel);
 }
-TensorMut Gpt::grad(size_t i) {
+TensorMut Model::grad(size_t i) const {
   const ParamInfo& p = params_[i];
   return TensorMut(static_cast<char*>(grads_buf_.data()) + p.offset * dtype_size(dtype_), dtype_, stream_.device(),
                    p.shape, contiguous_strides(p.shape), p.numel);
@@ -82,38 +157,35 @@ TensorMut Gpt::heads_view(const Buffer& b) const {
                    static_cast<int64_t>(b.bytes() / dtype_size(dtype_)));
 }
 
-Gpt::Gpt(const Stream& stream, const GptConfig& cfg, DType dtype) : stream_(stream), cfg_(cfg), dtype_(dtype) {
+// ---- GPT-2 -----------------------------------------------------------------------
+
+Gpt::Gpt(const Stream& stream, const GptConfig& cfg, DType dtype) : Model(stream, cfg, dtype) {
   const int64_t B = cfg.batch, T = cfg.seq_len, C = cfg.channels, V = cfg.vocab, L = cfg.layers, H = cfg.heads;
   const int64_t BT = B * T;
-  if (C % H != 0) throw StatusError(Status(StatusCode::InvalidProblem, "Gpt: channels must be a multiple of heads"));
-  const Device dev = stream.device();
-  const size_t es = dtype_size(dtype);
   const double std_w = 0.02, std_res = 0.02 / std::sqrt(2.0 * static_cast<double>(L));
 
   // ---- parameters ----
-  p_wte_ = add_param("transformer.wte.weight", {V, C}, std_w);
-  p_wpe_ = add_param("transformer.wpe.weight", {T, C}, std_w);
+  p_wte_ = add_param("transformer.wte.weight", {V, C}, std_w, true);
+  p_wpe_ = add_param("transformer.wpe.weight", {T, C}, std_w, true);
   for (int64_t l = 0; l < L; ++l) {
     const std::string n = "transformer.h." + std::to_string(l) + ".";
     LayerParams q;
-    q.ln1_w = add_param(n + "ln_1.weight", {C}, -1);
-    q.ln1_b = add_param(n + "ln_1.bias", {C}, 0);
-    q.attn_w = add_param(n + "attn.c_attn.weight", {3 * C, C}, std_w);
-    q.attn_b = add_param(n + "attn.c_attn.bias", {3 * C}, 0);
-    q.proj_w = add_param(n + "attn.c_proj.weight", {C, C}, std_res);
-    q.proj_b = add_param(n + "attn.c_proj.bias", {C}, 0);
-    q.ln2_w = add_param(n + "ln_2.weight", {C}, -1);
-    q.ln2_b = add_param(n + "ln_2.bias", {C}, 0);
-    q.fc_w = add_param(n + "mlp.c_fc.weight", {4 * C, C}, std_w);
-    q.fc_b = add_param(n + "mlp.c_fc.bias", {4 * C}, 0);
-    q.fcp_w = add_param(n + "mlp.c_proj.weight", {C, 4 * C}, std_res);
-    q.fcp_b = add_param(n + "mlp.c_proj.bias", {C}, 0);
+    q.ln1_w = add_param(n + "ln_1.weight", {C}, -1, false);
+    q.ln1_b = add_param(n + "ln_1.bias", {C}, 0, false);
+    q.attn_w = add_param(n + "attn.c_attn.weight", {3 * C, C}, std_w, true);
+    q.attn_b = add_param(n + "attn.c_attn.bias", {3 * C}, 0, false);
+    q.proj_w = add_param(n + "attn.c_proj.weight", {C, C}, std_res, true);
+    q.proj_b = add_param(n + "attn.c_proj.bias", {C}, 0, false);
+    q.ln2_w = add_param(n + "ln_2.weight", {C}, -1, false);
+    q.ln2_b = add_param(n + "ln_2.bias", {C}, 0, false);
+    q.fc_w = add_param(n + "mlp.c_fc.weight", {4 * C, C}, std_w, true);
+    q.fc_b = add_param(n + "mlp.c_fc.bias", {4 * C}, 0, false);
+    q.fcp_w = add_param(n + "mlp.c_proj.weight", {C, 4 * C}, std_res, true);
+    q.fcp_b = add_param(n + "mlp.c_proj.bias", {C}, 0, false);
     lp_.push_back(q);
   }
-  p_lnf_w_ = add_param("transformer.ln_f.weight", {C}, -1);
-  p_lnf_b_ = add_param("transformer.ln_f.bias", {C}, 0);
-  params_buf_ = Buffer(dev, static_cast<size_t>(n_params_) * es);
-  grads_buf_ = Buffer(dev, static_cast<size_t>(n_params_) * es);
+  p_lnf_w_ = add_param("transformer.ln_f.weight", {C}, -1, false);
+  p_lnf_b_ = add_param("transformer.ln_f.bias", {C}, 0, false);
 
   // ---- plans ----
   EmbeddingDescriptor ed;
@@ -166,17 +238,6 @@ Gpt::Gpt(const Stream& stream, const GptConfig& cfg, DType dtype) : stream_(stre
   attn_ = take(FlashSdpaPlan::select(stream, fd));
   bw_flash_ = take(FlashSdpaBackwardPlan::select(stream, fd));
 
-  CrossEntropyDescriptor cd;
-  cd.dtype = dtype;
-  cd.rows = BT;
-  cd.classes = V;
-  cd.index_dtype = DType::I32;
-  cd.ignore_index = -100;
-  cd.reduction = LossReduction::Mean;
-  cd.loss_dtype = dtype == DType::F64 ? DType::F64 : DType::F32;
-  cd.with_grad = true;
-  ce_ = take(CrossEntropyPlan::select(stream, cd));
-  loss_dtype_ = cd.loss_dtype;
 
   auto backward = [&](const LinearDescriptor& f, bool dx, bool dw, bool db) {
     LinearBackwardDescriptor d;
@@ -224,7 +285,7 @@ Gpt::Gpt(const Stream& stream, const GptConfig& cfg, DType dtype) : stream_(stre
   bw_wpe_ = wpe_sum;
 
   // ---- buffers ----
-  auto buf = [&](int64_t n, DType t) { return Buffer(dev, static_cast<size_t>(std::max<int64_t>(n, 1)) * dtype_size(t)); };
+  auto buf = [&](int64_t n, DType t) { return buffer(n, t); };
   layers_.resize(static_cast<size_t>(L));
   for (Layer& y : layers_) {
     y.h = buf(BT * C, dtype);
@@ -246,42 +307,17 @@ Gpt::Gpt(const Stream& stream, const GptConfig& cfg, DType dtype) : stream_(stre
   lnf_ = buf(BT * C, dtype);
   lnf_mean_ = buf(BT, stats_dtype_);
   lnf_rstd_ = buf(BT, stats_dtype_);
-  logits_ = buf(BT * V, dtype);
   scratch_c_ = buf(BT * C, dtype);
   scratch_c2_ = buf(BT * C, dtype);
   scratch_3c_ = buf(BT * 3 * C, dtype);
   scratch_4c_ = buf(BT * 4 * C, dtype);
   dres_ = buf(BT * C, dtype);
-  loss_ = buf(1, loss_dtype_);
-  dloss_ = buf(1, loss_dtype_);
-  ce_lse_ = buf(BT, ce_.lse_dtype());
-  tokens_ = buf(BT, DType::I32);
-  targets_ = buf(BT, DType::I32);
-  if (loss_dtype_ == DType::F64) {
-    const double one = 1.0;
-    check(dloss_.copy_from_host(&one, 8));
-  } else {
-    const float one = 1.0f;
-    check(dloss_.copy_from_host(&one, 4));
-  }
-  size_t ws = 0;
-  for (const PlanBase* p : std::initializer_list<const PlanBase*>{
-           &embed_, &norm_, &norm_first_, &lin_attn_, &lin_proj_, &lin_fc_, &lin_fcp_, &lin_head_, &attn_, &ce_, &bw_head_dx_,
-           &bw_head_dw_, &bw_fcp_, &bw_fc_, &bw_proj_, &bw_attn_, &bw_norm_, &bw_norm_res_, &bw_flash_, &bw_embed_,
-           &bw_wpe_})
-    ws = std::max(ws, p->workspace_size());
-  ws_ = Buffer(dev, std::max<size_t>(ws, 16));
-  for (const Buffer* b : {&params_buf_, &grads_buf_, &tok_emb_, &h_final_, &lnf_, &lnf_mean_, &lnf_rstd_, &logits_,
-                          &scratch_c_, &scratch_c2_, &scratch_3c_, &scratch_4c_, &dres_, &loss_, &dloss_, &ce_lse_,
-                          &tokens_, &targets_, &ws_})
-    bytes_ += b->bytes();
-  for (const Layer& y : layers_)
-    for (const Buffer* b : {&y.h, &y.ln1, &y.ln1_mean, &y.ln1_rstd, &y.qkv, &y.atty, &y.lse, &y.hmid, &y.ln2,
-                            &y.ln2_mean, &y.ln2_rstd, &y.fc_aux, &y.fc_act})
-      bytes_ += b->bytes();
+  finish({&embed_, &norm_, &norm_first_, &lin_attn_, &lin_proj_, &lin_fc_, &lin_fcp_, &lin_head_, &attn_, &bw_head_dx_,
+          &bw_head_dw_, &bw_fcp_, &bw_fc_, &bw_proj_, &bw_attn_, &bw_norm_, &bw_norm_res_, &bw_flash_, &bw_embed_,
+          &bw_wpe_});
 }
 
-std::vector<double> Gpt::initial_values(uint64_t seed) const {
+std::vector<double> Model::initial_values(uint64_t seed) const {
   std::vector<double> v(static_cast<size_t>(n_params_));
   for (const ParamInfo& p : params_)
     for (int64_t i = 0; i < p.numel; ++i) {
@@ -293,7 +329,7 @@ std::vector<double> Gpt::initial_values(uint64_t seed) const {
   return v;
 }
 
-Status Gpt::upload_params(const std::vector<double>& values) {
+Status Model::upload_params(const std::vector<double>& values) {
   if (values.size() != static_cast<size_t>(n_params_))
     return Status(StatusCode::InvalidProblem, "Gpt::upload_params: wrong number of values");
   std::vector<unsigned char> bytes(values.size() * dtype_size(dtype_));
@@ -309,7 +345,7 @@ Status Gpt::upload_params(const std::vector<double>& values) {
   return params_buf_.copy_from_host(bytes.data(), bytes.size());
 }
 
-Status Gpt::set_batch(const std::vector<int32_t>& tokens, const std::vector<int32_t>& targets) {
+Status Model::set_batch(const std::vector<int32_t>& tokens, const std::vector<int32_t>& targets) {
   const size_t n = static_cast<size_t>(cfg_.batch * cfg_.seq_len);
   if (tokens.size() != n || targets.size() != n)
     return Status(StatusCode::InvalidProblem, "Gpt::set_batch: tokens and targets must hold B * T ids");
@@ -317,7 +353,7 @@ Status Gpt::set_batch(const std::vector<int32_t>& tokens, const std::vector<int3
   return targets_.copy_from_host(targets.data(), n * 4);
 }
 
-Status Gpt::read_loss(double* loss) const {
+Status Model::read_loss(double* loss) const {
   if (loss_dtype_ == DType::F64) return loss_.copy_to_host(loss, 8);
   float f = 0;
   BARACUDA_RETURN_IF_ERROR(loss_.copy_to_host(&f, 4));
@@ -325,7 +361,7 @@ Status Gpt::read_loss(double* loss) const {
   return Status::ok();
 }
 
-Status Gpt::read_logits(std::vector<float>* out) const {
+Status Model::read_logits(std::vector<float>* out) const {
   const size_t n = static_cast<size_t>(cfg_.batch * cfg_.seq_len * cfg_.vocab);
   std::vector<unsigned char> raw(n * dtype_size(dtype_));
   BARACUDA_RETURN_IF_ERROR(logits_.copy_to_host(raw.data(), raw.size()));
@@ -411,16 +447,7 @@ Status Gpt::backward() {
   const Workspace w = ws();
   const Stream& s = stream_;
   const TensorMut logits = act(logits_, {BT, V});
-  {  // loss and dlogits (in place over the logits)
-    CrossEntropyArgs a;
-    a.logits = logits;
-    a.target = targets;
-    a.loss = act(loss_, {}, loss_dtype_);
-    a.lse = act(ce_lse_, {BT}, ce_.lse_dtype());
-    a.dloss = act(dloss_, {}, loss_dtype_);
-    a.dlogits = logits;
-    BARACUDA_RETURN_IF_ERROR(ce_.run(s, w, a));
-  }
+  BARACUDA_RETURN_IF_ERROR(loss_with_grad());  // loss and dlogits (in place over the logits)
   const TensorMut dres = act(dres_, {BT, C}), dC = act(scratch_c_, {BT, C});
   {  // head: d ln_f output = dlogits wte
     LinearBackwardArgs a;

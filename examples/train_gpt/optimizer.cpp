@@ -19,7 +19,7 @@ TensorMut f32_view(const Buffer& b, const ParamInfo& p, Device dev) {
 }
 }  // namespace
 
-Optimizer::Optimizer(const Stream& stream, Gpt& model, const AdamWOptions& o, const std::vector<double>& initial)
+Optimizer::Optimizer(const Stream& stream, Model& model, const AdamWOptions& o, const std::vector<double>& initial)
     : stream_(stream), model_(model), o_(o) {
   const Device dev = stream.device();
   const size_t n = static_cast<size_t>(model.param_count());
@@ -47,7 +47,7 @@ Optimizer::Optimizer(const Stream& stream, Gpt& model, const AdamWOptions& o, co
     d.weight_decay = g == 0 ? o.weight_decay : 0.0;
     for (size_t i = 0; i < model.params().size(); ++i) {
       const ParamInfo& p = model.params()[i];
-      if ((p.shape.rank >= 2) != (g == 0)) continue;
+      if (p.decay != (g == 0)) continue;
       grp.params.push_back(i);
       d.shapes.push_back(p.shape);
       grp.args.params.push_back(model.param(i));

@@ -1,6 +1,6 @@
 // train_gpt's update: clip_grad_norm_ over every gradient, then AdamW with
-// GPT-2's two parameter groups (weight decay on the matrices and embeddings,
-// none on biases and norm weights), both baracuda tensor-list plans
+// two parameter groups (weight decay on the matrices and embeddings, none on
+// biases and norm weights: ParamInfo::decay), both baracuda tensor-list plans
 // (ClipGradNormPlan, AdamPlan: one launch per list on the GPU).
 //
 // Low-precision models (bf16 / f16 parameters) keep f32 master weights in the
@@ -23,7 +23,7 @@ struct AdamWOptions {
 class Optimizer {
  public:
   // initial: the parameters' initial values (the master weights' start).
-  Optimizer(const baracuda::Stream& stream, Gpt& model, const AdamWOptions& o, const std::vector<double>& initial);
+  Optimizer(const baracuda::Stream& stream, Model& model, const AdamWOptions& o, const std::vector<double>& initial);
   // One update with learning rate lr; step counts from 1.
   baracuda::Status step(double lr, int64_t step);
   // The gradients' global norm before clipping, of the last step (synchronises).
@@ -39,7 +39,7 @@ class Optimizer {
     baracuda::AdamArgs args;     // the views (lr and step set per call)
   };
   baracuda::Stream stream_;
-  Gpt& model_;
+  Model& model_;
   AdamWOptions o_;
   bool master_ = false;
   baracuda::Buffer m_, v_, master_buf_, norm_, ws_;

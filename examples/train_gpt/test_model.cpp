@@ -20,8 +20,8 @@ struct Fixture {
   Fixture() {
     cfg.vocab = 11;
     cfg.layers = 2;
-    cfg.heads = 2;
-    cfg.channels = 64;  // head_dim 32: the flash plans need [32, 256]
+    cfg.heads = 4;
+    cfg.channels = 128;  // head_dim 32: the flash plans need [32, 256]
     cfg.seq_len = 5;
     cfg.batch = 2;
     const int64_t n = cfg.batch * cfg.seq_len;
@@ -32,7 +32,7 @@ struct Fixture {
   }
 };
 
-double loss_of(Gpt& m, const Fixture& f) {
+double loss_of(Model& m, const Fixture& f) {
   EXPECT_TRUE(m.set_batch(f.tokens, f.targets).is_ok());
   EXPECT_TRUE(m.forward().is_ok());
   const Status st = m.backward();
@@ -44,11 +44,15 @@ double loss_of(Gpt& m, const Fixture& f) {
 
 }  // namespace
 
-TEST(TrainGptModel, GradientsMatchFiniteDifferences) {
+void check_gradients(GptConfig::Arch arch, int64_t kv_heads) {
   Fixture f;
-  Gpt m(f.s, f.cfg, DType::F64);
+  f.cfg.arch = arch;
+  f.cfg.kv_heads = kv_heads;
+  f.cfg.ffn_hidden = 96;
+  std::unique_ptr<Model> model = Model::create(f.s, f.cfg, DType::F64);
+  Model& m = *model;
   EXPECT_EQ(m.param_count(), f.cfg.parameter_count());
-  EXPECT_EQ(m.params().size(), static_cast<size_t>(4 + 12 * f.cfg.layers));
+  EXPECT_EQ(m.params().size(), static_cast<size_t>(arch == GptConfig::Arch::Gpt2 ? 4 + 12 * f.cfg.layers : 3 + 6 * f.cfg.layers));
   std::vector<double> theta = m.initial_values(1234);
   // Larger than GPT-2's 0.02 and non-trivial norm parameters, so every path
   // carries a gradient well above the finite differences' noise.
@@ -84,7 +88,7 @@ TEST(TrainGptModel, GradientsMatchFiniteDifferences) {
       ++checked;
     }
   }
-  EXPECT_GT(checked, 100);
+  EXPECT_GE(checked, 5 * static_cast<int>(m.params().size()));  // at least five elements of every tensor
   // The gradient is a function of the parameters and the batch only: a second
   // backward on the same state gives the same bits (nothing accumulates).
   ASSERT_TRUE(m.upload_params(theta).is_ok());
@@ -93,3 +97,8 @@ TEST(TrainGptModel, GradientsMatchFiniteDifferences) {
   ASSERT_TRUE(m.grad_buffer().copy_to_host(g2.data(), g2.size() * 8).is_ok());
   EXPECT_EQ(g, g2);
 }
+
+TEST(TrainGptModel, Gpt2GradientsMatchFiniteDifferences) { check_gradients(GptConfig::Arch::Gpt2, 0); }
+// Grouped-query attention (4 query heads over 2 key / value heads), RoPE,
+// RMSNorm, SwiGLU, untied head.
+TEST(TrainGptModel, LlamaGradientsMatchFiniteDifferences) { check_gradients(GptConfig::Arch::Llama, 2); }

@@ -54,6 +54,9 @@ struct Options {
       "  --device auto|cpu|cuda   where to train (auto: the GPU when one is visible)\n"
       "  --steps N                optimizer steps (900)\n"
       "  --layers N --heads N --channels N --seq N --batch N   model and batch (2, 2, 64, 30, 16)\n"
+      "  --arch gpt2|llama        GPT-2 (learned positions, LayerNorm, GELU MLP, tied embeddings) or Llama\n"
+      "                           (RoPE, RMSNorm, SwiGLU, grouped-query attention, untied head) (gpt2)\n"
+      "  --kv-heads N --ffn N     Llama's key / value heads (= heads) and SwiGLU width (8C/3 rounded to 32)\n"
       "  --vocab N                vocabulary size, >= 256 (the tokens are bytes; GPT-2's 50304 for benchmarks)\n"
       "  --lr X --warmup N --weight-decay X --clip X   AdamW with linear warm-up and cosine decay (5e-3, 50, 0.1, 1.0)\n"
       "  --digits N               the addition task's operand digits (2)\n"
@@ -93,6 +96,16 @@ Options parse(int argc, char** argv) {
     else if (a == "--seq") o.model.seq_len = std::stoll(next());
     else if (a == "--batch") o.model.batch = std::stoll(next());
     else if (a == "--vocab") o.model.vocab = std::stoll(next());
+    else if (a == "--arch") {
+      const std::string v = next();
+      if (v == "gpt2") o.model.arch = GptConfig::Arch::Gpt2;
+      else if (v == "llama") o.model.arch = GptConfig::Arch::Llama;
+      else {
+        std::fprintf(stderr, "train_gpt: --arch is gpt2 or llama\n");
+        usage(2);
+      }
+    } else if (a == "--kv-heads") o.model.kv_heads = std::stoll(next());
+    else if (a == "--ffn") o.model.ffn_hidden = std::stoll(next());
     else if (a == "--lr") o.lr = std::stod(next());
     else if (a == "--warmup") o.warmup = std::stoll(next());
     else if (a == "--weight-decay") o.weight_decay = std::stod(next());
@@ -136,7 +149,7 @@ double peak_flops(DType) { return 989e12; }
 
 // Checkpoints: the parameters as safetensors in f32 (whatever the training
 // dtype: the master weights when there are some), named as nanoGPT's.
-Status save_checkpoint(const std::string& path, Gpt& model, const Optimizer& opt) {
+Status save_checkpoint(const std::string& path, Model& model, const Optimizer& opt) {
   (void)opt;
   const size_t n = static_cast<size_t>(model.param_count());
   std::vector<float> values(n);
@@ -159,7 +172,8 @@ Status save_checkpoint(const std::string& path, Gpt& model, const Optimizer& opt
   const GptConfig& c = model.config();
   return save_safetensors(path, t,
                           {{"format", "pt"},
-                           {"model", "gpt2"},
+                           {"model", c.arch == GptConfig::Arch::Llama ? "llama" : "gpt2"},
+                           {"n_kv_head", std::to_string(c.kv())},
                            {"n_layer", std::to_string(c.layers)},
                            {"n_head", std::to_string(c.heads)},
                            {"n_embd", std::to_string(c.channels)},
@@ -169,7 +183,7 @@ Status save_checkpoint(const std::string& path, Gpt& model, const Optimizer& opt
 
 // The initial values from a checkpoint: every parameter must be there with
 // its shape (any float dtype safetensors stores; converted to f64).
-std::vector<double> load_checkpoint(const std::string& path, const Gpt& model) {
+std::vector<double> load_checkpoint(const std::string& path, const Model& model) {
   SafetensorsFile f = load_safetensors(path).value();
   std::vector<double> v(static_cast<size_t>(model.param_count()));
   for (const ParamInfo& p : model.params()) {
@@ -203,7 +217,8 @@ int main(int argc, char** argv) try {
   const bool cuda = o.device == "cuda" || (o.device == "auto" && cuda_device_count() > 0);
   const Stream stream = cuda ? Stream::cuda(0) : Stream::cpu();
   const DType dtype = cuda ? DType::BF16 : DType::F32;
-  Gpt model(stream, o.model, dtype);
+  std::unique_ptr<Model> owned = Model::create(stream, o.model, dtype);
+  Model& model = *owned;
   std::vector<double> initial = model.initial_values(o.seed);
   if (!o.load.empty()) initial = load_checkpoint(o.load, model);
   check(model.upload_params(initial));
@@ -215,8 +230,9 @@ int main(int argc, char** argv) try {
   ao.clip = o.clip;
   Optimizer opt(stream, model, ao, initial);
   const GptConfig& c = o.model;
-  std::printf("train_gpt: GPT-2 %lld layers, %lld heads, %lld channels, T %lld, batch %lld: %.2f M parameters, %s %s\n",
-              (long long)c.layers, (long long)c.heads, (long long)c.channels, (long long)c.seq_len, (long long)c.batch,
+  std::printf("train_gpt: %s %lld layers, %lld heads (%lld kv), %lld channels, T %lld, batch %lld: %.2f M parameters, %s %s\n",
+              c.arch_name(), (long long)c.layers, (long long)c.heads, (long long)c.kv(), (long long)c.channels,
+              (long long)c.seq_len, (long long)c.batch,
               model.param_count() / 1e6, cuda ? "CUDA" : "CPU", std::string(dtype_name(dtype)).c_str());
   std::printf("train_gpt: %.2f GiB in buffers (model %.2f, optimizer %.2f)\n",
               (model.allocated_bytes() + opt.allocated_bytes()) / 1073741824.0, model.allocated_bytes() / 1073741824.0,
