@@ -75,11 +75,13 @@ __global__ void scalars_kernel(const float* step_in, float* step_out, const floa
   *out = make_scalars(static_cast<double>(t), static_cast<double>(lr[0]), beta2_decay, weight_decay);
 }
 
-// Row sums of g^2: one warp per row of C elements.
+// Row sums of g^2: one warp per row of C elements, kRowWarps rows per block
+// (small blocks: a GPT-2 matrix's 768 rows make 384 blocks, every SM busy).
+constexpr int kRowWarps = 2;
 template <class T>
-__global__ void __launch_bounds__(kThreads) row_sums_kernel(const T* __restrict__ g, int64_t rows, int64_t C,
-                                                           float* __restrict__ row_sum) {
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + (threadIdx.x >> 5);
+__global__ void __launch_bounds__(kRowWarps * 32) row_sums_kernel(const T* __restrict__ g, int64_t rows, int64_t C,
+                                                                 float* __restrict__ row_sum) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowWarps + (threadIdx.x >> 5);
   if (row >= rows) return;
   const int lane = threadIdx.x & 31;
   const T* gr = g + row * C;
@@ -226,7 +228,8 @@ Status run_tensor(const Launch& l, const TensorLaunch& t, char* ws, const Scalar
     float* col_part = reinterpret_cast<float*>(ws + sc.col_part);
     float* divisor = reinterpret_cast<float*>(ws + sc.divisor);
     const int64_t rows = t.B * t.R, chunks = ceil_div64(t.R, kColRows);
-    row_sums_kernel<T><<<static_cast<unsigned>(ceil_div64(rows, kWarps)), kThreads, 0, st>>>(g, rows, t.C, row_sum);
+    row_sums_kernel<T><<<static_cast<unsigned>(ceil_div64(rows, kRowWarps)), kRowWarps * 32, 0, st>>>(g, rows, t.C,
+                                                                                                      row_sum);
     const dim3 cg(static_cast<unsigned>(ceil_div64(t.C, kThreads)), static_cast<unsigned>(std::min<int64_t>(chunks, 65535)),
                   static_cast<unsigned>(std::min<int64_t>(t.B, 65535)));
     col_partials_kernel<T><<<cg, kThreads, 0, st>>>(g, t.B, t.R, t.C, chunks, col_part);
