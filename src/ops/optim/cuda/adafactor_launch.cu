@@ -108,7 +108,9 @@ __global__ void __launch_bounds__(kThreads) col_partials_kernel(const T* __restr
   }
 }
 
-// One block per batch matrix: row_var / col_var lerps and the divisor.
+// Per batch matrix (grid.y): block 0 updates row_var and the divisor (the mean
+// of the new row_var, a fixed block tree); blocks 1.. the columns (each summing
+// its column's chunk partials in order) and col_var.
 __global__ void __launch_bounds__(kThreads) finalize_kernel(int64_t B, int64_t R, int64_t C, int64_t chunks,
                                                            const float* __restrict__ row_sum,
                                                            const float* __restrict__ part, const float* row_var_in,
@@ -117,22 +119,26 @@ __global__ void __launch_bounds__(kThreads) finalize_kernel(int64_t B, int64_t R
                                                            float eps1, const Scalars* dev_sc, Scalars host_sc) {
   __shared__ float smem[kWarps + 1];
   const float w = scalars(dev_sc, host_sc).w;
-  for (int64_t b = blockIdx.x; b < B; b += gridDim.x) {
-    float acc = 0.f;
-    for (int64_t r = threadIdx.x; r < R; r += kThreads) {
-      const float v = lerp(row_var_in[b * R + r], mean_square(row_sum[b * R + r], C), w);
-      row_var[b * R + r] = v;
-      acc = exact::add(acc, v);
-    }
-    const float total = block_sum(acc, smem);
-    if (threadIdx.x == 0) {
-      const float mean = exact::div(total, static_cast<float>(R));
-      divisor[b] = mean < eps1 ? eps1 : mean;  // clamp_(min=eps1): NaN stays NaN
-    }
-    for (int64_t c = threadIdx.x; c < C; c += kThreads) {
-      float s = 0.f;
-      for (int64_t k = 0; k < chunks; ++k) s = exact::add(s, part[(b * chunks + k) * C + c]);
-      col_var[b * C + c] = lerp(col_var_in[b * C + c], mean_square(s, R), w);
+  for (int64_t b = blockIdx.y; b < B; b += gridDim.y) {
+    if (blockIdx.x == 0) {  // the rows and the divisor (uniform per block: block_sum syncs)
+      float acc = 0.f;
+      for (int64_t r = threadIdx.x; r < R; r += kThreads) {
+        const float v = lerp(row_var_in[b * R + r], mean_square(row_sum[b * R + r], C), w);
+        row_var[b * R + r] = v;
+        acc = exact::add(acc, v);
+      }
+      const float total = block_sum(acc, smem);
+      if (threadIdx.x == 0) {
+        const float mean = exact::div(total, static_cast<float>(R));
+        divisor[b] = mean < eps1 ? eps1 : mean;  // clamp_(min=eps1): NaN stays NaN
+      }
+    } else {  // the columns, spread over the other blocks
+      const int64_t stride = static_cast<int64_t>(gridDim.x - 1) * kThreads;
+      for (int64_t c = static_cast<int64_t>(blockIdx.x - 1) * kThreads + threadIdx.x; c < C; c += stride) {
+        float s = 0.f;
+        for (int64_t k = 0; k < chunks; ++k) s = exact::add(s, part[(b * chunks + k) * C + c]);
+        col_var[b * C + c] = lerp(col_var_in[b * C + c], mean_square(s, R), w);
+      }
     }
   }
 }
@@ -233,7 +239,9 @@ Status run_tensor(const Launch& l, const TensorLaunch& t, char* ws, const Scalar
     const dim3 cg(static_cast<unsigned>(ceil_div64(t.C, kThreads)), static_cast<unsigned>(std::min<int64_t>(chunks, 65535)),
                   static_cast<unsigned>(std::min<int64_t>(t.B, 65535)));
     col_partials_kernel<T><<<cg, kThreads, 0, st>>>(g, t.B, t.R, t.C, chunks, col_part);
-    finalize_kernel<<<static_cast<unsigned>(std::min<int64_t>(t.B, 65535)), kThreads, 0, st>>>(
+    const dim3 fg(static_cast<unsigned>(1 + std::min<int64_t>(ceil_div64(t.C, kThreads), 65534)),
+                  static_cast<unsigned>(std::min<int64_t>(t.B, 65535)));
+    finalize_kernel<<<fg, kThreads, 0, st>>>(
         t.B, t.R, t.C, chunks, row_sum, col_part, t.row_var_in, t.row_var, t.col_var_in, t.col_var, divisor, l.eps1,
         dev_sc, l.host);
     const Factored f{t.R, t.C, t.row_var, t.col_var, divisor};
