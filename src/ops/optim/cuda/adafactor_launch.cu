@@ -102,6 +102,7 @@ __global__ void __launch_bounds__(kThreads) col_partials_kernel(const T* __restr
     for (int64_t b = blockIdx.z; b < B; b += gridDim.z) {
       const T* gb = g + b * R * C + c;
       float acc = 0.f;
+#pragma unroll 8
       for (int64_t r = r0; r < r1; ++r) acc = sq_add(acc, to_f(gb[r * C]));
       part[(b * chunks + k) * C + c] = acc;
     }
@@ -136,6 +137,7 @@ __global__ void __launch_bounds__(kThreads) finalize_kernel(int64_t B, int64_t R
       const int64_t stride = static_cast<int64_t>(gridDim.x - 1) * kThreads;
       for (int64_t c = static_cast<int64_t>(blockIdx.x - 1) * kThreads + threadIdx.x; c < C; c += stride) {
         float s = 0.f;
+#pragma unroll 8
         for (int64_t k = 0; k < chunks; ++k) s = exact::add(s, part[(b * chunks + k) * C + c]);
         col_var[b * C + c] = lerp(col_var_in[b * C + c], mean_square(s, R), w);
       }
@@ -150,11 +152,32 @@ struct Factored {
   const float* divisor = nullptr;
 };
 
-// u of element e of a factored parameter.
-__device__ __forceinline__ float factored_u(const Factored& f, int64_t e, float g, float eps1sq) {
-  const int64_t br = e / f.C, c = e - br * f.C, b = br / f.R;
-  return update_of(g, factored_v(f.row_var[br], f.col_var[b * f.C + c], f.divisor[b]), eps1sq);
-}
+// (batch, row, column) of the elements one thread visits, e0, e0 + kThreads, ...,
+// in a factored [B, R, C]: advanced without a 64-bit division per element.
+struct Walk {
+  int64_t b = 0, r = 0, c = 0, q = 0, rem = 0;
+  __device__ __forceinline__ Walk(const Factored& f, int64_t e0) {
+    const int64_t br = e0 / f.C;
+    c = e0 - br * f.C;
+    b = br / f.R;
+    r = br - b * f.R;
+    q = kThreads / f.C;
+    rem = kThreads - q * f.C;
+  }
+  __device__ __forceinline__ void next(const Factored& f) {
+    c += rem;
+    r += q;
+    if (c >= f.C) c -= f.C, ++r;
+    if (r >= f.R) {
+      const int64_t k = r / f.R;
+      b += k;
+      r -= k * f.R;
+    }
+  }
+  __device__ __forceinline__ float u(const Factored& f, float g, float eps1sq) const {
+    return update_of(g, factored_v(f.row_var[b * f.R + r], f.col_var[b * f.C + c], f.divisor[b]), eps1sq);
+  }
+};
 
 // ||p||^2 and ||u||^2 partials per block of kChunk elements (factored: u from the
 // updated row / column state; vector: the variance lerp first, written back).
@@ -169,22 +192,25 @@ __global__ void __launch_bounds__(kThreads) partials_kernel(const T* __restrict_
   const float w = scalars(dev_sc, host_sc).w;
   const int64_t base = static_cast<int64_t>(blockIdx.x) * kChunk;
   float pa = 0.f, ua = 0.f;
+  Walk at(f, kFactored ? base + threadIdx.x : 0);
 #pragma unroll 4
   for (int j = 0; j < kPerThread; ++j) {
     const int64_t e = base + j * kThreads + threadIdx.x;
-    if (e >= n) break;
-    const float pe = to_f(p[e]);
-    const float ge = maximize ? -to_f(g[e]) : to_f(g[e]);
-    pa = sq_add(pa, pe);
-    float u;
-    if constexpr (kFactored) {
-      u = factored_u(f, e, ge, eps1sq);
-    } else {
-      const float v = lerp(variance_in[e], exact::mul(ge, ge), w);
-      variance[e] = v;
-      u = update_of(ge, v, eps1sq);
+    if (e < n) {
+      const float pe = to_f(p[e]);
+      const float ge = maximize ? -to_f(g[e]) : to_f(g[e]);
+      pa = sq_add(pa, pe);
+      float u;
+      if constexpr (kFactored) {
+        u = at.u(f, ge, eps1sq);
+      } else {
+        const float v = lerp(variance_in[e], exact::mul(ge, ge), w);
+        variance[e] = v;
+        u = update_of(ge, v, eps1sq);
+      }
+      ua = sq_add(ua, u);
     }
-    ua = sq_add(ua, u);
+    if constexpr (kFactored) at.next(f);
   }
   const float ps = block_sum(pa, smem);
   const float us = block_sum(ua, smem);
@@ -206,13 +232,16 @@ __global__ void __launch_bounds__(kThreads) apply_kernel(const T* p_in, T* p, co
   const float usum = block_sum(ua, smem);
   const float s = step_scale(psum, usum, n, sc.rho, eps2, d);
   const int64_t base = static_cast<int64_t>(blockIdx.x) * kChunk;
+  Walk at(f, kFactored ? base + threadIdx.x : 0);
 #pragma unroll 4
   for (int j = 0; j < kPerThread; ++j) {
     const int64_t e = base + j * kThreads + threadIdx.x;
-    if (e >= n) break;
-    const float ge = maximize ? -to_f(g[e]) : to_f(g[e]);
-    const float u = kFactored ? factored_u(f, e, ge, eps1sq) : update_of(ge, variance[e], eps1sq);
-    p[e] = from_f<T>(apply(to_f(p_in[e]), u, s, sc.wd_factor));
+    if (e < n) {
+      const float ge = maximize ? -to_f(g[e]) : to_f(g[e]);
+      const float u = kFactored ? at.u(f, ge, eps1sq) : update_of(ge, variance[e], eps1sq);
+      p[e] = from_f<T>(apply(to_f(p_in[e]), u, s, sc.wd_factor));
+    }
+    if constexpr (kFactored) at.next(f);
   }
 }
 
