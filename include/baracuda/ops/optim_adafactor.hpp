@@ -52,6 +52,8 @@
 //     u, the update) is the same f32 arithmetic on both backends: the CPU and
 //     CUDA results agree to the reductions' rounding (tests: rel 1e-5 in f32).
 //   * An empty parameter (numel 0) is skipped (torch divides 0 by 0 and raises).
+//   * The CPU reference was checked against torch 2.11's torch.optim.Adafactor
+//     (tests/optim/cpu_adafactor.cpp, MatchesTorchAdafactor: 2e-6).
 //
 // Tensors. The lists params (dtype, shapes[i]), grads (dtype, shapes[i]),
 // row_vars, col_vars, variances (F32) have one entry per parameter; any
@@ -82,9 +84,11 @@
 //   rank 0 / 1: (1) variance lerp with ||p||^2 and ||u||^2 partials in one
 //   pass; (2) the update as (6).
 //   device_scalars adds one single-thread kernel per run() (step += 1, the step
-//   coefficients into the workspace). workspace_size(): 64 bytes of scalars +
-//   the largest parameter's scratch (row sums, column partials, means, the two
-//   partial arrays), reused by each parameter in stream order.
+//   coefficients into the workspace). workspace_size(): 512 bytes (alignment
+//   pad, the device scalars) + the largest parameter's scratch (row sums,
+//   column partials, means, the two partial arrays), reused by each parameter
+//   in stream order. Out of place, the state of an empty parameter that has
+//   elements ([R, 0]'s row_var) is copied (cudaMemcpyAsync).
 //
 // Backward: none (an optimizer step).
 

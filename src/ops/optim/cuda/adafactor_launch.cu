@@ -75,11 +75,13 @@ __global__ void scalars_kernel(const float* step_in, float* step_out, const floa
   *out = make_scalars(static_cast<double>(t), static_cast<double>(lr[0]), beta2_decay, weight_decay);
 }
 
-// Row sums of g^2: one warp per row of C elements.
+// Row sums of g^2: one warp per row of C elements, kRowWarps rows per block
+// (small blocks: a GPT-2 matrix's 768 rows make 384 blocks, every SM busy).
+constexpr int kRowWarps = 2;
 template <class T>
-__global__ void __launch_bounds__(kThreads) row_sums_kernel(const T* __restrict__ g, int64_t rows, int64_t C,
-                                                           float* __restrict__ row_sum) {
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kWarps + (threadIdx.x >> 5);
+__global__ void __launch_bounds__(kRowWarps * 32) row_sums_kernel(const T* __restrict__ g, int64_t rows, int64_t C,
+                                                                 float* __restrict__ row_sum) {
+  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowWarps + (threadIdx.x >> 5);
   if (row >= rows) return;
   const int lane = threadIdx.x & 31;
   const T* gr = g + row * C;
@@ -100,13 +102,16 @@ __global__ void __launch_bounds__(kThreads) col_partials_kernel(const T* __restr
     for (int64_t b = blockIdx.z; b < B; b += gridDim.z) {
       const T* gb = g + b * R * C + c;
       float acc = 0.f;
+#pragma unroll 8
       for (int64_t r = r0; r < r1; ++r) acc = sq_add(acc, to_f(gb[r * C]));
       part[(b * chunks + k) * C + c] = acc;
     }
   }
 }
 
-// One block per batch matrix: row_var / col_var lerps and the divisor.
+// Per batch matrix (grid.y): block 0 updates row_var and the divisor (the mean
+// of the new row_var, a fixed block tree); blocks 1.. the columns (each summing
+// its column's chunk partials in order) and col_var.
 __global__ void __launch_bounds__(kThreads) finalize_kernel(int64_t B, int64_t R, int64_t C, int64_t chunks,
                                                            const float* __restrict__ row_sum,
                                                            const float* __restrict__ part, const float* row_var_in,
@@ -115,22 +120,27 @@ __global__ void __launch_bounds__(kThreads) finalize_kernel(int64_t B, int64_t R
                                                            float eps1, const Scalars* dev_sc, Scalars host_sc) {
   __shared__ float smem[kWarps + 1];
   const float w = scalars(dev_sc, host_sc).w;
-  for (int64_t b = blockIdx.x; b < B; b += gridDim.x) {
-    float acc = 0.f;
-    for (int64_t r = threadIdx.x; r < R; r += kThreads) {
-      const float v = lerp(row_var_in[b * R + r], mean_square(row_sum[b * R + r], C), w);
-      row_var[b * R + r] = v;
-      acc = exact::add(acc, v);
-    }
-    const float total = block_sum(acc, smem);
-    if (threadIdx.x == 0) {
-      const float mean = exact::div(total, static_cast<float>(R));
-      divisor[b] = mean < eps1 ? eps1 : mean;  // clamp_(min=eps1): NaN stays NaN
-    }
-    for (int64_t c = threadIdx.x; c < C; c += kThreads) {
-      float s = 0.f;
-      for (int64_t k = 0; k < chunks; ++k) s = exact::add(s, part[(b * chunks + k) * C + c]);
-      col_var[b * C + c] = lerp(col_var_in[b * C + c], mean_square(s, R), w);
+  for (int64_t b = blockIdx.y; b < B; b += gridDim.y) {
+    if (blockIdx.x == 0) {  // the rows and the divisor (uniform per block: block_sum syncs)
+      float acc = 0.f;
+      for (int64_t r = threadIdx.x; r < R; r += kThreads) {
+        const float v = lerp(row_var_in[b * R + r], mean_square(row_sum[b * R + r], C), w);
+        row_var[b * R + r] = v;
+        acc = exact::add(acc, v);
+      }
+      const float total = block_sum(acc, smem);
+      if (threadIdx.x == 0) {
+        const float mean = exact::div(total, static_cast<float>(R));
+        divisor[b] = mean < eps1 ? eps1 : mean;  // clamp_(min=eps1): NaN stays NaN
+      }
+    } else {  // the columns, spread over the other blocks
+      const int64_t stride = static_cast<int64_t>(gridDim.x - 1) * kThreads;
+      for (int64_t c = static_cast<int64_t>(blockIdx.x - 1) * kThreads + threadIdx.x; c < C; c += stride) {
+        float s = 0.f;
+#pragma unroll 8
+        for (int64_t k = 0; k < chunks; ++k) s = exact::add(s, part[(b * chunks + k) * C + c]);
+        col_var[b * C + c] = lerp(col_var_in[b * C + c], mean_square(s, R), w);
+      }
     }
   }
 }
@@ -142,11 +152,32 @@ struct Factored {
   const float* divisor = nullptr;
 };
 
-// u of element e of a factored parameter.
-__device__ __forceinline__ float factored_u(const Factored& f, int64_t e, float g, float eps1sq) {
-  const int64_t br = e / f.C, c = e - br * f.C, b = br / f.R;
-  return update_of(g, factored_v(f.row_var[br], f.col_var[b * f.C + c], f.divisor[b]), eps1sq);
-}
+// (batch, row, column) of the elements one thread visits, e0, e0 + kThreads, ...,
+// in a factored [B, R, C]: advanced without a 64-bit division per element.
+struct Walk {
+  int64_t b = 0, r = 0, c = 0, q = 0, rem = 0;
+  __device__ __forceinline__ Walk(const Factored& f, int64_t e0) {
+    const int64_t br = e0 / f.C;
+    c = e0 - br * f.C;
+    b = br / f.R;
+    r = br - b * f.R;
+    q = kThreads / f.C;
+    rem = kThreads - q * f.C;
+  }
+  __device__ __forceinline__ void next(const Factored& f) {
+    c += rem;
+    r += q;
+    if (c >= f.C) c -= f.C, ++r;
+    if (r >= f.R) {
+      const int64_t k = r / f.R;
+      b += k;
+      r -= k * f.R;
+    }
+  }
+  __device__ __forceinline__ float u(const Factored& f, float g, float eps1sq) const {
+    return update_of(g, factored_v(f.row_var[b * f.R + r], f.col_var[b * f.C + c], f.divisor[b]), eps1sq);
+  }
+};
 
 // ||p||^2 and ||u||^2 partials per block of kChunk elements (factored: u from the
 // updated row / column state; vector: the variance lerp first, written back).
@@ -161,22 +192,25 @@ __global__ void __launch_bounds__(kThreads) partials_kernel(const T* __restrict_
   const float w = scalars(dev_sc, host_sc).w;
   const int64_t base = static_cast<int64_t>(blockIdx.x) * kChunk;
   float pa = 0.f, ua = 0.f;
+  Walk at(f, kFactored ? base + threadIdx.x : 0);
 #pragma unroll 4
   for (int j = 0; j < kPerThread; ++j) {
     const int64_t e = base + j * kThreads + threadIdx.x;
-    if (e >= n) break;
-    const float pe = to_f(p[e]);
-    const float ge = maximize ? -to_f(g[e]) : to_f(g[e]);
-    pa = sq_add(pa, pe);
-    float u;
-    if constexpr (kFactored) {
-      u = factored_u(f, e, ge, eps1sq);
-    } else {
-      const float v = lerp(variance_in[e], exact::mul(ge, ge), w);
-      variance[e] = v;
-      u = update_of(ge, v, eps1sq);
+    if (e < n) {
+      const float pe = to_f(p[e]);
+      const float ge = maximize ? -to_f(g[e]) : to_f(g[e]);
+      pa = sq_add(pa, pe);
+      float u;
+      if constexpr (kFactored) {
+        u = at.u(f, ge, eps1sq);
+      } else {
+        const float v = lerp(variance_in[e], exact::mul(ge, ge), w);
+        variance[e] = v;
+        u = update_of(ge, v, eps1sq);
+      }
+      ua = sq_add(ua, u);
     }
-    ua = sq_add(ua, u);
+    if constexpr (kFactored) at.next(f);
   }
   const float ps = block_sum(pa, smem);
   const float us = block_sum(ua, smem);
@@ -198,13 +232,16 @@ __global__ void __launch_bounds__(kThreads) apply_kernel(const T* p_in, T* p, co
   const float usum = block_sum(ua, smem);
   const float s = step_scale(psum, usum, n, sc.rho, eps2, d);
   const int64_t base = static_cast<int64_t>(blockIdx.x) * kChunk;
+  Walk at(f, kFactored ? base + threadIdx.x : 0);
 #pragma unroll 4
   for (int j = 0; j < kPerThread; ++j) {
     const int64_t e = base + j * kThreads + threadIdx.x;
-    if (e >= n) break;
-    const float ge = maximize ? -to_f(g[e]) : to_f(g[e]);
-    const float u = kFactored ? factored_u(f, e, ge, eps1sq) : update_of(ge, variance[e], eps1sq);
-    p[e] = from_f<T>(apply(to_f(p_in[e]), u, s, sc.wd_factor));
+    if (e < n) {
+      const float ge = maximize ? -to_f(g[e]) : to_f(g[e]);
+      const float u = kFactored ? at.u(f, ge, eps1sq) : update_of(ge, variance[e], eps1sq);
+      p[e] = from_f<T>(apply(to_f(p_in[e]), u, s, sc.wd_factor));
+    }
+    if constexpr (kFactored) at.next(f);
   }
 }
 
@@ -226,11 +263,14 @@ Status run_tensor(const Launch& l, const TensorLaunch& t, char* ws, const Scalar
     float* col_part = reinterpret_cast<float*>(ws + sc.col_part);
     float* divisor = reinterpret_cast<float*>(ws + sc.divisor);
     const int64_t rows = t.B * t.R, chunks = ceil_div64(t.R, kColRows);
-    row_sums_kernel<T><<<static_cast<unsigned>(ceil_div64(rows, kWarps)), kThreads, 0, st>>>(g, rows, t.C, row_sum);
+    row_sums_kernel<T><<<static_cast<unsigned>(ceil_div64(rows, kRowWarps)), kRowWarps * 32, 0, st>>>(g, rows, t.C,
+                                                                                                      row_sum);
     const dim3 cg(static_cast<unsigned>(ceil_div64(t.C, kThreads)), static_cast<unsigned>(std::min<int64_t>(chunks, 65535)),
                   static_cast<unsigned>(std::min<int64_t>(t.B, 65535)));
     col_partials_kernel<T><<<cg, kThreads, 0, st>>>(g, t.B, t.R, t.C, chunks, col_part);
-    finalize_kernel<<<static_cast<unsigned>(std::min<int64_t>(t.B, 65535)), kThreads, 0, st>>>(
+    const dim3 fg(static_cast<unsigned>(1 + std::min<int64_t>(ceil_div64(t.C, kThreads), 65534)),
+                  static_cast<unsigned>(std::min<int64_t>(t.B, 65535)));
+    finalize_kernel<<<fg, kThreads, 0, st>>>(
         t.B, t.R, t.C, chunks, row_sum, col_part, t.row_var_in, t.row_var, t.col_var_in, t.col_var, divisor, l.eps1,
         dev_sc, l.host);
     const Factored f{t.R, t.C, t.row_var, t.col_var, divisor};
