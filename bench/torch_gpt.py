@@ -2,6 +2,7 @@
 
     python3 bench/torch_gpt.py [--layers 12 --heads 12 --channels 768 --seq 1024 --batch 8
                                 --vocab 50304 --steps 20 --warmup 5 --compile] [--json PATH]
+    python3 bench/torch_gpt.py --check FIRST_STEP.safetensors [--json PATH]
 
 The same model as train_gpt (nanoGPT's GPT-2: learned positions, pre-norm
 LayerNorm blocks, GELU(tanh) MLP, tied embeddings, causal attention through
@@ -23,49 +24,126 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 
-class Block(nn.Module):
+class Attention(nn.Module):
     def __init__(self, C, H, L):
         super().__init__()
         self.H = H
-        self.ln_1 = nn.LayerNorm(C)
         self.c_attn = nn.Linear(C, 3 * C)
         self.c_proj = nn.Linear(C, C)
-        self.ln_2 = nn.LayerNorm(C)
-        self.c_fc = nn.Linear(C, 4 * C)
-        self.c_fc_proj = nn.Linear(4 * C, C)
-        for lin in (self.c_attn, self.c_fc):
-            nn.init.normal_(lin.weight, std=0.02)
-            nn.init.zeros_(lin.bias)
-        for lin in (self.c_proj, self.c_fc_proj):
-            nn.init.normal_(lin.weight, std=0.02 / math.sqrt(2 * L))
-            nn.init.zeros_(lin.bias)
+        nn.init.normal_(self.c_attn.weight, std=0.02)
+        nn.init.zeros_(self.c_attn.bias)
+        nn.init.normal_(self.c_proj.weight, std=0.02 / math.sqrt(2 * L))
+        nn.init.zeros_(self.c_proj.bias)
 
     def forward(self, x):
         B, T, C = x.shape
-        q, k, v = self.c_attn(self.ln_1(x)).split(C, dim=2)
+        q, k, v = self.c_attn(x).split(C, dim=2)
         q, k, v = (t.view(B, T, self.H, C // self.H).transpose(1, 2) for t in (q, k, v))
         y = F.scaled_dot_product_attention(q, k, v, is_causal=True).transpose(1, 2).reshape(B, T, C)
-        x = x + self.c_proj(y)
-        return x + self.c_fc_proj(F.gelu(self.c_fc(self.ln_2(x)), approximate="tanh"))
+        return self.c_proj(y)
+
+
+class Mlp(nn.Module):
+    def __init__(self, C, L):
+        super().__init__()
+        self.c_fc = nn.Linear(C, 4 * C)
+        self.c_proj = nn.Linear(4 * C, C)
+        nn.init.normal_(self.c_fc.weight, std=0.02)
+        nn.init.zeros_(self.c_fc.bias)
+        nn.init.normal_(self.c_proj.weight, std=0.02 / math.sqrt(2 * L))
+        nn.init.zeros_(self.c_proj.bias)
+
+    def forward(self, x):
+        return self.c_proj(F.gelu(self.c_fc(x), approximate="tanh"))
+
+
+class Block(nn.Module):
+    def __init__(self, C, H, L):
+        super().__init__()
+        self.ln_1 = nn.LayerNorm(C)
+        self.attn = Attention(C, H, L)
+        self.ln_2 = nn.LayerNorm(C)
+        self.mlp = Mlp(C, L)
+
+    def forward(self, x):
+        x = x + self.attn(self.ln_1(x))
+        return x + self.mlp(self.ln_2(x))
 
 
 class GPT(nn.Module):
+    """nanoGPT's GPT-2; parameter names equal train_gpt's safetensors names."""
+
     def __init__(self, V, T, C, H, L):
         super().__init__()
-        self.wte = nn.Embedding(V, C)
-        self.wpe = nn.Embedding(T, C)
-        nn.init.normal_(self.wte.weight, std=0.02)
-        nn.init.normal_(self.wpe.weight, std=0.02)
-        self.h = nn.ModuleList(Block(C, H, L) for _ in range(L))
-        self.ln_f = nn.LayerNorm(C)
+        self.transformer = nn.ModuleDict(dict(
+            wte=nn.Embedding(V, C), wpe=nn.Embedding(T, C),
+            h=nn.ModuleList(Block(C, H, L) for _ in range(L)), ln_f=nn.LayerNorm(C)))
+        nn.init.normal_(self.transformer.wte.weight, std=0.02)
+        nn.init.normal_(self.transformer.wpe.weight, std=0.02)
 
     def forward(self, idx, targets):
+        tr = self.transformer
         T = idx.shape[1]
-        x = self.wte(idx) + self.wpe(torch.arange(T, device=idx.device))
-        for b in self.h:
+        x = tr.wte(idx) + tr.wpe(torch.arange(T, device=idx.device))
+        for b in tr.h:
             x = b(x)
-        logits = F.linear(self.ln_f(x), self.wte.weight)  # tied head
-        return F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.view(-1))
+        logits = F.linear(tr.ln_f(x), tr.wte.weight)  # tied head
+        return F.cross_entropy(logits.float().view(-1, logits.size(-1)), targets.reshape(-1).long(), ignore_index=-100)
+
+
+def read_safetensors(path, dev):
+    """(metadata, {name: tensor}) of a safetensors file (the format is simple
+    enough to read here, so the check needs no safetensors package)."""
+    dtypes = {"F32": torch.float32, "F64": torch.float64, "BF16": torch.bfloat16, "F16": torch.float16,
+              "I32": torch.int32, "I64": torch.int64, "U8": torch.uint8, "I8": torch.int8, "BOOL": torch.bool}
+    with open(path, "rb") as f:
+        raw = f.read()
+    n = int.from_bytes(raw[:8], "little")
+    header = json.loads(raw[8:8 + n])
+    data = memoryview(raw)[8 + n:]
+    meta = header.pop("__metadata__", {})
+    out = {}
+    for name, e in header.items():
+        b, end = e["data_offsets"]
+        buf = bytearray(data[b:end])
+        x = torch.frombuffer(buf, dtype=dtypes[e["dtype"]]) if end > b else torch.empty(0, dtype=dtypes[e["dtype"]])
+        out[name] = x.reshape(e["shape"]).to(dev)
+    return meta, out
+
+
+def check(path):
+    """Agreement with train_gpt's first step (train_gpt --dump-first-step FILE):
+    the same weights and batch through this model; loss and every gradient
+    compared (f32 files: no autocast; bf16 files: bf16 autocast)."""
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    meta, t = read_safetensors(path, dev)
+    L, H, C, T, V = (int(meta[k]) for k in ("n_layer", "n_head", "n_embd", "block_size", "vocab_size"))
+    torch.backends.cuda.matmul.allow_tf32 = False  # an f32 check compares f32 arithmetic
+    torch.backends.cudnn.allow_tf32 = False
+    model = GPT(V, T, C, H, L).to(dev)
+    names = [n for n, _ in model.named_parameters()]
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            p.copy_(t[n])
+    bf16 = meta["dtype"] == "bf16"
+    with torch.autocast(dev, dtype=torch.bfloat16, enabled=bf16):
+        loss = model(t["tokens"].long(), t["targets"].long())
+    loss.backward()
+    ours = float(meta["loss"])
+    out = {"dtype": meta["dtype"], "loss_ours": ours, "loss_torch": float(loss),
+           "loss_rel_diff": abs(ours - float(loss)) / abs(float(loss)), "grads": {}}
+    worst = ("", 0.0)
+    for n, p in model.named_parameters():
+        g, mine = p.grad.float(), t["grad." + n].float()
+        rel = float((mine - g).norm() / g.norm().clamp_min(1e-30))
+        out["grads"][n] = rel
+        if rel > worst[1]:
+            worst = (n, rel)
+    out["worst_grad"] = worst
+    print("check %s: loss ours %.6f torch %.6f (rel diff %.2e); gradients: worst relative L2 difference %.2e (%s), "
+          "median %.2e over %d tensors" % (meta["dtype"], ours, float(loss), out["loss_rel_diff"], worst[1], worst[0],
+                                             statistics.median(out["grads"].values()), len(names)))
+    return out
 
 
 def run(args, compiled):
@@ -123,7 +201,15 @@ def main():
         ap.add_argument("--" + k, type=int, default=v)
     ap.add_argument("--compile", action="store_true", help="also time torch.compile")
     ap.add_argument("--json")
+    ap.add_argument("--check", action="append", default=[],
+                    help="a train_gpt --dump-first-step file: compare loss and gradients (repeatable)")
     args = ap.parse_args()
+    if args.check:
+        res = [check(p) for p in args.check]
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(res, f, indent=1)
+        return
     torch.backends.cuda.matmul.allow_tf32 = True
     out = {"device": torch.cuda.get_device_name(), "torch": torch.__version__, "config": vars(args), "runs": []}
     for compiled in ([False, True] if args.compile else [False]):

@@ -42,7 +42,7 @@ struct Options {
   int64_t warmup = 50;
   uint64_t seed = 1337;
   int digits = 2;
-  std::string data, save, load, device = "auto";
+  std::string data, save, load, device = "auto", dump_first_step, dtype;
   int64_t print_every = 100;
   int eval_problems = 200;
   double expect_loss = -1, expect_accuracy = -1;  // checks for CI (< 0: off)
@@ -65,6 +65,9 @@ struct Options {
       "  --print-every N          progress line period (100)\n"
       "  --eval N                 addition problems scored at the end (200; 0: none)\n"
       "  --save FILE / --load FILE  safetensors checkpoint written at the end / read at the start\n"
+      "  --dtype f32|bf16         the model's dtype on the GPU (bf16 with f32 master weights; the CPU runs f32)\n"
+      "  --dump-first-step FILE   after the first backward: weights, gradients, batch and loss as safetensors\n"
+      "                           (bench/torch_gpt.py --check FILE compares them with PyTorch)\n"
       "  --expect-loss X / --expect-accuracy X   exit with status 3 when the last loss is above X / the task\n"
       "                           accuracy below X (CI's check that the model learned)\n");
   std::exit(code);
@@ -117,6 +120,8 @@ Options parse(int argc, char** argv) {
     else if (a == "--print-every") o.print_every = std::max<int64_t>(1, std::stoll(next()));
     else if (a == "--save") o.save = next();
     else if (a == "--load") o.load = next();
+    else if (a == "--dump-first-step") o.dump_first_step = next();
+    else if (a == "--dtype") o.dtype = next();
     else if (a == "--expect-loss") o.expect_loss = std::stod(next());
     else if (a == "--expect-accuracy") o.expect_accuracy = std::stod(next());
     else {
@@ -181,6 +186,56 @@ Status save_checkpoint(const std::string& path, Model& model, const Optimizer& o
                            {"vocab_size", std::to_string(c.vocab)}});
 }
 
+// A device buffer of `n` elements of `t` as f32 on the host.
+std::vector<float> to_f32(const Buffer& b, size_t n, DType t) {
+  std::vector<unsigned char> raw(n * dtype_size(t));
+  check(b.copy_to_host(raw.data(), raw.size()));
+  std::vector<float> v(n);
+  for (size_t i = 0; i < n; ++i) {
+    switch (t) {
+      case DType::F32: v[i] = reinterpret_cast<const float*>(raw.data())[i]; break;
+      case DType::BF16: v[i] = static_cast<float>(reinterpret_cast<const bfloat16*>(raw.data())[i]); break;
+      case DType::F16: v[i] = static_cast<float>(reinterpret_cast<const half*>(raw.data())[i]); break;
+      default: v[i] = static_cast<float>(reinterpret_cast<const double*>(raw.data())[i]); break;
+    }
+  }
+  return v;
+}
+
+// The first step as safetensors: the weights as used (f32), "grad." + name
+// for each gradient, the batch and the loss (metadata), for bench/torch_gpt.py --check.
+Status dump_first_step(const std::string& path, Model& model, const Batch& batch) {
+  const size_t n = static_cast<size_t>(model.param_count());
+  const std::vector<float> w = to_f32(model.param_buffer(), n, model.dtype());
+  const std::vector<float> g = to_f32(model.grad_buffer(), n, model.dtype());
+  double loss = 0;
+  BARACUDA_RETURN_IF_ERROR(model.read_loss(&loss));
+  std::vector<TensorToSave> t;
+  std::vector<std::string> grad_names;
+  grad_names.reserve(model.params().size());
+  for (const ParamInfo& p : model.params()) {
+    const std::vector<int64_t> shape(p.shape.begin(), p.shape.end());
+    t.push_back({p.name, DType::F32, shape, w.data() + p.offset});
+    grad_names.push_back("grad." + p.name);
+    t.push_back({grad_names.back(), DType::F32, shape, g.data() + p.offset});
+  }
+  t.push_back({"tokens", DType::I32, {batch.B, batch.T}, batch.inputs.data()});
+  t.push_back({"targets", DType::I32, {batch.B, batch.T}, batch.targets.data()});
+  const GptConfig& c = model.config();
+  char lbuf[64];
+  std::snprintf(lbuf, sizeof lbuf, "%.9g", loss);
+  return save_safetensors(path, t,
+                          {{"format", "pt"},
+                           {"model", c.arch == GptConfig::Arch::Llama ? "llama" : "gpt2"},
+                           {"dtype", std::string(dtype_name(model.dtype()))},
+                           {"loss", lbuf},
+                           {"n_layer", std::to_string(c.layers)},
+                           {"n_head", std::to_string(c.heads)},
+                           {"n_embd", std::to_string(c.channels)},
+                           {"block_size", std::to_string(c.seq_len)},
+                           {"vocab_size", std::to_string(c.vocab)}});
+}
+
 // The initial values from a checkpoint: every parameter must be there with
 // its shape (any float dtype safetensors stores; converted to f64).
 std::vector<double> load_checkpoint(const std::string& path, const Model& model) {
@@ -216,7 +271,13 @@ int main(int argc, char** argv) try {
   Options o = parse(argc, argv);
   const bool cuda = o.device == "cuda" || (o.device == "auto" && cuda_device_count() > 0);
   const Stream stream = cuda ? Stream::cuda(0) : Stream::cpu();
-  const DType dtype = cuda ? DType::BF16 : DType::F32;
+  DType dtype = cuda ? DType::BF16 : DType::F32;
+  if (o.dtype == "f32") dtype = DType::F32;
+  else if (o.dtype == "bf16") dtype = DType::BF16;
+  else if (!o.dtype.empty()) {
+    std::fprintf(stderr, "train_gpt: --dtype is f32 or bf16\n");
+    return 2;
+  }
   std::unique_ptr<Model> owned = Model::create(stream, o.model, dtype);
   Model& model = *owned;
   std::vector<double> initial = model.initial_values(o.seed);
@@ -251,6 +312,10 @@ int main(int argc, char** argv) try {
     check(model.set_batch(batch.inputs, batch.targets));
     check(model.forward());
     check(model.backward());
+    if (step == 0 && !o.dump_first_step.empty()) {
+      check(dump_first_step(o.dump_first_step, model, batch));
+      std::printf("first step written to %s\n", o.dump_first_step.c_str());
+    }
     check(opt.step(lr_at(o, step), step + 1));
     ++since;
     if ((step + 1) % o.print_every == 0 || step + 1 == o.steps) {
