@@ -34,6 +34,11 @@ Optimizer::Optimizer(const Stream& stream, Model& model, const AdamWOptions& o, 
     if (!st) throw StatusError(st);
   }
   norm_ = Buffer(dev, 4);
+  if (o.device_scalars) {
+    lr_buf_ = Buffer(dev, 4);
+    step_buf_ = Buffer(dev, 8);  // one F32 step per group, both from 0
+    if (!step_buf_.fill_bytes(0)) throw StatusError(Status(StatusCode::CudaError, "Optimizer: zeroing the steps failed"));
+  }
   size_t ws = 0;
   for (int g = 0; g < 2; ++g) {
     Group& grp = g == 0 ? decay_ : no_decay_;
@@ -45,6 +50,11 @@ Optimizer::Optimizer(const Stream& stream, Model& model, const AdamWOptions& o, 
     d.beta2 = o.beta2;
     d.eps = o.eps;
     d.weight_decay = g == 0 ? o.weight_decay : 0.0;
+    d.device_scalars = o.device_scalars;
+    if (o.device_scalars) {
+      grp.args.lr_tensor = TensorRef::contiguous(lr_buf_.data(), DType::F32, dev, {}, 1);
+      grp.args.step_tensor = TensorMut::contiguous(static_cast<float*>(step_buf_.data()) + g, DType::F32, dev, {}, 1);
+    }
     for (size_t i = 0; i < model.params().size(); ++i) {
       const ParamInfo& p = model.params()[i];
       if (p.decay != (g == 0)) continue;
@@ -80,6 +90,20 @@ Status Optimizer::step(double lr, int64_t step) {
     g->args.step = step;
     BARACUDA_RETURN_IF_ERROR(g->plan.run(stream_, ws, g->args));
   }
+  return Status::ok();
+}
+
+Status Optimizer::set_lr(double lr) {
+  if (!o_.device_scalars) return Status(StatusCode::InvalidProblem, "Optimizer::set_lr: built without device scalars");
+  const float f = static_cast<float>(lr);
+  return lr_buf_.copy_from_host(&f, 4);
+}
+
+Status Optimizer::step_device() {
+  if (!o_.device_scalars) return Status(StatusCode::InvalidProblem, "Optimizer::step_device: built without device scalars");
+  const Workspace ws{ws_.data(), ws_.bytes()};
+  if (o_.clip > 0) BARACUDA_RETURN_IF_ERROR(clip_.run(stream_, ws, clip_args_));
+  for (Group* g : {&decay_, &no_decay_}) BARACUDA_RETURN_IF_ERROR(g->plan.run(stream_, ws, g->args));
   return Status::ok();
 }
 

@@ -18,14 +18,22 @@ namespace train_gpt {
 struct AdamWOptions {
   double beta1 = 0.9, beta2 = 0.95, eps = 1e-8, weight_decay = 0.1;
   double clip = 1.0;  // max global L2 norm of the gradients; <= 0: no clipping
+  // lr and the step count in device memory (AdamPlan's device_scalars): the
+  // update can then be captured in a CUDA graph and replayed; set_lr() before
+  // each replay, the plans increment the step themselves.
+  bool device_scalars = false;
 };
 
 class Optimizer {
  public:
   // initial: the parameters' initial values (the master weights' start).
   Optimizer(const baracuda::Stream& stream, Model& model, const AdamWOptions& o, const std::vector<double>& initial);
-  // One update with learning rate lr; step counts from 1.
+  // One update with learning rate lr; step counts from 1 (host scalars).
   baracuda::Status step(double lr, int64_t step);
+  // device_scalars: the learning rate of the next update (a synchronous copy,
+  // outside any capture), then the update itself (capturable).
+  baracuda::Status set_lr(double lr);
+  baracuda::Status step_device();
   // The gradients' global norm before clipping, of the last step (synchronises).
   baracuda::Status read_grad_norm(double* norm) const;
   bool master_weights() const { return master_; }
@@ -42,7 +50,7 @@ class Optimizer {
   Model& model_;
   AdamWOptions o_;
   bool master_ = false;
-  baracuda::Buffer m_, v_, master_buf_, norm_, ws_;
+  baracuda::Buffer m_, v_, master_buf_, norm_, ws_, lr_buf_, step_buf_;
   Group decay_, no_decay_;
   baracuda::ClipGradNormPlan clip_;
   baracuda::ClipGradNormArgs clip_args_;

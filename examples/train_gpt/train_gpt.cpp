@@ -22,8 +22,13 @@
 #include <cstring>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <vector>
+
+#if defined(BARACUDA_WITH_CUDA)
+#include <cuda_runtime.h>
+#endif
 
 #include "model.hpp"
 #include "optimizer.hpp"
@@ -43,6 +48,7 @@ struct Options {
   uint64_t seed = 1337;
   int digits = 2;
   std::string data, save, load, device = "auto", dump_first_step, dtype;
+  bool cuda_graph = false;
   int64_t print_every = 100;
   int eval_problems = 200;
   double expect_loss = -1, expect_accuracy = -1;  // checks for CI (< 0: off)
@@ -65,6 +71,7 @@ struct Options {
       "  --print-every N          progress line period (100)\n"
       "  --eval N                 addition problems scored at the end (200; 0: none)\n"
       "  --save FILE / --load FILE  safetensors checkpoint written at the end / read at the start\n"
+      "  --cuda-graph             GPU: capture forward + backward + clip + AdamW once, replay it every step\n"
       "  --dtype f32|bf16         the model's dtype on the GPU (bf16 with f32 master weights; the CPU runs f32)\n"
       "  --dump-first-step FILE   after the first backward: weights, gradients, batch and loss as safetensors\n"
       "                           (bench/torch_gpt.py --check FILE compares them with PyTorch)\n"
@@ -122,6 +129,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--load") o.load = next();
     else if (a == "--dump-first-step") o.dump_first_step = next();
     else if (a == "--dtype") o.dtype = next();
+    else if (a == "--cuda-graph") o.cuda_graph = true;
     else if (a == "--expect-loss") o.expect_loss = std::stod(next());
     else if (a == "--expect-accuracy") o.expect_accuracy = std::stod(next());
     else {
@@ -270,7 +278,31 @@ int main(int argc, char** argv) try {
   std::setvbuf(stdout, nullptr, _IOLBF, 0);  // progress lines appear as they are printed, even into a pipe
   Options o = parse(argc, argv);
   const bool cuda = o.device == "cuda" || (o.device == "auto" && cuda_device_count() > 0);
-  const Stream stream = cuda ? Stream::cuda(0) : Stream::cpu();
+  // The whole step as one CUDA graph: captured on a stream of our own (the
+  // legacy default stream cannot be captured), lr and step in device memory.
+  const bool graph = o.cuda_graph && cuda;
+  if (o.cuda_graph && !cuda) std::printf("train_gpt: --cuda-graph needs the GPU; running without\n");
+  if (graph && !o.dump_first_step.empty()) {
+    std::fprintf(stderr, "train_gpt: --dump-first-step and --cuda-graph exclude each other (the graph clips the gradients)\n");
+    return 2;
+  }
+  void* stream_handle = nullptr;
+#if defined(BARACUDA_WITH_CUDA)
+  cudaStream_t cs = nullptr;
+  if (graph) {
+    if (cudaStreamCreateWithFlags(&cs, cudaStreamNonBlocking) != cudaSuccess) throw std::runtime_error("cudaStreamCreate failed");
+    stream_handle = cs;
+  }
+  cudaGraphExec_t exec = nullptr;
+#endif
+  const Stream stream = cuda ? Stream::cuda(0, stream_handle) : Stream::cpu();
+  // Our copies (Buffer::copy_*) run on the legacy stream: with a stream of our
+  // own, wait for its work first.
+  auto sync = [&]() {
+#if defined(BARACUDA_WITH_CUDA)
+    if (graph && cudaStreamSynchronize(cs) != cudaSuccess) throw std::runtime_error("cudaStreamSynchronize failed");
+#endif
+  };
   DType dtype = cuda ? DType::BF16 : DType::F32;
   if (o.dtype == "f32") dtype = DType::F32;
   else if (o.dtype == "bf16") dtype = DType::BF16;
@@ -289,6 +321,7 @@ int main(int argc, char** argv) try {
   ao.eps = o.eps;
   ao.weight_decay = o.weight_decay;
   ao.clip = o.clip;
+  ao.device_scalars = graph;
   Optimizer opt(stream, model, ao, initial);
   const GptConfig& c = o.model;
   std::printf("train_gpt: %s %lld layers, %lld heads (%lld kv), %lld channels, T %lld, batch %lld: %.2f M parameters, %s %s\n",
@@ -309,17 +342,41 @@ int main(int argc, char** argv) try {
   for (int64_t step = 0; step < o.steps; ++step) {
     if (task) task->next_batch(c.batch, c.seq_len, batch);
     else text->next_batch(c.batch, c.seq_len, batch);
-    check(model.set_batch(batch.inputs, batch.targets));
-    check(model.forward());
-    check(model.backward());
-    if (step == 0 && !o.dump_first_step.empty()) {
-      check(dump_first_step(o.dump_first_step, model, batch));
-      std::printf("first step written to %s\n", o.dump_first_step.c_str());
+    if (graph) {
+#if defined(BARACUDA_WITH_CUDA)
+      sync();  // the previous replay has read the batch buffers
+      check(model.set_batch(batch.inputs, batch.targets));
+      check(opt.set_lr(lr_at(o, step)));
+      if (!exec) {
+        cudaGraph_t g = nullptr;
+        if (cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
+          throw std::runtime_error("cudaStreamBeginCapture failed");
+        Status st = model.forward();
+        if (st) st = model.backward();
+        if (st) st = opt.step_device();
+        const cudaError_t end = cudaStreamEndCapture(cs, &g);
+        check(st);
+        if (end != cudaSuccess || cudaGraphInstantiate(&exec, g, 0) != cudaSuccess)
+          throw std::runtime_error(std::string("capturing the step failed: ") + cudaGetErrorString(cudaGetLastError()));
+        cudaGraphDestroy(g);
+        std::printf("train_gpt: the step is one CUDA graph from now on\n");
+      }
+      if (cudaGraphLaunch(exec, cs) != cudaSuccess) throw std::runtime_error("cudaGraphLaunch failed");
+#endif
+    } else {
+      check(model.set_batch(batch.inputs, batch.targets));
+      check(model.forward());
+      check(model.backward());
+      if (step == 0 && !o.dump_first_step.empty()) {
+        check(dump_first_step(o.dump_first_step, model, batch));
+        std::printf("first step written to %s\n", o.dump_first_step.c_str());
+      }
+      check(opt.step(lr_at(o, step), step + 1));
     }
-    check(opt.step(lr_at(o, step), step + 1));
     ++since;
     if ((step + 1) % o.print_every == 0 || step + 1 == o.steps) {
       double loss = 0, norm = 0;
+      sync();
       check(model.read_loss(&loss));
       last_loss = loss;
       if (o.clip > 0) check(opt.read_grad_norm(&norm));
@@ -334,6 +391,7 @@ int main(int argc, char** argv) try {
       since = 0;
     }
   }
+  sync();
   double accuracy = -1;
   if (task && o.eval_problems > 0) {
     std::vector<float> logits;
@@ -343,6 +401,7 @@ int main(int argc, char** argv) try {
         for (size_t t = 0; t < ctxs[r].size() && t < static_cast<size_t>(c.seq_len); ++t) tok[r * c.seq_len + t] = ctxs[r][t];
       check(model.set_batch(tok, tgt));
       check(model.forward());
+      sync();
       check(model.read_logits(&logits));
       std::vector<int> out;
       for (size_t r = 0; r < ctxs.size(); ++r) {
@@ -361,6 +420,9 @@ int main(int argc, char** argv) try {
     check(save_checkpoint(o.save, model, opt));
     std::printf("saved %s\n", o.save.c_str());
   }
+#if defined(BARACUDA_WITH_CUDA)
+  if (exec) cudaGraphExecDestroy(exec);
+#endif
   if (o.expect_loss >= 0 && !(last_loss <= o.expect_loss)) {
     std::printf("train_gpt: the last loss %.4f is above the expected %.4f\n", last_loss, o.expect_loss);
     return 3;
