@@ -347,7 +347,13 @@ int main(int argc, char** argv) try {
       sync();  // the previous replay has read the batch buffers
       check(model.set_batch(batch.inputs, batch.targets));
       check(opt.set_lr(lr_at(o, step)));
-      if (!exec) {
+      if (step == 0) {
+        // One step of plain launches first: cuBLASLt picks its algorithms (and
+        // cuDNN builds its plans) at the first run, which a capture cannot do.
+        check(model.forward());
+        check(model.backward());
+        check(opt.step_device());
+      } else if (!exec) {
         cudaGraph_t g = nullptr;
         if (cudaStreamBeginCapture(cs, cudaStreamCaptureModeThreadLocal) != cudaSuccess)
           throw std::runtime_error("cudaStreamBeginCapture failed");
@@ -361,7 +367,7 @@ int main(int argc, char** argv) try {
         cudaGraphDestroy(g);
         std::printf("train_gpt: the step is one CUDA graph from now on\n");
       }
-      if (cudaGraphLaunch(exec, cs) != cudaSuccess) throw std::runtime_error("cudaGraphLaunch failed");
+      if (exec && cudaGraphLaunch(exec, cs) != cudaSuccess) throw std::runtime_error("cudaGraphLaunch failed");
 #endif
     } else {
       check(model.set_batch(batch.inputs, batch.targets));
