@@ -3,6 +3,7 @@
     python3 bench/torch_gpt.py [--layers 12 --heads 12 --channels 768 --seq 1024 --batch 8
                                 --vocab 50304 --steps 20 --warmup 5 --compile] [--json PATH]
     python3 bench/torch_gpt.py --check FIRST_STEP.safetensors [--json PATH]
+    python3 bench/torch_gpt.py --curve RUN.safetensors [--plot PNG] [--json PATH]
 
 The same model as train_gpt (nanoGPT's GPT-2: learned positions, pre-norm
 LayerNorm blocks, GELU(tanh) MLP, tied embeddings, causal attention through
@@ -146,6 +147,66 @@ def check(path):
     return out
 
 
+def curve(path, plot=None):
+    """Train the PyTorch model on train_gpt's run (train_gpt --dump-curve FILE):
+    the same initial weights, batches, learning rates and AdamW / clip settings;
+    f32 parameters, bf16 autocast when the run was bf16. Returns both loss
+    sequences and their largest difference; --plot draws them."""
+    dev = "cuda" if torch.cuda.is_available() else "cpu"
+    meta, t = read_safetensors(path, dev)
+    L, H, C, T, V = (int(meta[k]) for k in ("n_layer", "n_head", "n_embd", "block_size", "vocab_size"))
+    b1, b2, eps, wd, clip = (float(x) for x in meta["adamw_beta1_beta2_eps_wd_clip"].split())
+    torch.backends.cuda.matmul.allow_tf32 = False
+    model = GPT(V, T, C, H, L).to(dev)
+    with torch.no_grad():
+        for n, p in model.named_parameters():
+            p.copy_(t[n])
+    decay = [p for p in model.parameters() if p.dim() >= 2]
+    no_decay = [p for p in model.parameters() if p.dim() < 2]
+    opt = torch.optim.AdamW([{"params": decay, "weight_decay": wd}, {"params": no_decay, "weight_decay": 0.0}],
+                            lr=1.0, betas=(b1, b2), eps=eps, fused=dev == "cuda")
+    bf16 = meta["dtype"] == "bf16"
+    ours = t["loss"].double().cpu().tolist()
+    theirs = []
+    for i in range(len(ours)):
+        for g in opt.param_groups:
+            g["lr"] = float(t["lr"][i])
+        with torch.autocast(dev, dtype=torch.bfloat16, enabled=bf16):
+            loss = model(t["tokens"][i].long(), t["targets"][i].long())
+        loss.backward()
+        if clip > 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), clip)
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        theirs.append(float(loss.detach()))
+    diff = [abs(a - b) for a, b in zip(ours, theirs)]
+    worst = max(range(len(diff)), key=lambda i: diff[i])
+    out = {"dtype": meta["dtype"], "steps": len(ours), "loss_ours": ours, "loss_torch": theirs,
+           "max_abs_diff": diff[worst], "at_step": worst + 1,
+           "max_rel_diff": max(d / abs(b) for d, b in zip(diff, theirs))}
+    print("curve %s, %d steps: loss %.4f -> %.4f (ours) / %.4f -> %.4f (torch); largest difference %.2e at step %d "
+          "(relative %.2e)" % (meta["dtype"], len(ours), ours[0], ours[-1], theirs[0], theirs[-1], diff[worst],
+                               worst + 1, out["max_rel_diff"]))
+    if plot:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+        fig, ax = plt.subplots(figsize=(7, 4))
+        steps = list(range(1, len(ours) + 1))
+        ax.plot(steps, theirs, label="PyTorch (f32 weights, %s)" % ("bf16 autocast" if bf16 else "f32"), lw=2.5,
+                alpha=0.6)
+        ax.plot(steps, ours, label="baracuda train_gpt (%s)" % ("bf16 weights, f32 master" if bf16 else "f32"),
+                lw=1.2, ls="--", color="black")
+        ax.set_xlabel("step")
+        ax.set_ylabel("training loss")
+        ax.set_title("GPT-2 %d layers x %d channels, same weights and batches" % (L, C))
+        ax.legend()
+        fig.tight_layout()
+        fig.savefig(plot, dpi=110)
+        print("plot written to %s" % plot)
+    return out
+
+
 def run(args, compiled):
     torch.manual_seed(0)
     dev = "cuda"
@@ -201,9 +262,17 @@ def main():
         ap.add_argument("--" + k, type=int, default=v)
     ap.add_argument("--compile", action="store_true", help="also time torch.compile")
     ap.add_argument("--json")
+    ap.add_argument("--curve", help="a train_gpt --dump-curve file: train PyTorch on the same run and compare")
+    ap.add_argument("--plot", help="with --curve: a PNG of both loss curves")
     ap.add_argument("--check", action="append", default=[],
                     help="a train_gpt --dump-first-step file: compare loss and gradients (repeatable)")
     args = ap.parse_args()
+    if args.curve:
+        res = curve(args.curve, args.plot)
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(res, f, indent=1)
+        return
     if args.check:
         res = [check(p) for p in args.check]
         if args.json:

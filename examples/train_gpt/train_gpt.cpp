@@ -47,7 +47,7 @@ struct Options {
   int64_t warmup = 50;
   uint64_t seed = 1337;
   int digits = 2;
-  std::string data, save, load, device = "auto", dump_first_step, dtype;
+  std::string data, save, load, device = "auto", dump_first_step, dtype, dump_curve;
   bool cuda_graph = false;
   int64_t print_every = 100;
   int eval_problems = 200;
@@ -75,6 +75,8 @@ struct Options {
       "  --dtype f32|bf16         the model's dtype on the GPU (bf16 with f32 master weights; the CPU runs f32)\n"
       "  --dump-first-step FILE   after the first backward: weights, gradients, batch and loss as safetensors\n"
       "                           (bench/torch_gpt.py --check FILE compares them with PyTorch)\n"
+      "  --dump-curve FILE        the initial weights, every batch, lr and loss of the run as safetensors\n"
+      "                           (bench/torch_gpt.py --curve FILE trains PyTorch on the same and compares)\n"
       "  --expect-loss X / --expect-accuracy X   exit with status 3 when the last loss is above X / the task\n"
       "                           accuracy below X (CI's check that the model learned)\n");
   std::exit(code);
@@ -129,6 +131,7 @@ Options parse(int argc, char** argv) {
     else if (a == "--load") o.load = next();
     else if (a == "--dump-first-step") o.dump_first_step = next();
     else if (a == "--dtype") o.dtype = next();
+    else if (a == "--dump-curve") o.dump_curve = next();
     else if (a == "--cuda-graph") o.cuda_graph = true;
     else if (a == "--expect-loss") o.expect_loss = std::stod(next());
     else if (a == "--expect-accuracy") o.expect_accuracy = std::stod(next());
@@ -339,6 +342,8 @@ int main(int argc, char** argv) try {
   auto t0 = std::chrono::steady_clock::now();
   int64_t since = 0;
   double last_loss = 0;
+  std::vector<int32_t> curve_tokens, curve_targets;  // --dump-curve: every batch, lr and loss
+  std::vector<double> curve_lr, curve_loss;
   for (int64_t step = 0; step < o.steps; ++step) {
     if (task) task->next_batch(c.batch, c.seq_len, batch);
     else text->next_batch(c.batch, c.seq_len, batch);
@@ -380,6 +385,15 @@ int main(int argc, char** argv) try {
       check(opt.step(lr_at(o, step), step + 1));
     }
     ++since;
+    if (!o.dump_curve.empty()) {
+      double loss = 0;
+      sync();
+      check(model.read_loss(&loss));
+      curve_tokens.insert(curve_tokens.end(), batch.inputs.begin(), batch.inputs.end());
+      curve_targets.insert(curve_targets.end(), batch.targets.begin(), batch.targets.end());
+      curve_lr.push_back(lr_at(o, step));
+      curve_loss.push_back(loss);
+    }
     if ((step + 1) % o.print_every == 0 || step + 1 == o.steps) {
       double loss = 0, norm = 0;
       sync();
@@ -429,6 +443,30 @@ int main(int argc, char** argv) try {
 #if defined(BARACUDA_WITH_CUDA)
   if (exec) cudaGraphExecDestroy(exec);
 #endif
+  if (!o.dump_curve.empty()) {
+    std::vector<float> w(initial.begin(), initial.end());
+    std::vector<TensorToSave> t;
+    for (const ParamInfo& p : model.params())
+      t.push_back({p.name, DType::F32, std::vector<int64_t>(p.shape.begin(), p.shape.end()), w.data() + p.offset});
+    const int64_t n = static_cast<int64_t>(curve_loss.size());
+    t.push_back({"tokens", DType::I32, {n, c.batch, c.seq_len}, curve_tokens.data()});
+    t.push_back({"targets", DType::I32, {n, c.batch, c.seq_len}, curve_targets.data()});
+    t.push_back({"lr", DType::F64, {n}, curve_lr.data()});
+    t.push_back({"loss", DType::F64, {n}, curve_loss.data()});
+    char hp[160];
+    std::snprintf(hp, sizeof hp, "%.17g %.17g %.17g %.17g %.17g", o.beta1, o.beta2, o.eps, o.weight_decay, o.clip);
+    check(save_safetensors(o.dump_curve, t,
+                           {{"format", "pt"},
+                            {"model", c.arch == GptConfig::Arch::Llama ? "llama" : "gpt2"},
+                            {"dtype", std::string(dtype_name(dtype))},
+                            {"adamw_beta1_beta2_eps_wd_clip", hp},
+                            {"n_layer", std::to_string(c.layers)},
+                            {"n_head", std::to_string(c.heads)},
+                            {"n_embd", std::to_string(c.channels)},
+                            {"block_size", std::to_string(c.seq_len)},
+                            {"vocab_size", std::to_string(c.vocab)}}));
+    std::printf("curve written to %s\n", o.dump_curve.c_str());
+  }
   if (o.expect_loss >= 0 && !(last_loss <= o.expect_loss)) {
     std::printf("train_gpt: the last loss %.4f is above the expected %.4f\n", last_loss, o.expect_loss);
     return 3;
