@@ -584,3 +584,38 @@ TEST(MaskedBackwardCpu, MaskedFillFiniteDifferences) {
 }
 
 }  // namespace
+
+// Contract finding N1: without a count and with an empty out (capacity 0, or a
+// rank-0 x whose out is [capacity, 0]) nothing is written: select() names the
+// plan "empty", as sku_for() does for those views.
+TEST(NonzeroCpu, NothingToWriteIsEmpty) {
+  for (const Dims& shape : {Dims{}, Dims{3, 4}}) {
+    NonzeroDescriptor d;
+    d.dtype = DType::F32;
+    d.shape = shape;
+    d.capacity = shape.rank == 0 ? 2 : 0;
+    d.has_count = false;
+    auto plan = NonzeroPlan::select(Stream::cpu(), d);
+    ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
+    EXPECT_STREQ(plan->sku().variant.c_str(), "empty");
+    std::vector<float> x(static_cast<size_t>(std::max<int64_t>(1, shape_numel(shape))), 1.0f);
+    int64_t out_dummy = 0;
+    NonzeroArgs a;
+    a.x = TensorRef::contiguous(x.data(), DType::F32, Device::cpu(), shape);
+    a.out = TensorMut::contiguous(&out_dummy, DType::I64, Device::cpu(), {d.capacity, shape.rank}, 1);
+    auto sku = plan->sku_for(Stream::cpu(), Workspace::none(), a);
+    ASSERT_TRUE(sku.is_ok()) << sku.status().to_string();
+    EXPECT_EQ(sku->variant, plan->sku().variant);
+    EXPECT_TRUE(plan->run(Stream::cpu(), Workspace::none(), a).is_ok());
+  }
+  MaskedSelectDescriptor m;
+  m.dtype = DType::F32;
+  m.x_shape = {5};
+  m.mask_shape = {5};
+  m.capacity = 0;
+  m.has_count = false;
+  auto sel = MaskedSelectPlan::select(Stream::cpu(), m);
+  ASSERT_TRUE(sel.is_ok());
+  EXPECT_STREQ(sel->sku().variant.c_str(), "empty");
+}
+

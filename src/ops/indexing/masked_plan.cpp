@@ -161,6 +161,12 @@ Result<NonzeroPlan> NonzeroPlan::select(const Stream& stream, const NonzeroDescr
   plan.desc_ = desc;
   auto be = baracuda::detail::setup_plan(plan, kNonzero, kFamily, stream, pref, desc.dtype, "indexing.nonzero");
   if (!be) return be.status();
+  // No count and an empty out ([capacity, rank] with capacity or rank 0): run()
+  // writes nothing, so the plan is "empty", as sku_for() names it.
+  if (!desc.has_count && (desc.capacity == 0 || desc.shape.rank == 0)) {
+    PlanAccess::sku(plan).variant = "empty";
+    return plan;
+  }
   if (be->backend == Backend::CpuReference) return plan;
   BARACUDA_RETURN_IF_ERROR(cuda_workspace(plan, kNonzero, stream, shape_numel(desc.shape),
                                           static_cast<int>(dtype_size(desc.dtype))));
@@ -215,6 +221,10 @@ Result<MaskedSelectPlan> MaskedSelectPlan::select(const Stream& stream, const Ma
   plan.desc_.fill_value = rounded(desc.dtype, desc.fill_value);
   auto be = baracuda::detail::setup_plan(plan, kSelect, kFamily, stream, pref, desc.dtype, "indexing.masked_select");
   if (!be) return be.status();
+  if (!desc.has_count && desc.capacity == 0) {  // nothing to write, as NonzeroPlan's
+    PlanAccess::sku(plan).variant = "empty";
+    return plan;
+  }
   if (be->backend == Backend::CpuReference) return plan;
   BARACUDA_RETURN_IF_ERROR(cuda_workspace(plan, kSelect, stream, shape_numel(plan.shape_), 1));
   return plan;
