@@ -54,7 +54,8 @@ TYPED_TEST_P(PlanContractCuda, PoisonedOutputsFullyWrittenAndRunTwice) {
 }
 
 // Selected before the capture; run directly, then captured in a graph and
-// replayed twice into re-poisoned outputs: the same bits as the direct run.
+// replayed twice into re-poisoned outputs (in-outs restored): the same bits as
+// the direct run.
 TYPED_TEST_P(PlanContractCuda, GraphCaptureReplayMatchesDirectRun) {
   BT_SKIP_WITHOUT_GPU();
 #ifdef BARACUDA_WITH_CUDA
@@ -70,9 +71,9 @@ TYPED_TEST_P(PlanContractCuda, GraphCaptureReplayMatchesDirectRun) {
     ASSERT_TRUE(run_sync<T>(plan, s, c).is_ok()) << T::describe(desc);
     std::vector<std::vector<uint8_t>> direct(c.slots.size());
     for (size_t i = 0; i < c.slots.size(); ++i)
-      if (c.bufs[i] && c.is_output(i)) {
+      if (c.bufs[i] && c.is_written(i)) {
         direct[i] = c.bufs[i]->read();
-        c.bufs[i]->fill(kPoison);
+        if (c.is_output(i)) c.bufs[i]->fill(kPoison);
       }
     ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
     ASSERT_EQ(cudaStreamBeginCapture(g.stream, cudaStreamCaptureModeGlobal), cudaSuccess);
@@ -84,11 +85,12 @@ TYPED_TEST_P(PlanContractCuda, GraphCaptureReplayMatchesDirectRun) {
     for (int replay = 0; replay < 2; ++replay) {
       for (size_t i = 0; i < c.slots.size(); ++i)
         if (c.bufs[i] && c.is_output(i)) c.bufs[i]->fill(kPoison);
+      c.restore();  // in-outs start each replay from their initial values
       ASSERT_EQ(cudaDeviceSynchronize(), cudaSuccess);
       ASSERT_EQ(cudaGraphLaunch(g.exec, g.stream), cudaSuccess);
       ASSERT_EQ(cudaStreamSynchronize(g.stream), cudaSuccess);
       for (size_t i = 0; i < c.slots.size(); ++i)
-        if (c.bufs[i] && c.is_output(i)) {
+        if (c.bufs[i] && c.is_written(i)) {
           const std::vector<uint8_t> got = c.bufs[i]->read();
           size_t first = 0;  // the first differing byte, for the message
           while (first < got.size() && first < direct[i].size() && got[first] == direct[i][first]) ++first;

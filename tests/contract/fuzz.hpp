@@ -20,6 +20,10 @@
 //     otherwise every output element equals, bit for bit, what the same plan
 //     writes for contiguous copies of the inputs, and the gaps of strided
 //     outputs still hold their poison.
+// In-outs (harness.hpp's Role::InOut) are filled like inputs, count as written
+// (overlaps, an error leaves them unchanged) and are compared like outputs with
+// the contiguous run started from the same values; a `dense` slot's non-empty
+// view in any layout but dense row-major must be refused.
 // Each failure class (mutation + what failed) is reported once, with its case,
 // and counted; the fuzz runs on to the end of its budget.
 // Environment:
@@ -450,12 +454,12 @@ std::vector<ViewMutator<Args>> view_mutations() {
       {"view.output_aliases_input",
        [=](V& v, const S& s, Fuzz& f) {
          const int o = pick_index(f, slots_where(v, s, [&v](const FuzzView& w, const Slot<Args>& sl) {
-           return w.given && w.alias_of < 0 && sl.role == Role::Output && !aliased(v, static_cast<size_t>(&w - v.data()));
+           return w.given && w.alias_of < 0 && writes(sl.role) && !aliased(v, static_cast<size_t>(&w - v.data()));
          }));
          const int in = pick_index(f, slots_where(v, s, [](const FuzzView& w, const Slot<Args>& sl) {
            return w.given && w.alias_of < 0 && sl.role != Role::Output;
          }));
-         if (o < 0 || in < 0) return false;
+         if (o < 0 || in < 0 || o == in) return false;
          v[static_cast<size_t>(o)].alias_of = in;
          v[static_cast<size_t>(o)].alias_shift = f.pick<int64_t>({0, 1, 2, 7});
          return true;
@@ -463,7 +467,7 @@ std::vector<ViewMutator<Args>> view_mutations() {
       {"view.outputs_alias",
        [=](V& v, const S& s, Fuzz& f) {
          const auto outs = slots_where(v, s, [&v](const FuzzView& w, const Slot<Args>& sl) {
-           return w.given && w.alias_of < 0 && sl.role == Role::Output && !aliased(v, static_cast<size_t>(&w - v.data()));
+           return w.given && w.alias_of < 0 && writes(sl.role) && !aliased(v, static_cast<size_t>(&w - v.data()));
          });
          if (outs.size() < 2) return false;
          const int a = pick_index(f, outs);
@@ -635,7 +639,9 @@ class Fuzzer {
 
   static std::string describe_view(const Slot<Args>& s, const FuzzView& v) {
     std::ostringstream os;
-    os << "  " << s.name << (s.role == Role::Output ? " (output)" : s.role == Role::Unused ? " (unused)" : "") << ": ";
+    os << "  " << s.name
+       << (s.role == Role::Output ? " (output)" : s.role == Role::InOut ? " (in-out)" : s.role == Role::Unused ? " (unused)" : "")
+       << ": ";
     if (!v.given) return os.str() + "not given\n";
     os << (dtype_known(v.dtype) ? std::string(baracuda::dtype_name(v.dtype)) : "dtype#" + std::to_string(int(v.dtype)))
        << " " << v.device.to_string() << " shape " << dims_str(v.shape) << " strides " << dims_str(v.strides);
@@ -802,9 +808,9 @@ class Fuzzer {
     const std::string wg = ws.check_guards();
     if (!wg.empty()) fail("wrote outside the workspace: " + wg, text.str());
     for (size_t i = 0; i < n; ++i) {
-      if (!bufs[i] || slots[i].role == Role::Output) continue;
+      if (!bufs[i] || writes(slots[i].role)) continue;
       bool shared = false;  // an output writes into this buffer (in place, or an alias the plan accepted)
-      for (size_t j = 0; j < n; ++j) shared |= views[j].given && views[j].alias_of == static_cast<int>(i) && slots[j].role == Role::Output;
+      for (size_t j = 0; j < n; ++j) shared |= views[j].given && views[j].alias_of == static_cast<int>(i) && writes(slots[j].role);
       if (!shared && bufs[i]->read() != before[i]) fail(std::string("modified its input ") + slots[i].name, text.str());
     }
     if (!st.is_ok()) {
@@ -817,7 +823,7 @@ class Fuzzer {
         fail("run() returned " + st.to_string(), text.str());
       if (expect == Expect::Succeed) fail("rejected a valid call: " + st.to_string(), text.str());
       for (size_t i = 0; i < n; ++i)
-        if (bufs[i] && slots[i].role == Role::Output && bufs[i]->read() != before[i])
+        if (bufs[i] && writes(slots[i].role) && bufs[i]->read() != before[i])
           fail(std::string("returned an error but wrote into output ") + slots[i].name + ": " + st.to_string(), text.str());
       return;
     }
@@ -876,6 +882,13 @@ class Fuzzer {
       if (t.data == nullptr) { *why = nm + " is null but not empty"; return Expect::Fail; }
       if (reinterpret_cast<uintptr_t>(t.data) % esize(t.dtype) != 0) { *why = nm + " is misaligned"; return Expect::Fail; }
       if (r.span() > static_cast<i128>(t.capacity)) { *why = nm + " reaches past its buffer's capacity"; return Expect::Fail; }
+      if (s.dense) {  // strides of every axis of extent != 1 row-major
+        i128 expect = 1;
+        for (int a = t.shape.rank - 1; a >= 0; --a) {
+          if (t.shape[a] != 1 && static_cast<i128>(t.strides[a]) != expect) { *why = nm + " is not dense row-major"; return Expect::Fail; }
+          expect *= t.shape[a];
+        }
+      }
       if (r.numel > kMaxFuzzElems) return Expect::Either;  // too many elements to check one by one
       // The plan validates these values (cu_seqlens); they may be wrong for the
       // descriptor or the layout, so refusing them is fine (accepting them must
@@ -909,7 +922,7 @@ class Fuzzer {
     };
     auto live = [&](size_t i) { return views[i].given && slots[i].role != Role::Unused && reach_of(tv[i].shape, tv[i].strides).numel > 0; };
     for (size_t o = 0; o < n; ++o) {
-      if (slots[o].role != Role::Output || !live(o)) continue;
+      if (!writes(slots[o].role) || !live(o)) continue;
       const auto eo = elems(o);
       for (size_t k = 1; k < eo.size(); ++k)
         if (eo[k].first < eo[k - 1].second) { *why = std::string(slots[o].name) + " overlaps itself"; return Expect::Fail; }
@@ -962,8 +975,8 @@ class Fuzzer {
         out.insert(out.end(), src + start + o * static_cast<ptrdiff_t>(esz), src + start + (o + 1) * static_cast<ptrdiff_t>(esz));
       return out;
     };
-    for (size_t i = 0; i < n; ++i) {
-      if (slots[i].role != Role::Input || !views[i].given) continue;
+    for (size_t i = 0; i < n; ++i) {  // inputs and in-outs: their values before the run
+      if ((slots[i].role != Role::Input && slots[i].role != Role::InOut) || !views[i].given) continue;
       if (reach_of(tv[i].shape, tv[i].strides).numel == 0) continue;
       const auto b = logical(i, true);
       ref.bufs[i]->write(b.data(), b.size());
@@ -975,7 +988,7 @@ class Fuzzer {
     }
     ++stats_.ok_checked;
     for (size_t i = 0; i < n; ++i) {
-      if (slots[i].role != Role::Output || !views[i].given) continue;
+      if (!writes(slots[i].role) || !views[i].given) continue;
       if (reach_of(tv[i].shape, tv[i].strides).numel == 0) continue;
       const auto got = logical(i, false);
       const auto want = ref.logical_bytes(i);
@@ -993,8 +1006,8 @@ class Fuzzer {
         const ptrdiff_t start = static_cast<const uint8_t*>(tv[i].data) - bufs[i]->payload();
         for (int64_t o : element_offsets(tv[i].shape, tv[i].strides))
           for (size_t b = 0; b < esz; ++b) cov[static_cast<size_t>(start + o * static_cast<ptrdiff_t>(esz)) + b] = true;
-        for (size_t b = 0; b < all.size(); ++b)
-          if (!cov[b] && all[b] != kPoison) {
+        for (size_t b = 0; b < all.size(); ++b)  // an in-out's gaps hold what they held (values)
+          if (!cov[b] && all[b] != (slots[i].role == Role::InOut ? before[i][b] : kPoison)) {
             fail(std::string("wrote into a gap of output ") + slots[i].name + " (byte " + std::to_string(b) + ")", text);
             break;
           }

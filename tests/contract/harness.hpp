@@ -2,9 +2,23 @@
 // traits describe and how the suite turns that into real calls.
 //
 //  * Slot<Args>: one tensor of a plan's argument struct: its name, role (input,
-//    output, or an optional tensor this descriptor does not use), dtype, shape,
-//    how to store a view into Args, the input an output may be in place of, and
-//    optionally how to fill it (positions, cu_seqlens need meaningful values).
+//    output, in-out, or an optional tensor this descriptor does not use), dtype,
+//    shape, how to store a view into Args, the input an output may be in place
+//    of, and optionally how to fill it (positions, cu_seqlens need meaningful
+//    values). A list argument (std::vector of views) gets one slot per entry,
+//    bound by a capturing lambda (optim_traits.hpp, adafactor_traits.hpp).
+//  * In-place plans (the optimizers: a tensor read and updated): role InOut is
+//    filled with values like an input and written like an output; Call keeps
+//    its initial bytes and restore() puts them back, which run_sync() does
+//    before every run, so reruns start from the same values and are comparable.
+//    The poison checks do not apply to its values (they are read): an error or
+//    a skipped run must leave it equal to its initial bytes instead; its gaps
+//    (in the gapped layout) must keep their poison. Two slot flags go with it:
+//    `dense` (the plan takes only dense row-major views: the gapped layout
+//    keeps the view whole, and the fuzz expects an error for any other layout
+//    of a non-empty view) and `written_when_empty` (an output a zero-size
+//    problem still writes: the norm of an empty list; ZeroSizeProblems and
+//    SkuForMatchesRun's "empty" variant then do not apply to that problem).
 //  * GuardedBuffer: host or device memory with guard zones of a known byte
 //    pattern before and after the payload. On the host under AddressSanitizer
 //    the guard zones are also poisoned, so a read of them aborts too.
@@ -55,7 +69,9 @@ using bt::Rng;
 // ---------------------------------------------------------------------------
 // Slots
 // ---------------------------------------------------------------------------
-enum class Role { Input, Output, Unused };
+enum class Role { Input, Output, Unused, InOut };
+// Whether the plan writes a tensor of this role (an output, or an in-out).
+inline bool writes(Role r) { return r == Role::Output || r == Role::InOut; }
 
 template <class Args>
 struct Slot {
@@ -76,6 +92,13 @@ struct Slot {
   // before the gap; > 1 for a plan whose CUDA kernels need a multi-axis block
   // contiguous (the norms' normalized axes).
   int gap_block = 1;
+  // The plan takes this tensor only dense row-major (strides of every axis of
+  // extent != 1 row-major): a gapped layout keeps its whole view contiguous,
+  // and the fuzz expects any other layout of a non-empty view to be refused.
+  bool dense = false;
+  // An output (or in-out) that a zero-size problem still writes (the norm of
+  // an empty list is 0): zero_size_descs may leave it non-empty.
+  bool written_when_empty = false;
   // Input values in logical (row-major) order; n values. Default: uniform in
   // [-1, 1) rounded to the dtype, never all zero.
   std::function<void(Rng&, std::vector<double>&)> values;
@@ -97,6 +120,13 @@ Slot<Args> output(const char* name, DType t, Dims shape, void (*bind)(Args&, con
   Slot<Args> s = input<Args>(name, t, shape, bind);
   s.role = Role::Output;
   s.in_place_of = in_place_of;
+  return s;
+}
+// A tensor the plan reads and updates in place (see the header comment).
+template <class Args>
+Slot<Args> inout(const char* name, DType t, Dims shape, void (*bind)(Args&, const TensorMut&)) {
+  Slot<Args> s = input<Args>(name, t, shape, bind);
+  s.role = Role::InOut;
   return s;
 }
 // Whether output slot `out` may be exactly the view of the input named `input`
@@ -293,6 +323,7 @@ struct Call {
   std::vector<std::unique_ptr<GuardedBuffer>> bufs;  // per slot; null when not given
   std::vector<bt::Layout> layouts;
   std::vector<TensorMut> views;                      // default view when not given
+  std::vector<std::vector<uint8_t>> initial;         // InOut: the whole buffer as allocated (restore())
   std::unique_ptr<GuardedBuffer> ws;
   size_t ws_bytes = 0;
   Args args{};
@@ -319,12 +350,13 @@ struct Call {
       bufs[i]->fill(poison);
     } else {
       bt::HostBuffer h(s.dtype, L.storage);
-      h.fill_bytes(0);
+      h.fill_bytes(s.role == Role::InOut ? poison : 0);  // an in-out's gaps hold the poison
       std::vector<double> v(static_cast<size_t>(L.numel()));
       if (s.values) s.values(rng, v);
       else v = bt::random_values(s.dtype, L.numel(), rng);
       bt::scatter(h, L, v);
       bufs[i]->write(h.data(), h.bytes());
+      if (s.role == Role::InOut) initial[i].assign(static_cast<const uint8_t*>(h.data()), static_cast<const uint8_t*>(h.data()) + h.bytes());
     }
     views[i] = TensorMut(bufs[i]->payload() + L.offset * static_cast<int64_t>(esz), s.dtype, device, L.shape, L.strides,
                          L.storage - L.offset);
@@ -362,10 +394,25 @@ struct Call {
   }
   bool used(size_t i) const { return slots[i].role != Role::Unused; }
   bool is_output(size_t i) const { return slots[i].role == Role::Output; }
+  bool is_inout(size_t i) const { return slots[i].role == Role::InOut; }
+  bool is_written(size_t i) const { return writes(slots[i].role); }
+  // Puts every in-out buffer back to its initial bytes (before each run).
+  void restore() const {
+    for (size_t i = 0; i < slots.size(); ++i)
+      if (bufs[i] && is_inout(i)) bufs[i]->write(initial[i].data(), initial[i].size());
+  }
+  // Empty when every in-out buffer still holds its initial bytes.
+  std::string inouts_changed() const {
+    std::string s;
+    for (size_t i = 0; i < slots.size(); ++i)
+      if (bufs[i] && is_inout(i) && bufs[i]->read() != initial[i]) s += std::string(slots[i].name) + " was written; ";
+    return s;
+  }
 };
 
 // Binds every used slot of `plan` on `device`: inputs contiguous with random
-// values, outputs poisoned with `out_layout`; a workspace of workspace_size().
+// values, outputs poisoned with `out_layout` (in-outs: values, in `out_layout`,
+// gaps poisoned); a workspace of workspace_size().
 template <class Traits>
 Call<Traits> make_call(const typename Traits::Plan& plan, Device device, Rng& rng,
                        OutputLayout out_layout = OutputLayout::Contiguous, uint8_t poison = kPoison) {
@@ -376,10 +423,13 @@ Call<Traits> make_call(const typename Traits::Plan& plan, Device device, Rng& rn
   c.bufs.resize(n);
   c.layouts.resize(n);
   c.views.resize(n);
+  c.initial.resize(n);
   for (size_t i = 0; i < n; ++i) {
     if (!c.used(i)) continue;
-    const bool gap = c.is_output(i) && out_layout == OutputLayout::Gapped;
-    c.allocate(i, gap ? gapped(c.slots[i].shape, c.slots[i].gap_block) : bt::contiguous(c.slots[i].shape), rng, poison);
+    const Slot<typename Traits::Args>& s = c.slots[i];
+    const bool gap = c.is_written(i) && out_layout == OutputLayout::Gapped;
+    const int block = s.dense ? std::max(s.shape.rank, 1) : s.gap_block;  // dense: the whole view stays contiguous
+    c.allocate(i, gap ? gapped(s.shape, block) : bt::contiguous(s.shape), rng, poison);
   }
   c.ws_bytes = plan.workspace_size();
   c.ws = std::make_unique<GuardedBuffer>(device, c.ws_bytes);

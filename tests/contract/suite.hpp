@@ -28,6 +28,14 @@
 //   PoisonedOutputsFullyWrittenAndRunTwice, GraphCaptureReplayMatchesDirectRun.
 // Checks that fail on today's code are listed in known_failures.hpp.
 //
+// In-place plans (harness.hpp: Role::InOut, Slot::dense, Slot::written_when_empty):
+// run_sync() restores every in-out tensor before the run, so "run twice",
+// "poisoned outputs" (whose in-outs are compared like outputs, their gaps
+// keep the poison), the strict workspace and the graph replay compare runs
+// that start from the same values; "untouched" means poison for an output and
+// the initial bytes for an in-out; an in-out counts as written in the
+// aliasing check (it may alias nothing).
+//
 // This header holds the checks both suites share; cpu_suite.hpp and
 // cuda_suite.hpp define the suites (each binary instantiates only its own).
 #pragma once
@@ -56,14 +64,16 @@ typename T::Plan select_or_die(const Stream& s, const typename T::Desc& d) {
   return *p;
 }
 
+// Restores the in-outs first (see the header comment).
 template <class T>
 Status run_sync(const typename T::Plan& plan, const Stream& s, const Call<T>& c) {
+  c.restore();
   Status st = plan.run(s, c.workspace(), c.args);
   if (st.is_ok()) st = baracuda::synchronize(s);
   return st;
 }
 
-// Every output buffer still holds `poison` everywhere.
+// Every output buffer still holds `poison` everywhere, every in-out its initial bytes.
 template <class T>
 std::string outputs_untouched(const Call<T>& c, uint8_t poison) {
   for (size_t i = 0; i < c.slots.size(); ++i) {
@@ -71,7 +81,15 @@ std::string outputs_untouched(const Call<T>& c, uint8_t poison) {
     for (uint8_t b : c.bufs[i]->read())
       if (b != poison) return std::string(c.slots[i].name) + " was written";
   }
-  return "";
+  return c.inouts_changed();
+}
+
+// A zero-size problem whose outputs are all empty (no used written_when_empty slot has elements).
+template <class T>
+bool writes_nothing(const Call<T>& c) {
+  for (size_t i = 0; i < c.slots.size(); ++i)
+    if (c.used(i) && c.slots[i].written_when_empty && c.views[i].numel() > 0) return false;
+  return true;
 }
 
 // ---- checks shared by the CPU and CUDA suites ---------------------------------------
@@ -112,7 +130,7 @@ void check_sku_for(const Stream& stream) {
     auto c = make_call<T>(plan, stream.device(), rng);
     auto s = plan.sku_for(stream, c.workspace(), c.args);
     ASSERT_TRUE(s.is_ok()) << s.status().to_string() << "; " << T::describe(desc);
-    EXPECT_EQ(s->variant, "empty") << T::describe(desc);
+    if (writes_nothing(c)) EXPECT_EQ(s->variant, "empty") << T::describe(desc);
   }
 }
 
@@ -185,7 +203,7 @@ void check_zero_size(const Stream& stream) {
       auto c = make_call<T>(plan, stream.device(), rng);
       for (size_t i = 0; i < c.slots.size(); ++i) {
         if (!c.used(i)) continue;
-        if (c.is_output(i)) {
+        if (c.is_output(i) && !c.slots[i].written_when_empty) {
           ASSERT_EQ(c.views[i].numel(), 0) << "traits: " << c.slots[i].name << " is not empty";
         }
         if (null_empty && c.views[i].numel() == 0) c.views[i].data = nullptr;
@@ -194,6 +212,10 @@ void check_zero_size(const Stream& stream) {
       const Status st = run_sync<T>(plan, stream, c);
       EXPECT_TRUE(st.is_ok()) << (null_empty ? "null empty views: " : "") << st.to_string() << "; " << T::describe(desc);
       EXPECT_EQ(c.guard_damage(), "") << T::describe(desc);
+      for (size_t i = 0; i < c.slots.size(); ++i)  // an in-out with elements keeps its values
+        if (c.bufs[i] && c.is_inout(i) && !c.slots[i].written_when_empty && c.views[i].numel() > 0) {
+          EXPECT_TRUE(c.bufs[i]->read() == c.initial[i]) << c.slots[i].name << " was written; " << T::describe(desc);
+        }
     }
   }
 }
@@ -201,7 +223,9 @@ void check_zero_size(const Stream& stream) {
 // Outputs in gapped layouts, poisoned with NaN (0xff) and then with a finite
 // pattern (0x5a): both runs succeed, every logical element is equal bit for
 // bit (an element left unwritten would keep the differing poison), gaps keep
-// their poison, guards and inputs are untouched.
+// their poison, guards and inputs are untouched. In-outs (gapped too, gaps
+// poisoned with 0xff) start both runs from their initial values and must
+// give the same bits.
 template <class T>
 void check_fully_written(const Stream& stream, int reps) {
   Rng rng(bt::fresh_seed());
@@ -211,7 +235,7 @@ void check_fully_written(const Stream& stream, int reps) {
     auto c = make_call<T>(plan, stream.device(), rng, OutputLayout::Gapped);
     std::vector<std::vector<uint8_t>> inputs(c.slots.size()), first(c.slots.size());
     for (size_t i = 0; i < c.slots.size(); ++i)
-      if (c.bufs[i] && !c.is_output(i)) inputs[i] = c.bufs[i]->read();
+      if (c.bufs[i] && !c.is_written(i)) inputs[i] = c.bufs[i]->read();
     for (const uint8_t poison : {kPoison, kAltPoison}) {
       for (size_t i = 0; i < c.slots.size(); ++i)
         if (c.bufs[i] && c.is_output(i)) c.bufs[i]->fill(poison);
@@ -220,11 +244,11 @@ void check_fully_written(const Stream& stream, int reps) {
       EXPECT_EQ(c.guard_damage(), "") << T::describe(desc);
       for (size_t i = 0; i < c.slots.size(); ++i) {
         if (!c.bufs[i]) continue;
-        if (!c.is_output(i)) {
+        if (!c.is_written(i)) {
           EXPECT_TRUE(c.bufs[i]->read() == inputs[i]) << "input " << c.slots[i].name << " modified; " << T::describe(desc);
           continue;
         }
-        EXPECT_EQ(c.gap_damage(i, poison), "") << c.slots[i].name << "; " << T::describe(desc);
+        EXPECT_EQ(c.gap_damage(i, c.is_inout(i) ? kPoison : poison), "") << c.slots[i].name << "; " << T::describe(desc);
         const auto bytes = c.logical_bytes(i);
         if (poison == kPoison) first[i] = bytes;
         else
@@ -238,7 +262,8 @@ void check_fully_written(const Stream& stream, int reps) {
 }
 
 // The second run over the first run's outputs (not re-poisoned) gives the same
-// bits: a plan never reads or accumulates into its outputs.
+// bits: a plan never reads or accumulates into its outputs (in-outs: both runs
+// start from their restored initial values).
 template <class T>
 void check_run_twice(const Stream& stream, int reps) {
   Rng rng(bt::fresh_seed());
@@ -251,7 +276,7 @@ void check_run_twice(const Stream& stream, int reps) {
       const Status st = run_sync<T>(plan, stream, c);
       ASSERT_TRUE(st.is_ok()) << st.to_string() << "; " << T::describe(desc);
       for (size_t i = 0; i < c.slots.size(); ++i) {
-        if (!c.bufs[i] || !c.is_output(i)) continue;
+        if (!c.bufs[i] || !c.is_written(i)) continue;
         if (run == 0) first[i] = c.bufs[i]->read();
         else EXPECT_TRUE(c.bufs[i]->read() == first[i]) << c.slots[i].name << " differs on the second run; " << T::describe(desc);
       }

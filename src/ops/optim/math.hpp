@@ -36,6 +36,16 @@ BARACUDA_HOST_DEVICE inline double pow_int(double b, int64_t e) {
   return r;
 }
 
+// Adam's device step (an f32 counter) as an integer, the same on host and
+// device: a plain cast is undefined for NaN and out-of-range values (x86 gives
+// INT64_MIN, CUDA saturates, so a garbage step_tensor gave different updates).
+// Truncated toward zero; NaN and values <= 0 count as 0, values >= 2^62 as 2^62.
+BARACUDA_HOST_DEVICE inline int64_t step_from_f32(float s) {
+  if (!(s > 0.0f)) return 0;
+  if (s >= 4611686018427387904.0f) return int64_t{1} << 62;
+  return static_cast<int64_t>(s);
+}
+
 BARACUDA_HOST_DEVICE inline float nan_max(float a, float b) {
   if (a != a) return a;
   if (b != b) return b;

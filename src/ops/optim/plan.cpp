@@ -80,6 +80,10 @@ class ListCheck {
     }
     spans_.reserve(spans_.size() + n);
     for (size_t k = 0; k < n && st_.is_ok(); ++k) {
+      if (!given(views[k])) {  // left default-constructed: named as missing (the contract's MissingTensorsAreNamed)
+        st_ = invalid(plan_, Span::label(role, k), " is missing: expected a ", dt, " view of shape ", shapes_[k]);
+        break;
+      }
       // The indexed name is built only for a message (no allocation per tensor otherwise).
       if (!baracuda::detail::check_view(plan_, role, views[k], dt, shapes_[k], dev_).is_ok()) {
         st_ = baracuda::detail::check_view(plan_, Span::label(role, k).c_str(), views[k], dt, shapes_[k], dev_);
@@ -197,12 +201,18 @@ Result<KernelSku> sku_list(const PlanBase& plan, const Stream& stream, Workspace
   return s;
 }
 
-// select()'s common tail: backend, SKU, variant, workspace.
+// select()'s common tail: backend, SKU, variant, workspace. `nothing_written`:
+// the descriptor's problem writes nothing (run()'s no-op): variant "empty", as
+// sku_for() names it (the contract's SkuForMatchesRun: on the CPU exactly sku()).
 template <class P>
 Status setup(P& plan, const char* name, const Stream& stream, const PlanPreference& pref, DType dtype, const char* op,
-             const std::vector<Dims>& shapes, int per_launch, bool norm, cuda::Op kind) {
+             const std::vector<Dims>& shapes, int per_launch, bool norm, cuda::Op kind, bool nothing_written) {
   auto be = baracuda::detail::setup_plan(plan, name, kFamily, stream, pref, dtype, op);
   if (!be) return be.status();
+  if (nothing_written) {
+    PlanAccess::sku(plan).variant = "empty";
+    return Status::ok();
+  }
   if (be->backend == Backend::CpuReference) return Status::ok();
 #ifdef BARACUDA_WITH_CUDA
   {
@@ -313,7 +323,8 @@ Result<AdamPlan> AdamPlan::select(const Stream& stream, const AdamDescriptor& de
   plan.desc_ = desc;
   BARACUDA_RETURN_IF_ERROR(setup(plan, kAdam, stream, pref, desc.param_dtype,
                                  desc.decoupled_weight_decay ? "optim.adamw" : "optim.adam", desc.shapes,
-                                 oc::kTableTensors6, false, oc::Op::Adam));
+                                 oc::kTableTensors6, false, oc::Op::Adam,
+                                 all_empty(desc.shapes) && !desc.device_scalars));
   return plan;
 }
 Status AdamPlan::can_implement(const AdamArgs& a) const { return adam_checks(*this, a); }
@@ -358,7 +369,8 @@ Result<SgdPlan> SgdPlan::select(const Stream& stream, const SgdDescriptor& desc,
                                      ", dampening ", desc.dampening, ")");
   plan.desc_ = desc;
   BARACUDA_RETURN_IF_ERROR(
-      setup(plan, kSgd, stream, pref, desc.param_dtype, "optim.sgd", desc.shapes, oc::kTableTensors6, false, oc::Op::Sgd));
+      setup(plan, kSgd, stream, pref, desc.param_dtype, "optim.sgd", desc.shapes, oc::kTableTensors6, false, oc::Op::Sgd,
+            all_empty(desc.shapes)));
   return plan;
 }
 Status SgdPlan::can_implement(const SgdArgs& a) const { return sgd_checks(*this, a); }
@@ -397,7 +409,8 @@ Result<LionPlan> LionPlan::select(const Stream& stream, const LionDescriptor& de
   BARACUDA_RETURN_IF_ERROR(check_beta(kLion, "beta2", desc.beta2));
   plan.desc_ = desc;
   BARACUDA_RETURN_IF_ERROR(
-      setup(plan, kLion, stream, pref, desc.param_dtype, "optim.lion", desc.shapes, oc::kTableTensors6, false, oc::Op::Lion));
+      setup(plan, kLion, stream, pref, desc.param_dtype, "optim.lion", desc.shapes, oc::kTableTensors6, false, oc::Op::Lion,
+            all_empty(desc.shapes)));
   return plan;
 }
 Status LionPlan::can_implement(const LionArgs& a) const { return lion_checks(*this, a); }
@@ -479,7 +492,7 @@ Result<GlobalNormPlan> GlobalNormPlan::select(const Stream& stream, const Global
   plan.desc_ = desc;
   BARACUDA_RETURN_IF_ERROR(setup(plan, kNorm, stream, pref, desc.dtype,
                                  desc.norm_type == NormType::L2 ? "optim.global_norm_l2" : "optim.global_norm_inf",
-                                 desc.shapes, oc::kTableTensors1, true, oc::Op::Norm));
+                                 desc.shapes, oc::kTableTensors1, true, oc::Op::Norm, false));
   return plan;
 }
 Status GlobalNormPlan::can_implement(const GlobalNormArgs& a) const { return norm_checks(*this, a); }
@@ -502,7 +515,7 @@ Result<ClipGradNormPlan> ClipGradNormPlan::select(const Stream& stream, const Cl
     return baracuda::detail::invalid(kClip, "max_norm ", desc.max_norm, " must be finite and > 0");
   plan.desc_ = desc;
   BARACUDA_RETURN_IF_ERROR(setup(plan, kClip, stream, pref, desc.dtype, "optim.clip_grad_norm", desc.shapes,
-                                 oc::kTableTensors1, true, oc::Op::Clip));
+                                 oc::kTableTensors1, true, oc::Op::Clip, false));
   return plan;
 }
 Status ClipGradNormPlan::can_implement(const ClipGradNormArgs& a) const { return clip_checks(*this, a); }
@@ -525,7 +538,8 @@ Result<NonFiniteCheckUnscalePlan> NonFiniteCheckUnscalePlan::select(const Stream
   BARACUDA_RETURN_IF_ERROR(check_list_desc(kUnscale, desc));
   plan.desc_ = desc;
   BARACUDA_RETURN_IF_ERROR(setup(plan, kUnscale, stream, pref, desc.dtype, "optim.non_finite_check_unscale",
-                                 desc.shapes, oc::kTableTensors1, false, oc::Op::Unscale));
+                                 desc.shapes, oc::kTableTensors1, false, oc::Op::Unscale,
+                                 all_empty(desc.shapes)));
   return plan;
 }
 Status NonFiniteCheckUnscalePlan::can_implement(const NonFiniteCheckUnscaleArgs& a) const {
@@ -548,7 +562,8 @@ Result<MultiTensorScalePlan> MultiTensorScalePlan::select(const Stream& stream, 
   BARACUDA_RETURN_IF_ERROR(check_list_desc(kScale, desc));
   plan.desc_ = desc;
   BARACUDA_RETURN_IF_ERROR(
-      setup(plan, kScale, stream, pref, desc.dtype, "optim.scale", desc.shapes, oc::kTableTensors1, false, oc::Op::Scale));
+      setup(plan, kScale, stream, pref, desc.dtype, "optim.scale", desc.shapes, oc::kTableTensors1, false, oc::Op::Scale,
+            all_empty(desc.shapes)));
   return plan;
 }
 Status MultiTensorScalePlan::can_implement(const MultiTensorScaleArgs& a) const { return scale_checks(*this, a); }
@@ -569,7 +584,8 @@ Result<MultiTensorZeroPlan> MultiTensorZeroPlan::select(const Stream& stream, co
   BARACUDA_RETURN_IF_ERROR(check_list_desc(kZero, desc));
   plan.desc_ = desc;
   BARACUDA_RETURN_IF_ERROR(
-      setup(plan, kZero, stream, pref, desc.dtype, "optim.zero", desc.shapes, oc::kTableTensors1, false, oc::Op::Zero));
+      setup(plan, kZero, stream, pref, desc.dtype, "optim.zero", desc.shapes, oc::kTableTensors1, false, oc::Op::Zero,
+            all_empty(desc.shapes)));
   return plan;
 }
 Status MultiTensorZeroPlan::can_implement(const MultiTensorZeroArgs& a) const { return zero_checks(*this, a); }

@@ -42,7 +42,7 @@ Status run_optim(const ListLaunch& l) {
   AdamScalars as{};
   SgdScalars ss{};
   LionScalars ls{};
-  if (l.op == Op::Adam) as = adam_scalars(l.adam, lr, l.step_ptr ? static_cast<int64_t>(*l.step_ptr) : l.step);
+  if (l.op == Op::Adam) as = adam_scalars(l.adam, lr, l.step_ptr ? step_from_f32(*l.step_ptr) : l.step);
   if (l.op == Op::Sgd) ss = sgd_scalars(l.sgd, lr);
   if (l.op == Op::Lion) ls = lion_scalars(l.lion, lr);
   const bool has_buf = l.sgd.momentum != 0.0;

@@ -51,7 +51,7 @@ struct OptimF {
     if (c.found_inf && *c.found_inf != 0.0f) return false;
     const double lr = c.lr_ptr ? static_cast<double>(*c.lr_ptr) : c.lr;
     if constexpr (kOp == Op::Adam) {
-      const int64_t step = c.step_ptr ? static_cast<int64_t>(*c.step_ptr) : c.step;
+      const int64_t step = c.step_ptr ? step_from_f32(*c.step_ptr) : c.step;
       b.a = adam_scalars(adam, lr, step);
     } else if constexpr (kOp == Op::Sgd) {
       b.s = sgd_scalars(sgd, lr);
