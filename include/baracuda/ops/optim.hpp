@@ -69,7 +69,9 @@
 // [] `lr_tensor` the kernel reads and an F32 [] `step_tensor` (torch's
 // capturable float step) that run() itself increments by one on the stream
 // before the update reads it (so a graph replay advances it; an f32 counts
-// exactly up to 2^24 steps).
+// exactly up to 2^24 steps). The incremented value becomes the integer step
+// the same way on the CPU and the GPU: NaN and values <= 0 give 0, values >=
+// 2^62 give 2^62 (a plain cast is undefined there; contract finding O3).
 // found_inf (has_found_inf, F32 []): nonzero -> the whole step is skipped:
 // params, master and every state untouched, and step_tensor NOT incremented
 // (torch's fused path increments the step and subtracts found_inf again: the
