@@ -4,18 +4,11 @@
 #include <cmath>
 
 #include "model.hpp"
+#include "util.hpp"
 
 namespace train_gpt {
 
 using namespace baracuda;
-
-namespace {
-template <class P>
-P take(Result<P> r) {
-  if (!r) throw StatusError(r.status());
-  return std::move(r).value();
-}
-}  // namespace
 
 // qkv is [B, T, (H + 2 Hk) D] row-major: q as [B, H, T, D], k / v as [B, Hk, T, D].
 TensorMut Llama::qkv_view(const Buffer& b, int which) const {
@@ -25,11 +18,6 @@ TensorMut Llama::qkv_view(const Buffer& b, int which) const {
   const int64_t heads = which == 0 ? H : Hk;
   return TensorMut(static_cast<char*>(b.data()) + off * dtype_size(dtype_), dtype_, stream_.device(),
                    {B, heads, T, D}, {T * W, D, W, 1}, static_cast<int64_t>(b.bytes() / dtype_size(dtype_)) - off);
-}
-TensorMut Llama::heads_view(const Buffer& b) const {
-  const int64_t B = cfg_.batch, T = cfg_.seq_len, C = cfg_.channels, H = cfg_.heads, D = cfg_.head_dim();
-  return TensorMut(b.data(), dtype_, stream_.device(), {B, H, T, D}, {T * C, D, C, 1},
-                   static_cast<int64_t>(b.bytes() / dtype_size(dtype_)));
 }
 // gu is [B*T, 2F]: gate = columns [0, F), up = [F, 2F).
 TensorMut Llama::half_view(const Buffer& b, int which) const {

@@ -1,5 +1,6 @@
 // Gpt (model.hpp): plan selection, buffers, forward and backward.
 #include "model.hpp"
+#include "util.hpp"
 
 #include <baracuda/core/philox.hpp>
 
@@ -12,14 +13,6 @@ using namespace baracuda;
 
 namespace {
 
-void check(const Status& st) {
-  if (!st) throw StatusError(st);
-}
-template <class P>
-P take(Result<P> r) {
-  if (!r) throw StatusError(r.status());
-  return std::move(r).value();
-}
 
 // Standard normals from Philox (host only: the initial weights are computed
 // here and uploaded, so every device starts from the same bits).
@@ -151,7 +144,7 @@ TensorMut Gpt::qkv_view(const Buffer& b, int which) const {
                    {T * 3 * C, D, 3 * C, 1}, cap);
 }
 // [B, T, H, D] (row-major [B*T, C]) as [B, H, T, D].
-TensorMut Gpt::heads_view(const Buffer& b) const {
+TensorMut Model::heads_view(const Buffer& b) const {
   const int64_t B = cfg_.batch, T = cfg_.seq_len, C = cfg_.channels, H = cfg_.heads, D = cfg_.head_dim();
   return TensorMut(b.data(), dtype_, stream_.device(), {B, H, T, D}, {T * C, D, C, 1},
                    static_cast<int64_t>(b.bytes() / dtype_size(dtype_)));
@@ -362,18 +355,7 @@ Status Model::read_loss(double* loss) const {
 }
 
 Status Model::read_logits(std::vector<float>* out) const {
-  const size_t n = static_cast<size_t>(cfg_.batch * cfg_.seq_len * cfg_.vocab);
-  std::vector<unsigned char> raw(n * dtype_size(dtype_));
-  BARACUDA_RETURN_IF_ERROR(logits_.copy_to_host(raw.data(), raw.size()));
-  out->resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    switch (dtype_) {
-      case DType::F64: (*out)[i] = static_cast<float>(reinterpret_cast<const double*>(raw.data())[i]); break;
-      case DType::F32: (*out)[i] = reinterpret_cast<const float*>(raw.data())[i]; break;
-      case DType::BF16: (*out)[i] = static_cast<float>(reinterpret_cast<const bfloat16*>(raw.data())[i]); break;
-      default: (*out)[i] = static_cast<float>(reinterpret_cast<const half*>(raw.data())[i]); break;
-    }
-  }
+  *out = to_f32(logits_, static_cast<size_t>(cfg_.batch * cfg_.seq_len * cfg_.vocab), dtype_);
   return Status::ok();
 }
 

@@ -116,6 +116,7 @@ class Model {
   baracuda::Workspace ws() const { return {ws_.data(), ws_.bytes()}; }
   baracuda::TensorRef tokens() const;   // [B, T] I32
   baracuda::TensorMut logits_view() const;  // [B*T, V]
+  baracuda::TensorMut heads_view(const baracuda::Buffer& b) const;  // [B, T, C] as [B, H, T, D] (attention's y, dy)
   baracuda::Status loss_with_grad();    // loss and dlogits (in place over the logits)
 
   baracuda::Stream stream_;
@@ -139,7 +140,6 @@ class Gpt final : public Model {
     baracuda::Buffer h, ln1, ln1_mean, ln1_rstd, qkv, atty, lse, hmid, ln2, ln2_mean, ln2_rstd, fc_aux, fc_act;
   };
   baracuda::TensorMut qkv_view(const baracuda::Buffer& b, int which) const;  // q, k, v as [B, H, T, D]
-  baracuda::TensorMut heads_view(const baracuda::Buffer& b) const;           // [B, T, C] as [B, H, T, D]
 
   size_t p_wte_ = 0, p_wpe_ = 0, p_lnf_w_ = 0, p_lnf_b_ = 0;
   struct LayerParams {
@@ -180,7 +180,6 @@ class Llama final : public Model {
     baracuda::Buffer h, ln1, ln1_rstd, qkv, atty, lse, hmid, ln2, ln2_rstd, gu, act;
   };
   baracuda::TensorMut qkv_view(const baracuda::Buffer& b, int which) const;  // q [B,H,T,D], k / v [B,Hk,T,D]
-  baracuda::TensorMut heads_view(const baracuda::Buffer& b) const;           // [B, T, C] as [B, H, T, D]
   baracuda::TensorMut half_view(const baracuda::Buffer& b, int which) const;  // gate / up of gu as [B*T, F]
 
   size_t p_emb_ = 0, p_norm_ = 0, p_head_ = 0;

@@ -1,6 +1,8 @@
 // Optimizer (optimizer.hpp).
 #include "optimizer.hpp"
 
+#include "util.hpp"
+
 #include <algorithm>
 
 namespace train_gpt {
@@ -8,11 +10,6 @@ namespace train_gpt {
 using namespace baracuda;
 
 namespace {
-template <class P>
-P take(Result<P> r) {
-  if (!r) throw StatusError(r.status());
-  return std::move(r).value();
-}
 TensorMut f32_view(const Buffer& b, const ParamInfo& p, Device dev) {
   return TensorMut(static_cast<float*>(b.data()) + p.offset, DType::F32, dev, p.shape, contiguous_strides(p.shape),
                    p.numel);

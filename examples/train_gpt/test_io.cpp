@@ -24,11 +24,11 @@ std::string temp_path(const std::string& name) {
 
 // A file of the format's bytes: header length, header text, data.
 std::vector<uint8_t> file_of(const std::string& header, const std::vector<uint8_t>& data) {
-  std::vector<uint8_t> f(8);
-  for (int i = 0; i < 8; ++i) f[i] = static_cast<uint8_t>(static_cast<uint64_t>(header.size()) >> (8 * i));
-  f.insert(f.end(), header.begin(), header.end());
-  if (!data.empty()) f.insert(f.end(), data.begin(), data.end());
-  return f;
+  std::string bytes(8, '\0');
+  for (int i = 0; i < 8; ++i) bytes[static_cast<size_t>(i)] = static_cast<char>(static_cast<uint64_t>(header.size()) >> (8 * i));
+  bytes += header;
+  bytes.append(data.begin(), data.end());
+  return std::vector<uint8_t>(bytes.begin(), bytes.end());
 }
 
 void expect_invalid(const std::string& header, const std::vector<uint8_t>& data, const std::string& fragment) {

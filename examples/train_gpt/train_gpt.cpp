@@ -34,6 +34,7 @@
 #include "optimizer.hpp"
 #include "safetensors.hpp"
 #include "tasks.hpp"
+#include "util.hpp"
 
 using namespace baracuda;
 using namespace train_gpt;
@@ -149,10 +150,6 @@ Options parse(int argc, char** argv) {
   return o;
 }
 
-void check(const Status& st) {
-  if (!st) throw StatusError(st);
-}
-
 // Linear warm-up to lr, then cosine decay to lr * min_lr_ratio.
 double lr_at(const Options& o, int64_t step) {
   if (step < o.warmup) return o.lr * static_cast<double>(step + 1) / static_cast<double>(o.warmup);
@@ -168,19 +165,8 @@ double peak_flops(DType) { return 989e12; }
 // Checkpoints: the parameters as safetensors in f32 (whatever the training
 // dtype: the master weights when there are some), named as nanoGPT's.
 Status save_checkpoint(const std::string& path, Model& model, const Optimizer& opt) {
-  (void)opt;
   const size_t n = static_cast<size_t>(model.param_count());
-  std::vector<float> values(n);
-  std::vector<unsigned char> raw(n * dtype_size(model.dtype()));
-  BARACUDA_RETURN_IF_ERROR(model.param_buffer().copy_to_host(raw.data(), raw.size()));
-  for (size_t i = 0; i < n; ++i) {
-    switch (model.dtype()) {
-      case DType::F32: values[i] = reinterpret_cast<const float*>(raw.data())[i]; break;
-      case DType::BF16: values[i] = static_cast<float>(reinterpret_cast<const bfloat16*>(raw.data())[i]); break;
-      case DType::F16: values[i] = static_cast<float>(reinterpret_cast<const half*>(raw.data())[i]); break;
-      default: values[i] = static_cast<float>(reinterpret_cast<const double*>(raw.data())[i]); break;
-    }
-  }
+  std::vector<float> values = to_f32(model.param_buffer(), n, model.dtype());
   if (opt.master_weights()) BARACUDA_RETURN_IF_ERROR(opt.read_master(values.data(), n));
   std::vector<TensorToSave> t;
   for (const ParamInfo& p : model.params()) {
@@ -197,22 +183,6 @@ Status save_checkpoint(const std::string& path, Model& model, const Optimizer& o
                            {"n_embd", std::to_string(c.channels)},
                            {"block_size", std::to_string(c.seq_len)},
                            {"vocab_size", std::to_string(c.vocab)}});
-}
-
-// A device buffer of `n` elements of `t` as f32 on the host.
-std::vector<float> to_f32(const Buffer& b, size_t n, DType t) {
-  std::vector<unsigned char> raw(n * dtype_size(t));
-  check(b.copy_to_host(raw.data(), raw.size()));
-  std::vector<float> v(n);
-  for (size_t i = 0; i < n; ++i) {
-    switch (t) {
-      case DType::F32: v[i] = reinterpret_cast<const float*>(raw.data())[i]; break;
-      case DType::BF16: v[i] = static_cast<float>(reinterpret_cast<const bfloat16*>(raw.data())[i]); break;
-      case DType::F16: v[i] = static_cast<float>(reinterpret_cast<const half*>(raw.data())[i]); break;
-      default: v[i] = static_cast<float>(reinterpret_cast<const double*>(raw.data())[i]); break;
-    }
-  }
-  return v;
 }
 
 // The first step as safetensors: the weights as used (f32), "grad." + name
