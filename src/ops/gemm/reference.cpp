@@ -43,6 +43,22 @@ namespace {
 // (256 MiB); larger operands take the plain loops.
 constexpr int64_t kMaxCopy = int64_t{1} << 25;
 
+// The fast paths' inner loop: s[c] = sum over i in [0, n) of x[i] * col_c[i]
+// for the four columns col_c = first + c * ld, each summed in increasing i
+// (the plain loops' order: bit-identical results), x read once for all four.
+inline void dot4(const double* x, const double* first, int64_t ld, int64_t n, double (&s)[4]) {
+  const double *c0 = first, *c1 = first + ld, *c2 = first + 2 * ld, *c3 = first + 3 * ld;
+  double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    const double v = x[i];
+    s0 += v * c0[i];
+    s1 += v * c1[i];
+    s2 += v * c2[i];
+    s3 += v * c3[i];
+  }
+  s[0] = s0, s[1] = s1, s[2] = s2, s[3] = s3;
+}
+
 // Offsets of every batch index, row-major over `batch`.
 int64_t batch_offset(const int64_t* bstride, const Dims& batch, int64_t t) {
   int64_t off = 0;
@@ -95,20 +111,9 @@ Status run(const Problem& p) {
         const double* ar = a.data();
         int64_t j = 0;
         for (; j + 4 <= p.n; j += 4) {
-          const double* b0 = bt.data() + j * p.k;
-          const double *b1 = b0 + p.k, *b2 = b1 + p.k, *b3 = b2 + p.k;
-          double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-          for (int64_t kk = 0; kk < p.k; ++kk) {
-            const double x = ar[kk];
-            s0 += x * b0[kk];
-            s1 += x * b1[kk];
-            s2 += x * b2[kk];
-            s3 += x * b3[kk];
-          }
-          epilogue(b, i, j, s0);
-          epilogue(b, i, j + 1, s1);
-          epilogue(b, i, j + 2, s2);
-          epilogue(b, i, j + 3, s3);
+          double s4[4];
+          dot4(ar, bt.data() + j * p.k, p.k, p.k, s4);
+          for (int c = 0; c < 4; ++c) epilogue(b, i, j + c, s4[c]);
         }
         for (; j < p.n; ++j) {
           const double* bj = bt.data() + j * p.k;
@@ -212,17 +217,9 @@ Status run_linear_backward(const LinearBackward& p) {
       int64_t kk = 0;
       if (!wt.empty()) {
         for (; kk + 4 <= K; kk += 4) {
-          const double* w0 = wt.data() + kk * N;
-          const double *w1 = w0 + N, *w2 = w1 + N, *w3 = w2 + N;
-          double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-          for (int64_t j = 0; j < N; ++j) {
-            const double x = gr[j];
-            s0 += x * w0[j];
-            s1 += x * w1[j];
-            s2 += x * w2[j];
-            s3 += x * w3[j];
-          }
-          finish(kk, s0), finish(kk + 1, s1), finish(kk + 2, s2), finish(kk + 3, s3);
+          double s4[4];
+          dot4(gr, wt.data() + kk * N, N, N, s4);
+          for (int c = 0; c < 4; ++c) finish(kk + c, s4[c]);
         }
       }
       for (; kk < K; ++kk) {
@@ -268,17 +265,9 @@ Status run_linear_backward(const LinearBackward& p) {
       if (!xt.empty()) {
         const double* gj = gt.data() + j * M;
         for (; kk + 4 <= K; kk += 4) {
-          const double* x0 = xt.data() + kk * M;
-          const double *x1 = x0 + M, *x2 = x1 + M, *x3 = x2 + M;
-          double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
-          for (int64_t r = 0; r < M; ++r) {
-            const double v = gj[r];
-            s0 += v * x0[r];
-            s1 += v * x1[r];
-            s2 += v * x2[r];
-            s3 += v * x3[r];
-          }
-          finish(kk, s0), finish(kk + 1, s1), finish(kk + 2, s2), finish(kk + 3, s3);
+          double s4[4];
+          dot4(gj, xt.data() + kk * M, M, M, s4);
+          for (int c = 0; c < 4; ++c) finish(kk + c, s4[c]);
         }
       }
       for (; kk < K; ++kk) {
