@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <thread>
 
 namespace train_gpt {
 
@@ -310,15 +311,25 @@ Gpt::Gpt(const Stream& stream, const GptConfig& cfg, DType dtype) : Model(stream
           &bw_wpe_});
 }
 
+// Each value is a function of (seed, its index) alone, so the work splits
+// over threads without changing a bit (a 1B-parameter model would take a
+// minute on one core).
 std::vector<double> Model::initial_values(uint64_t seed) const {
   std::vector<double> v(static_cast<size_t>(n_params_));
-  for (const ParamInfo& p : params_)
-    for (int64_t i = 0; i < p.numel; ++i) {
-      const int64_t k = p.offset + i;
-      v[static_cast<size_t>(k)] = p.init_std > 0   ? p.init_std * normal_at(seed, static_cast<uint64_t>(k))
-                                  : p.init_std < 0 ? 1.0
-                                                   : 0.0;
+  auto fill = [&](size_t first, size_t last) {
+    for (const ParamInfo& p : params_) {
+      const size_t lo = std::max(first, static_cast<size_t>(p.offset));
+      const size_t hi = std::min(last, static_cast<size_t>(p.offset + p.numel));
+      for (size_t k = lo; k < hi; ++k)
+        v[k] = p.init_std > 0 ? p.init_std * normal_at(seed, k) : p.init_std < 0 ? 1.0 : 0.0;
     }
+  };
+  const size_t n = v.size();
+  const size_t threads = n < (size_t{1} << 20) ? 1 : std::clamp<size_t>(std::thread::hardware_concurrency(), 1, 32);
+  std::vector<std::thread> pool;
+  for (size_t t = 1; t < threads; ++t) pool.emplace_back(fill, n * t / threads, n * (t + 1) / threads);
+  fill(0, n / threads);
+  for (std::thread& t : pool) t.join();
   return v;
 }
 

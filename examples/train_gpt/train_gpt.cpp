@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <map>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -162,6 +163,23 @@ double lr_at(const Options& o, int64_t step) {
 // are counted against the same peak, as llm.c does): MFU is a ratio to it.
 double peak_flops(DType) { return 989e12; }
 
+// What a safetensors file written here says about the model (its metadata):
+// enough for bench/torch_gpt.py to build the same model.
+std::map<std::string, std::string> model_metadata(const GptConfig& c) {
+  char theta[32];
+  std::snprintf(theta, sizeof theta, "%.17g", c.rope_theta);
+  return {{"format", "pt"},
+          {"model", c.arch == GptConfig::Arch::Llama ? "llama" : "gpt2"},
+          {"n_layer", std::to_string(c.layers)},
+          {"n_head", std::to_string(c.heads)},
+          {"n_kv_head", std::to_string(c.kv())},
+          {"n_embd", std::to_string(c.channels)},
+          {"ffn_hidden", std::to_string(c.ffn())},
+          {"rope_theta", theta},
+          {"block_size", std::to_string(c.seq_len)},
+          {"vocab_size", std::to_string(c.vocab)}};
+}
+
 // Checkpoints: the parameters as safetensors in f32 (whatever the training
 // dtype: the master weights when there are some), named as nanoGPT's.
 Status save_checkpoint(const std::string& path, Model& model, const Optimizer& opt) {
@@ -173,16 +191,7 @@ Status save_checkpoint(const std::string& path, Model& model, const Optimizer& o
     std::vector<int64_t> shape(p.shape.begin(), p.shape.end());
     t.push_back({p.name, DType::F32, shape, values.data() + p.offset});
   }
-  const GptConfig& c = model.config();
-  return save_safetensors(path, t,
-                          {{"format", "pt"},
-                           {"model", c.arch == GptConfig::Arch::Llama ? "llama" : "gpt2"},
-                           {"n_kv_head", std::to_string(c.kv())},
-                           {"n_layer", std::to_string(c.layers)},
-                           {"n_head", std::to_string(c.heads)},
-                           {"n_embd", std::to_string(c.channels)},
-                           {"block_size", std::to_string(c.seq_len)},
-                           {"vocab_size", std::to_string(c.vocab)}});
+  return save_safetensors(path, t, model_metadata(model.config()));
 }
 
 // The first step as safetensors: the weights as used (f32), "grad." + name
@@ -204,19 +213,12 @@ Status dump_first_step(const std::string& path, Model& model, const Batch& batch
   }
   t.push_back({"tokens", DType::I32, {batch.B, batch.T}, batch.inputs.data()});
   t.push_back({"targets", DType::I32, {batch.B, batch.T}, batch.targets.data()});
-  const GptConfig& c = model.config();
   char lbuf[64];
   std::snprintf(lbuf, sizeof lbuf, "%.9g", loss);
-  return save_safetensors(path, t,
-                          {{"format", "pt"},
-                           {"model", c.arch == GptConfig::Arch::Llama ? "llama" : "gpt2"},
-                           {"dtype", std::string(dtype_name(model.dtype()))},
-                           {"loss", lbuf},
-                           {"n_layer", std::to_string(c.layers)},
-                           {"n_head", std::to_string(c.heads)},
-                           {"n_embd", std::to_string(c.channels)},
-                           {"block_size", std::to_string(c.seq_len)},
-                           {"vocab_size", std::to_string(c.vocab)}});
+  std::map<std::string, std::string> meta = model_metadata(model.config());
+  meta["dtype"] = std::string(dtype_name(model.dtype()));
+  meta["loss"] = lbuf;
+  return save_safetensors(path, t, meta);
 }
 
 // The initial values from a checkpoint: every parameter must be there with
@@ -271,6 +273,25 @@ int main(int argc, char** argv) try {
   cudaGraphExec_t exec = nullptr;
 #endif
   const Stream stream = cuda ? Stream::cuda(0, stream_handle) : Stream::cpu();
+  // Device memory this run takes: the drop in free memory from here (the
+  // context exists) to the lowest seen at a progress line or the end. It
+  // counts everything — our buffers, the plans' workspaces, cuBLASLt's and
+  // cuDNN's handles, the CUDA graph — the number comparable with the process
+  // delta bench/torch_gpt.py reports for PyTorch.
+  size_t free0 = 0, lowest_free = 0;
+  auto note_free = [&]() {
+#if defined(BARACUDA_WITH_CUDA)
+    size_t f = 0, total = 0;
+    if (cuda && cudaMemGetInfo(&f, &total) == cudaSuccess) lowest_free = lowest_free == 0 ? f : std::min(lowest_free, f);
+#endif
+  };
+#if defined(BARACUDA_WITH_CUDA)
+  if (cuda) {
+    cudaFree(nullptr);  // creates the context first, so it is not counted
+    note_free();
+    free0 = lowest_free;
+  }
+#endif
   // Our copies (Buffer::copy_*) run on the legacy stream: with a stream of our
   // own, wait for its work first.
   auto sync = [&]() {
@@ -370,6 +391,7 @@ int main(int argc, char** argv) try {
       double loss = 0, norm = 0;
       sync();
       check(model.read_loss(&loss));
+      note_free();
       last_loss = loss;
       if (o.clip > 0) check(opt.read_grad_norm(&norm));
       const auto t1 = std::chrono::steady_clock::now();
@@ -384,6 +406,12 @@ int main(int argc, char** argv) try {
     }
   }
   sync();
+  note_free();
+  if (cuda && free0 > 0)
+    std::printf("train_gpt: device memory taken by the run: %.2f GiB (%.2f GiB in buffers; the rest: workspaces, "
+                "cuBLASLt / cuDNN, the CUDA graph)\n",
+                static_cast<double>(free0 - lowest_free) / 1073741824.0,
+                (model.allocated_bytes() + opt.allocated_bytes()) / 1073741824.0);
   double accuracy = -1;
   if (task && o.eval_problems > 0) {
     std::vector<float> logits;
@@ -427,16 +455,10 @@ int main(int argc, char** argv) try {
     t.push_back({"loss", DType::F64, {n}, curve_loss.data()});
     char hp[160];
     std::snprintf(hp, sizeof hp, "%.17g %.17g %.17g %.17g %.17g", o.beta1, o.beta2, o.eps, o.weight_decay, o.clip);
-    check(save_safetensors(o.dump_curve, t,
-                           {{"format", "pt"},
-                            {"model", c.arch == GptConfig::Arch::Llama ? "llama" : "gpt2"},
-                            {"dtype", std::string(dtype_name(dtype))},
-                            {"adamw_beta1_beta2_eps_wd_clip", hp},
-                            {"n_layer", std::to_string(c.layers)},
-                            {"n_head", std::to_string(c.heads)},
-                            {"n_embd", std::to_string(c.channels)},
-                            {"block_size", std::to_string(c.seq_len)},
-                            {"vocab_size", std::to_string(c.vocab)}}));
+    std::map<std::string, std::string> meta = model_metadata(c);
+    meta["dtype"] = std::string(dtype_name(dtype));
+    meta["adamw_beta1_beta2_eps_wd_clip"] = hp;
+    check(save_safetensors(o.dump_curve, t, meta));
     std::printf("curve written to %s\n", o.dump_curve.c_str());
   }
   if (o.expect_loss >= 0 && !(last_loss <= o.expect_loss)) {
