@@ -4,7 +4,7 @@
 //
 //   baracuda_bench [--family F]... [--json PATH] [--filter SUBSTR] [--iters N] [--warmup N] [--list]
 //
-// --family reduce|attention|rope|elementwise|gemm|softmax|norm|indexing|loss|random (attn = attention, ew = elementwise),
+// --family reduce|attention|rope|elementwise|gemm|softmax|norm|indexing|loss|random|random_sampling|optim (attn = attention, ew = elementwise),
 // repeatable; default: all, in that order. --json writes one file per family,
 // rewritten after every case; with several families PATH gets the family's name
 // (out.json -> out_reduce.json, ...).
@@ -130,6 +130,7 @@ int main(int argc, char** argv) {
   register_indexing(reg);
   register_loss(reg);
   register_random(reg);
+  register_random_sampling(reg);
   register_optim(reg);
 
   Options o;

@@ -71,6 +71,7 @@ void register_norm(Registry& r);
 void register_indexing(Registry& r);
 void register_loss(Registry& r);
 void register_random(Registry& r);
+void register_random_sampling(Registry& r);
 void register_optim(Registry& r);
 
 // Runs run(env, r) on a fresh R (which has `error`), turning an exception into

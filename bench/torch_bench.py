@@ -3,7 +3,7 @@
 
     python3 bench/torch_bench.py [--family F]... [--json PATH] [--filter SUBSTR] [--iters N] [--warmup N] [--list]
 
---family reduce|attention|rope|elementwise|gemm|softmax|norm|indexing|loss|random|optim (attn = attention, ew = elementwise),
+--family reduce|attention|rope|elementwise|gemm|softmax|norm|indexing|loss|random|random_sampling|optim (attn = attention, ew = elementwise),
 repeatable; default: all, in that order. Each family is bench/torch/<family>.py
 (its cases and the PyTorch code timed); bench/torch/common.py holds the timing,
 the JSON writer and the case loop. --json writes one file per family, rewritten after every case; with several
@@ -20,7 +20,7 @@ import sys
 import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FAMILIES = ("reduce", "attention", "rope", "elementwise", "gemm", "softmax", "norm", "indexing", "loss", "random", "optim")
+FAMILIES = ("reduce", "attention", "rope", "elementwise", "gemm", "softmax", "norm", "indexing", "loss", "random", "random_sampling", "optim")
 ALIASES = {"attn": "attention", "ew": "elementwise"}
 
 # bench/torch/ would shadow PyTorch itself: take bench/ off the import path and
@@ -45,7 +45,7 @@ def json_path(path, family, several):
 def parse_args():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--family", action="append", choices=FAMILIES + tuple(ALIASES), metavar="F",
-                    help="reduce, attention (or attn), rope, elementwise (or ew), gemm, softmax, norm, indexing, loss, random, optim; repeatable (default: all)")
+                    help="reduce, attention (or attn), rope, elementwise (or ew), gemm, softmax, norm, indexing, loss, random, random_sampling, optim; repeatable (default: all)")
     ap.add_argument("--json", metavar="PATH", help="write the results here (several families: PATH_<family>.json)")
     ap.add_argument("--filter", default="", metavar="SUBSTR", help="only cases whose name contains this")
     ap.add_argument("--iters", type=int, metavar="N", help="timed runs per case (default: the family's, 30 or 20)")

@@ -1,14 +1,14 @@
 // Family "random_sampling": RandpermPlan and MultinomialPlan, time and the
 // bandwidth of the bytes they must move (out written, probs read; the sorts'
-// scratch traffic is not counted, so %copy is a lower bound of the work):
-//   randperm.i64.<n>                          n = 2^20, 2^24
-//   multinomial.repl.f32.<R>x<C>.s<S>         LLM-style sampling: 64 x 50257, 1 and 64
-//                                             samples per row (cdf_table); 4096 x 1000 (cdf_search)
-//   multinomial.norepl.f32.<R>x<C>.s<S>       64 x 50257, 16 samples; 1 x 2^20, 1000 samples
-// Not wired into bench/CMakeLists.txt / main.cpp / registry.hpp yet (shared
-// files): add cases/random_sampling.cpp to the executable and call
-// register_random_sampling(reg) from main.cpp. Torch side (same names):
-// torch.randperm(n, device="cuda"), torch.multinomial(probs, S, replacement).
+// scratch traffic is not counted, so %copy is a lower bound of the work);
+// bench/torch/random_sampling.py times torch on the same case names:
+//   randperm.i64.<n>                          n = 10^6, 10^7 (torch.randperm(n, device="cuda"))
+//   multinomial.repl.f32.<R>x<C>.s<S>         LLM-style sampling: 1024 x 50304 and 64 x 50304,
+//                                             1 sample per row; 4096 x 1000, 8 samples
+//                                             (torch.multinomial(probs, S, replacement=True))
+//   multinomial.norepl.f32.<R>x<C>.s<S>       64 x 50304, 16 samples; 1 x 2^20, 1000 samples
+//                                             (replacement=False)
+// Bytes counted: n * 8 written (randperm); R C 4 read + R S 8 written (multinomial).
 #include <algorithm>
 #include <string>
 #include <vector>
@@ -17,8 +17,6 @@
 #include "baracuda/ops/random_sampling.hpp"
 
 namespace baracuda::bench {
-
-void register_random_sampling(Registry& reg);
 
 namespace {
 
@@ -75,7 +73,7 @@ void run_multinomial(const Env& env, const BandwidthCase& c, BandwidthResult& r,
 
 void register_random_sampling(Registry& reg) {
   reg.add_family(Family{"random_sampling", "", 20, 3, bandwidth_start("baracuda_random_sampling_bench")});
-  for (const int64_t n : {int64_t{1} << 20, int64_t{1} << 24}) {
+  for (const int64_t n : {int64_t{1000000}, int64_t{10000000}}) {
     BandwidthCase c{{}, "randperm", false, DType::I64, Dims{n}, Dims{}};
     c.name = "randperm.i64." + std::to_string(n);
     reg.add_case(bandwidth_case("random_sampling", c, [c](Env& env, BandwidthResult& r) { run_randperm(env, c, r); }));
@@ -84,7 +82,7 @@ void register_random_sampling(Registry& reg) {
     int64_t R, C, S;
     bool replacement;
   };
-  for (const M m : {M{64, 50257, 1, true}, M{64, 50257, 64, true}, M{4096, 1000, 8, true}, M{64, 50257, 16, false},
+  for (const M m : {M{1024, 50304, 1, true}, M{64, 50304, 1, true}, M{4096, 1000, 8, true}, M{64, 50304, 16, false},
                     M{1, int64_t{1} << 20, 1000, false}}) {
     BandwidthCase c{{}, m.replacement ? "multinomial_repl" : "multinomial_norepl", false, DType::F32, Dims{m.R, m.C},
                     Dims{}};

@@ -40,7 +40,9 @@
 // Distributions (RandomDescriptor::distribution), computed in f32 for
 // f32 / f16 / bf16 outputs (rounded once to the dtype, nearest even), in f64
 // for f64, every operation through exact:: (src/core/exact_math.hpp; f64:
-// src/ops/random/transform.hpp) so both backends round identically:
+// src/ops/random/transform.hpp; the f32 normal: src/ops/random/exact_fast.hpp,
+// explicit fused multiply-adds, which round once on both backends) so both
+// backends round identically:
 //   Uniform(low, high): v = low + (high - low) u, [low, high). (high - low) is
 //     computed in f64 and rounded to f32 for the f32 path. A value that rounds
 //     to high in the output dtype (bf16 / f16 rounding, or f32 / f64 at the
@@ -52,8 +54,15 @@
 //     (f16 65504, bf16 / f32 about 3.4e38, f64 DBL_MAX): InvalidProblem
 //     otherwise (torch also refuses out-of-range bounds).
 //   Normal(mean, std): Box-Muller, z = sqrt(-2 log u1) (cos, sin)(2 pi u2),
-//     v = mean + std z. f64 outputs use real f64 log / sincos (53-bit
-//     uniforms). std >= 0 and finite, mean finite.
+//     v = mean + std z. f32 / f16 / bf16: v = fma(std r, cos, mean) and
+//     fma(std r, sin, mean), r = sqrt(-2 log u1), log and sincos of
+//     exact_fast.hpp (FMA polynomials, no division, the angle reduced in
+//     integers on the word; within 2 ulp). CHANGED 2026-11-25 (issue 14's
+//     speed work): the f32 / f16 / bf16 normal stream's last bits differ from
+//     the earlier unfused exact_math version (same words, same layout, same
+//     distribution); nothing was released with the old bits. f64 outputs use
+//     real f64 log / sincos (53-bit uniforms), unchanged. std >= 0 and
+//     finite, mean finite.
 //   TruncatedNormal(mean, std, a, b): torch.nn.init.trunc_normal_'s method:
 //     l = Phi((a - mean) / std), h = Phi((b - mean) / std) (f64 on the host,
 //     at select()), x = (2l - 1) + (2h - 2l) u, v = mean + std sqrt(2)
@@ -116,13 +125,18 @@
 //     and writes 16-byte vectors when out is contiguous and 16-byte aligned;
 //     other views (and a partial last chunk) go element by element through
 //     out's strides ("strided" in sku_for).
-//   dropout "vec16": one thread per chunk of 8 elements (two Philox blocks,
-//     one mask byte): 16-byte loads / stores of x and out when both are
-//     contiguous and 16-byte aligned, a strided path otherwise; the backward
-//     with use_mask reads one mask byte per chunk and computes no Philox.
+//   dropout "vec16": chunks of 8 elements (two Philox blocks, one mask byte)
+//     in tiles of 256 U chunks (U = 4 for f16 / bf16, 2 for f32, 1 for f64),
+//     a block per tile in a grid-stride loop: a thread takes U chunks 256
+//     apart, issues all their 16-byte loads of x (or mask bytes) first, then
+//     runs its 2U independent Philox blocks, then stores (x and out contiguous
+//     and 16-byte aligned, whole tiles); the last tile chunk by chunk, other
+//     views element by element through the strides; the backward with
+//     use_mask reads one mask byte per chunk and computes no Philox.
 //   Both: 256-thread blocks, grid = one wave at most (the kernel's resident
-//   blocks per SM, from the occupancy query made once per kernel and
-//   process, times the SM count), so every block does the same work.
+//     blocks per SM, from the occupancy query made once per kernel and
+//     process, times the SM count); dropout spreads its tiles evenly over the
+//     fewest blocks that take ceil(tiles / wave) each.
 //   No workspace; no host synchronization; capture-safe.
 #pragma once
 #include <cstdint>

@@ -1,7 +1,8 @@
 // The random family's transforms from Philox words to values, shared by the
 // CPU reference (reference.cpp) and the CUDA kernels (cuda/*.cu): the same
 // source, compiled for both sides, with every float operation written through
-// exact:: (core/exact_math.hpp) or the f64 functions below, so a CUDA run and
+// exact:: (core/exact_math.hpp), the f32 normal's explicit-FMA functions
+// (exact_fast.hpp) or the f64 functions below, so a CUDA run and
 // the CPU reference produce the same bits (include/baracuda/ops/random.hpp,
 // "Stream layout").
 //
@@ -24,6 +25,7 @@
 #include "baracuda/core/host_device.hpp"
 #include "baracuda/core/philox.hpp"
 #include "core/exact_math.hpp"
+#include "ops/random/exact_fast.hpp"
 
 namespace baracuda::random {
 
@@ -326,13 +328,16 @@ BARACUDA_HOST_DEVICE inline void gen_block(const FillParams& q, const PhiloxWord
       out[0] = add(q.mean, mul(q.std, mul(r, c)));
       out[1] = add(q.mean, mul(q.std, mul(r, s)));
     } else {
+      // u1 = uniform_open0_f32(word 2h), u2 = uniform_f32(word 2h + 1); the
+      // functions of exact_fast.hpp (explicit FMAs), then mean + (std r) cos
+      // and mean + (std r) sin with one rounding each.
       for (int h = 0; h < 2; ++h) {
-        const float u1 = uniform_open0_f32(w.w[2 * h]), u2 = uniform_f32(w.w[2 * h + 1]);
-        const float r = sqrt(mul(-2.0f, baracuda::exact::log(u1)));
+        const float r = sqrt(mul(-2.0f, fast::log_u24((w.w[2 * h] >> 8) + 1u)));
         float s, c;
-        baracuda::exact::sincos_2pi(u2, s, c);
-        out[2 * h] = C::from_f(add(q.mean_f, mul(q.std_f, mul(r, c))));
-        out[2 * h + 1] = C::from_f(add(q.mean_f, mul(q.std_f, mul(r, s))));
+        fast::sincos_word(w.w[2 * h + 1], s, c);
+        const float rs = mul(q.std_f, r);
+        out[2 * h] = C::from_f(fast::fma(rs, c, q.mean_f));
+        out[2 * h + 1] = C::from_f(fast::fma(rs, s, q.mean_f));
       }
     }
   } else if constexpr (G == Gen::TruncNormal) {
