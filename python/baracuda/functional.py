@@ -533,12 +533,12 @@ def rms_norm_backward(grad_output, input, normalized_shape, rstd, weight=None, o
 _REDUCTIONS = ("none", "mean", "sum")
 
 
-def _ce_desc(P, lv, tv, has_weight, ignore_index, reduction, label_smoothing, z_loss):
+def _ce_desc(P, lv, tv, has_weight, ignore_index, reduction, label_smoothing, z_loss, loss_dtype):
     probs = tv.dtype not in ("int32", "int64")
     return P.CrossEntropyDescriptor(
         dtype=lv.dtype, rows=lv.shape[0], classes=lv.shape[1], target="probs" if probs else "index",
         index_dtype="int64" if probs else tv.dtype, ignore_index=ignore_index, label_smoothing=label_smoothing,
-        has_weight=has_weight, reduction=reduction, z_loss=z_loss)
+        has_weight=has_weight, reduction=reduction, z_loss=z_loss, loss_dtype=loss_dtype)
 
 
 def _ce_check(lv, tv, reduction):
@@ -553,20 +553,23 @@ def _ce_check(lv, tv, reduction):
 
 
 def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0, *,
-                  z_loss=0.0, return_lse=False, out=None, stream=None):
+                  z_loss=0.0, loss_dtype=None, return_lse=False, out=None, stream=None):
     """torch.nn.functional.cross_entropy for input [N, C] and class-index targets
     [N] (int32 / int64) or probability targets [N, C]; plus PaLM's z_loss. The
-    loss is float32 (PyTorch: the input's dtype). return_lse=True also returns
-    the per-row log-sum-exp [N] that cross_entropy_backward needs."""
+    loss has the input's dtype (PyTorch's rule; accumulated in f32 / f64
+    either way) unless loss_dtype="float32". return_lse=True also returns the
+    per-row log-sum-exp [N] (float32; float64 for float64 input) that
+    cross_entropy_backward needs."""
     P = _plans()
     s, (lv, tv, wv, ov) = _C.prepare((input, target, weight, out), stream)
     _ce_check(lv, tv, reduction)
+    ld = _dtype_name(loss_dtype) or lv.dtype
     key = (lv.dtype, lv.shape, tv.dtype, wv is not None, int(ignore_index), reduction, float(label_smoothing),
-           float(z_loss))
+           float(z_loss), ld)
     plan = _plan(P.CrossEntropyPlan, key,
                  lambda: _ce_desc(P, lv, tv, wv is not None, int(ignore_index), reduction, float(label_smoothing),
-                                  float(z_loss)), s)
-    loss = _out(out, ov, plan.loss_shape, "float32", s)
+                                  float(z_loss), ld), s)
+    loss = _out(out, ov, plan.loss_shape, ld, s)
     lse = _C.empty((lv.shape[0],), plan.lse_dtype, s) if return_lse else None
     plan.run(stream=s, logits=lv, target=tv, weight=wv, loss=loss, lse=lse)
     loss = _result(out, loss)
@@ -574,24 +577,25 @@ def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean
 
 
 def cross_entropy_backward(grad_loss, input, target, lse, weight=None, ignore_index=-100, reduction="mean",
-                           label_smoothing=0.0, *, z_loss=0.0, out=None, stream=None):
+                           label_smoothing=0.0, *, z_loss=0.0, loss_dtype=None, out=None, stream=None):
     """d(loss)/d(input) of cross_entropy from its saved lse. grad_loss: the loss's
-    gradient (float32, the loss's shape) or a Python number for mean / sum."""
+    gradient (the loss's shape and dtype) or a Python number for mean / sum."""
     P = _plans()
     s0, (lv,) = _C.prepare((input,), stream)
+    ld = _dtype_name(loss_dtype) or lv.dtype
     if _is_number(grad_loss):
         if reduction == "none":
             from ._errors import InvalidProblemError
             raise InvalidProblemError("cross_entropy_backward: reduction 'none' needs a grad_loss tensor [N]")
-        grad_loss = _C.full((), float(grad_loss), "float32", s0)
+        grad_loss = _C.full((), float(grad_loss), ld, s0)
     s, (lv, tv, lsev, wv, dv, ov) = _C.prepare((lv, target, lse, weight, grad_loss, out), stream)
     _ce_check(lv, tv, reduction)
     key = (lv.dtype, lv.shape, tv.dtype, wv is not None, int(ignore_index), reduction, float(label_smoothing),
-           float(z_loss))
+           float(z_loss), ld)
     plan = _plan(P.CrossEntropyBackwardPlan, key,
                  lambda: P.CrossEntropyBackwardDescriptor(forward=_ce_desc(
                      P, lv, tv, wv is not None, int(ignore_index), reduction, float(label_smoothing),
-                     float(z_loss))), s)
+                     float(z_loss), ld)), s)
     dlogits = _out(out, ov, lv.shape, lv.dtype, s)
     plan.run(stream=s, logits=lv, target=tv, weight=wv, lse=lsev, dloss=dv, dlogits=dlogits)
     return _result(out, dlogits)
