@@ -3,6 +3,7 @@
 #include <nanobind/stl/pair.h>
 #include <nanobind/stl/tuple.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -529,12 +530,23 @@ View import_tensor(nb::handle obj, const Stream& stream, const char* what) {
                   stream.device().to_string());
   nb::object fn = obj.attr("__dlpack__");
   nb::object sarg = dlpack_stream_arg(stream);
+  // Producers whose __dlpack__ has no max_version (the legacy protocol, e.g.
+  // torch < 2.7): remembered by type, so the TypeError is paid once.
+  static std::vector<nb::object> legacy_types;
+  nb::handle type = nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(obj.ptr())));
+  const bool legacy = std::any_of(legacy_types.begin(), legacy_types.end(),
+                                  [&](const nb::object& t) { return t.is(type); });
   nb::object cap;
-  try {
-    cap = fn(nb::arg("stream") = sarg, nb::arg("max_version") = nb::make_tuple(1, 0));
-  } catch (nb::python_error& e) {
-    if (!e.matches(PyExc_TypeError)) throw;
-    cap = dev.is_cpu() ? fn() : fn(nb::arg("stream") = sarg);  // a producer of the legacy protocol
+  if (legacy) {
+    cap = dev.is_cpu() ? fn() : fn(nb::arg("stream") = sarg);
+  } else {
+    try {
+      cap = fn(nb::arg("stream") = sarg, nb::arg("max_version") = nb::make_tuple(1, 0));
+    } catch (nb::python_error& e) {
+      if (!e.matches(PyExc_TypeError)) throw;
+      cap = dev.is_cpu() ? fn() : fn(nb::arg("stream") = sarg);  // a producer of the legacy protocol
+      legacy_types.push_back(nb::borrow(type));
+    }
   }
   View v;
   v.source = nb::borrow(obj);
