@@ -477,23 +477,38 @@ Device device_from_dl(int type, int id, const char* what) {
                     " is not supported (CPU or CUDA only)");
 }
 
-// Views a DLTensor through baracuda's from_dlpack (the checks: rank, negative
-// strides, byte offset); the dtype is decoded here (bool and fp8 codes too).
+// Views a DLTensor (the same checks as baracuda's from_dlpack, done here so
+// the binding needs no dlpack.h: the library may be built without DLPack):
+// rank <= 8, a known dtype, non-negative extents and strides, a byte offset
+// of whole elements; strides null = row-major.
 TensorMut view_of(const DLTens& t, const char* what) {
+  const std::string w(what);
   auto dt = dtype_from_dl(t.dtype);
-  if (!dt) raise_unsupported(std::string(what) + ": DLPack dtype " + dl_dtype_string(t.dtype) + " is not supported");
-  DLTensor copy;
-  std::memcpy(&copy, &t, sizeof(DLTensor));
-  static_assert(sizeof(DLTensor) == sizeof(DLTens), "DLTensor layout");
-  // A code the library reads, of the same size; the dtype is set below.
-  const uint8_t bits = static_cast<uint8_t>(8 * dtype_size(*dt));
-  copy.dtype = DLDataType{static_cast<uint8_t>(bits == 8 ? kDLUInt : bits == 128 ? kDLComplex : kDLInt), bits, 1};
-  Result<TensorMut> v = from_dlpack_mut(copy);
-  if (!v.is_ok()) raise_status(Status(v.status().code(), std::string(what) + ": " + v.status().message()));
-  TensorMut out = *v;
-  out.dtype = *dt;
-  out.capacity = out.span();
-  return out;
+  if (!dt) raise_unsupported(w + ": DLPack dtype " + dl_dtype_string(t.dtype) + " is not supported");
+  if (t.ndim < 0 || t.ndim > kMaxRank)
+    raise_unsupported(w + ": rank " + std::to_string(t.ndim) + " exceeds baracuda's maximum of 8");
+  const Device dev = device_from_dl(t.device.device_type, t.device.device_id, what);
+  Dims shape = Dims::of_rank(t.ndim), strides;
+  for (int i = 0; i < t.ndim; ++i) {
+    shape[i] = t.shape[i];
+    if (shape[i] < 0) raise_invalid(w + ": negative extent in shape");
+  }
+  if (t.strides) {
+    strides = Dims::of_rank(t.ndim);
+    for (int i = 0; i < t.ndim; ++i) {
+      strides[i] = t.strides[i];
+      if (strides[i] < 0 && shape[i] > 1)
+        raise_unsupported(w + ": negative strides are not supported (make the tensor contiguous first)");
+      if (strides[i] < 0) strides[i] = 0;  // an extent of 0 or 1: the stride is never used
+    }
+  } else {
+    strides = contiguous_strides(shape);
+  }
+  const size_t esz = dtype_size(*dt);
+  if (t.byte_offset % esz != 0) raise_invalid(w + ": the DLPack byte_offset is not a multiple of the element size");
+  TensorMut v(static_cast<char*>(t.data) + t.byte_offset, *dt, dev, shape, strides, 0);
+  v.capacity = v.span();
+  return v;
 }
 }  // namespace
 
