@@ -1,0 +1,601 @@
+"""The functional layer: PyTorch names and argument conventions.
+
+Every op goes through ``_call``: import the tensors (DLPack) and decide the
+stream (``_C.prepare``), look the plan up in the plan cache by its problem
+key (plan class, descriptor fields, device) or select it once, allocate the
+outputs on the call's stream (unless ``out=``), run. Workspaces are
+allocated per call, stream-ordered (``_C``'s run, docs/PYTHON.md).
+"""
+import math as _math
+
+from . import _C
+
+__all__ = [
+    # elementwise
+    "add", "sub", "mul", "div", "maximum", "minimum", "pow",
+    "exp", "log", "tanh", "sigmoid", "relu", "gelu", "silu", "neg", "abs", "sqrt", "rsqrt", "to",
+    # reductions
+    "sum", "mean", "amax", "amin", "prod", "logsumexp", "var", "std", "argmax", "argmin",
+    # matmul
+    "matmul", "linear", "linear_backward",
+    # softmax
+    "softmax", "log_softmax", "softmax_backward", "log_softmax_backward",
+    # norms
+    "layer_norm", "rms_norm", "layer_norm_backward", "rms_norm_backward",
+    # loss
+    "cross_entropy", "cross_entropy_backward",
+    "zeros",
+]
+
+# ---- the plan cache -------------------------------------------------------------------
+_cache = {}
+_CACHE_LIMIT = 4096  # plans; the cache is emptied when it grows past this
+
+
+def clear_plan_cache():
+    """Forget every cached plan (they are selected again on their next use)."""
+    _cache.clear()
+
+
+def plan_cache_size():
+    return len(_cache)
+
+
+def _plan(cls, key, make_desc, stream):
+    """The plan of class ``cls`` for problem ``key`` on ``stream``'s device:
+    selected once (``make_desc()`` builds the descriptor) and cached."""
+    k = (cls, key, stream.device)
+    p = _cache.get(k)
+    if p is None:
+        p = cls.select(make_desc(), stream=stream)
+        if len(_cache) >= _CACHE_LIMIT:
+            _cache.clear()
+        _cache[k] = p
+    return p
+
+
+def _result(out, y):
+    return y if out is None else out
+
+
+def _out(out, view, shape, dtype, stream):
+    return view if out is not None else _C.empty(shape, dtype, stream)
+
+
+def _is_number(x):
+    return isinstance(x, (bool, int, float))
+
+
+def _scalar_dtype(x):
+    if isinstance(x, bool):
+        return "bool"
+    if isinstance(x, int):
+        return "int64"
+    return "float64"
+
+
+def zeros(shape, dtype="float32", *, stream=None):
+    """torch.zeros on the stream's device (default: the CPU)."""
+    return _C.full(shape, 0, dtype, stream)
+
+
+# ---- elementwise ---------------------------------------------------------------------------
+_P = None  # the plans module, bound lazily (import order)
+
+
+def _plans():
+    global _P
+    if _P is None:
+        from . import plans as p
+        _P = p
+    return _P
+
+
+def _unary(op, x, out, stream, params=None, out_dtype=None):
+    P = _plans()
+    s, (xv, ov) = _C.prepare((x, out), stream)
+    if xv is None:
+        raise TypeError(f"{op}: expected a tensor, got None")
+    params = params or {}
+    key = (op, xv.dtype, xv.shape, out_dtype, tuple(sorted(params.items())))
+
+    def make():
+        return P.UnaryDescriptor(op=op, x=P.ElementwiseOperand.tensor(xv.dtype, xv.shape), out_dtype=out_dtype,
+                                 **params)
+
+    plan = _plan(P.UnaryPlan, key, make, s)
+    y = _out(out, ov, plan.output_shape, plan.out_dtype, s)
+    plan.run(stream=s, x=xv, y=y)
+    return _result(out, y)
+
+
+def _binary(op, a, b, out, stream, alpha=None):
+    P = _plans()
+    a_num, b_num = _is_number(a), _is_number(b)
+    if a_num and b_num:
+        raise TypeError(f"{op}: at least one operand must be a tensor")
+    s, (av, bv, ov) = _C.prepare((None if a_num else a, None if b_num else b, out), stream)
+    if (av is None and not a_num) or (bv is None and not b_num):
+        raise TypeError(f"{op}: expected a tensor or a Python number, got None")
+    ka = ("s", _scalar_dtype(a)) if a_num else (av.dtype, av.shape)
+    kb = ("s", _scalar_dtype(b)) if b_num else (bv.dtype, bv.shape)
+    key = (op, ka, kb, alpha)
+
+    def operand(num, x, v):
+        return P.ElementwiseOperand.scalar(_scalar_dtype(x)) if num else P.ElementwiseOperand.tensor(v.dtype, v.shape)
+
+    def make():
+        return P.BinaryDescriptor(op=op, a=operand(a_num, a, av), b=operand(b_num, b, bv), alpha=alpha)
+
+    plan = _plan(P.BinaryPlan, key, make, s)
+    y = _out(out, ov, plan.output_shape, plan.out_dtype, s)
+    plan.run(stream=s, a=av, b=bv, a_value=a if a_num else None, b_value=b if b_num else None, out=y)
+    return _result(out, y)
+
+
+def add(input, other, *, alpha=1, out=None, stream=None):
+    """torch.add: input + alpha * other (broadcasting; Python numbers allowed)."""
+    return _binary("add", input, other, out, stream, None if alpha == 1 else float(alpha))
+
+
+def sub(input, other, *, alpha=1, out=None, stream=None):
+    """torch.sub: input - alpha * other."""
+    return _binary("sub", input, other, out, stream, None if alpha == 1 else float(alpha))
+
+
+def mul(input, other, *, out=None, stream=None):
+    return _binary("mul", input, other, out, stream)
+
+
+def div(input, other, *, rounding_mode=None, out=None, stream=None):
+    """torch.div: true division (integers give float32); rounding_mode 'floor' / 'trunc'."""
+    op = {None: "div", "floor": "div_floor", "trunc": "div_trunc"}.get(rounding_mode)
+    if op is None:
+        raise ValueError(f"div: rounding_mode must be None, 'floor' or 'trunc', got {rounding_mode!r}")
+    return _binary(op, input, other, out, stream)
+
+
+def maximum(input, other, *, out=None, stream=None):
+    return _binary("maximum", input, other, out, stream)
+
+
+def minimum(input, other, *, out=None, stream=None):
+    return _binary("minimum", input, other, out, stream)
+
+
+def pow(input, exponent, *, out=None, stream=None):
+    return _binary("pow", input, exponent, out, stream)
+
+
+def exp(input, *, out=None, stream=None):
+    return _unary("exp", input, out, stream)
+
+
+def log(input, *, out=None, stream=None):
+    return _unary("log", input, out, stream)
+
+
+def tanh(input, *, out=None, stream=None):
+    return _unary("tanh", input, out, stream)
+
+
+def sigmoid(input, *, out=None, stream=None):
+    return _unary("sigmoid", input, out, stream)
+
+
+def relu(input, *, out=None, stream=None):
+    return _unary("relu", input, out, stream)
+
+
+def gelu(input, approximate="none", *, out=None, stream=None):
+    """torch.nn.functional.gelu: approximate 'none' (erf) or 'tanh'."""
+    if approximate not in ("none", "tanh"):
+        raise ValueError(f"gelu: approximate must be 'none' or 'tanh', got {approximate!r}")
+    return _unary("gelu" if approximate == "none" else "gelu_tanh", input, out, stream)
+
+
+def silu(input, *, out=None, stream=None):
+    return _unary("silu", input, out, stream)
+
+
+def neg(input, *, out=None, stream=None):
+    return _unary("neg", input, out, stream)
+
+
+def abs(input, *, out=None, stream=None):
+    return _unary("abs", input, out, stream)
+
+
+def sqrt(input, *, out=None, stream=None):
+    return _unary("sqrt", input, out, stream)
+
+
+def rsqrt(input, *, out=None, stream=None):
+    return _unary("rsqrt", input, out, stream)
+
+
+def to(input, dtype, *, out=None, stream=None):
+    """Tensor.to(dtype): a converted copy (PyTorch's conversion rules)."""
+    return _unary("copy", input, out, stream, out_dtype=_C.Array and _dtype_name(dtype))
+
+
+def _dtype_name(dtype):
+    if dtype is None:
+        return None
+    s = str(dtype)
+    return s[6:] if s.startswith("torch.") else s
+
+
+# ---- reductions ---------------------------------------------------------------------------
+def _axes(dim):
+    if dim is None:
+        return ()
+    if isinstance(dim, int):
+        return (dim,)
+    return tuple(dim)
+
+
+def _reduce(kind, x, dim, keepdim, out, stream, dtype=None, correction=1):
+    P = _plans()
+    if dtype is not None:
+        x = to(x, dtype, stream=stream)
+    s, (xv, ov) = _C.prepare((x, out), stream)
+    if xv is None:
+        raise TypeError(f"{kind}: expected a tensor, got None")
+    axes = _axes(dim)
+    key = (kind, xv.dtype, xv.shape, axes, bool(keepdim), correction)
+
+    def make():
+        return P.ReduceDescriptor(kind=kind, dtype=xv.dtype, shape=xv.shape, axes=axes, keepdim=bool(keepdim),
+                                  correction=correction)
+
+    plan = _plan(P.ReducePlan, key, make, s)
+    y = _out(out, ov, plan.output_shape, plan.output_dtype, s)
+    plan.run(stream=s, x=xv, y=y)
+    return _result(out, y)
+
+
+def sum(input, dim=None, keepdim=False, *, dtype=None, out=None, stream=None):
+    """torch.sum: integers (and bool) sum into int64; dtype= converts the input first."""
+    return _reduce("sum", input, dim, keepdim, out, stream, dtype)
+
+
+def mean(input, dim=None, keepdim=False, *, dtype=None, out=None, stream=None):
+    return _reduce("mean", input, dim, keepdim, out, stream, dtype)
+
+
+def amax(input, dim=(), keepdim=False, *, out=None, stream=None):
+    return _reduce("max", input, dim, keepdim, out, stream)
+
+
+def amin(input, dim=(), keepdim=False, *, out=None, stream=None):
+    return _reduce("min", input, dim, keepdim, out, stream)
+
+
+def prod(input, dim=None, keepdim=False, *, dtype=None, out=None, stream=None):
+    return _reduce("prod", input, dim, keepdim, out, stream, dtype)
+
+
+def logsumexp(input, dim=None, keepdim=False, *, out=None, stream=None):
+    return _reduce("logsumexp", input, dim, keepdim, out, stream)
+
+
+def var(input, dim=None, *, correction=1, keepdim=False, out=None, stream=None):
+    return _reduce("var", input, dim, keepdim, out, stream, correction=int(correction))
+
+
+def std(input, dim=None, *, correction=1, keepdim=False, out=None, stream=None):
+    return _reduce("std", input, dim, keepdim, out, stream, correction=int(correction))
+
+
+def argmax(input, dim=None, keepdim=False, *, out=None, stream=None):
+    """torch.argmax: int64 indices; dim=None gives the index into the flattened input."""
+    return _reduce("argmax", input, dim, keepdim, out, stream)
+
+
+def argmin(input, dim=None, keepdim=False, *, out=None, stream=None):
+    return _reduce("argmin", input, dim, keepdim, out, stream)
+
+
+# ---- matmul / linear ------------------------------------------------------------------------
+_ACTIVATIONS = {None: "none", "none": "none", "relu": "relu", "gelu": "gelu", "gelu_tanh": "gelu_tanh"}
+
+
+def _activation(a):
+    if a not in _ACTIVATIONS:
+        raise ValueError(f"activation must be None, 'relu', 'gelu' or 'gelu_tanh', got {a!r}")
+    return _ACTIVATIONS[a]
+
+
+def matmul(input, other, *, out=None, stream=None):
+    """torch.matmul (1-D operands, batch broadcasting)."""
+    P = _plans()
+    s, (av, bv, ov) = _C.prepare((input, other, out), stream)
+    if av is None or bv is None:
+        raise TypeError("matmul: expected two tensors")
+    if av.dtype != bv.dtype:
+        raise _dtype_error("matmul", av.dtype, bv.dtype)
+    key = (av.dtype, av.shape, bv.shape)
+
+    def make():
+        return P.MatmulDescriptor(dtype=av.dtype, a_shape=av.shape, b_shape=bv.shape)
+
+    plan = _plan(P.MatmulPlan, key, make, s)
+    y = _out(out, ov, plan.out_shape, av.dtype, s)
+    plan.run(stream=s, a=av, b=bv, out=y)
+    return _result(out, y)
+
+
+def _dtype_error(op, a, b):
+    from ._errors import InvalidProblemError
+    return InvalidProblemError(f"{op}: the operands' dtypes differ ({a} and {b}); convert one with baracuda.to")
+
+
+def linear(input, weight, bias=None, activation=None, *, out=None, return_aux=False, stream=None):
+    """torch.nn.functional.linear with a fused activation: act(x @ weight.T + bias).
+
+    activation: None, 'relu', 'gelu' (erf) or 'gelu_tanh'. return_aux=True
+    (gelu / gelu_tanh) also returns the pre-activation, which linear_backward needs."""
+    P = _plans()
+    act = _activation(activation)
+    s, (xv, wv, bv, ov) = _C.prepare((input, weight, bias, out), stream)
+    if xv is None or wv is None:
+        raise TypeError("linear: expected tensors for input and weight")
+    if len(wv.shape) != 2:
+        from ._errors import InvalidProblemError
+        raise InvalidProblemError(f"linear: weight must be 2-D [out_features, in_features], got shape {wv.shape}")
+    key = (xv.dtype, xv.shape, wv.shape[0], bv is not None, act, bool(return_aux))
+
+    def make():
+        return P.LinearDescriptor(dtype=xv.dtype, x_shape=xv.shape, out_features=wv.shape[0],
+                                  has_bias=bv is not None, activation=act, save_aux=bool(return_aux))
+
+    plan = _plan(P.LinearPlan, key, make, s)
+    y = _out(out, ov, plan.y_shape, xv.dtype, s)
+    aux = _C.empty(plan.y_shape, xv.dtype, s) if return_aux else None
+    plan.run(stream=s, x=xv, weight=wv, bias=bv, y=y, aux=aux)
+    y = _result(out, y)
+    return (y, aux) if return_aux else y
+
+
+def linear_backward(grad_output, input, weight, *, has_bias=True, activation=None, aux=None,
+                    output_mask=(True, True, True), stream=None):
+    """The gradients (dx, dweight, dbias) of linear(input, weight, bias, activation);
+    aux: the pre-activation (gelu / gelu_tanh) or the forward's output (relu).
+    An output whose output_mask entry is False (or dbias without a bias) is None."""
+    P = _plans()
+    act = _activation(activation)
+    need_dx, need_dw, need_db = (bool(m) for m in output_mask)
+    need_db = need_db and has_bias
+    s, (dyv, xv, wv, auxv) = _C.prepare((grad_output, input, weight, aux), stream)
+    key = (xv.dtype, xv.shape, wv.shape[0], bool(has_bias), act, need_dx, need_dw, need_db)
+
+    def make():
+        fwd = P.LinearDescriptor(dtype=xv.dtype, x_shape=xv.shape, out_features=wv.shape[0],
+                                 has_bias=bool(has_bias), activation=act)
+        return P.LinearBackwardDescriptor(forward=fwd, need_dx=need_dx, need_dw=need_dw, need_db=need_db)
+
+    plan = _plan(P.LinearBackwardPlan, key, make, s)
+    dx = _C.empty(xv.shape, xv.dtype, s) if need_dx else None
+    dw = _C.empty(wv.shape, xv.dtype, s) if need_dw else None
+    db = _C.empty((wv.shape[0],), xv.dtype, s) if need_db else None
+    plan.run(stream=s, dy=dyv, x=xv if need_dw else None, weight=wv if need_dx else None, aux=auxv,
+             dx=dx, dw=dw, db=db)
+    return dx, dw, db
+
+
+# ---- softmax ------------------------------------------------------------------------------------
+def _softmax(x, dim, log, scale, dtype, out, stream):
+    P = _plans()
+    if dtype is not None:
+        x = to(x, dtype, stream=stream)
+    s, (xv, ov) = _C.prepare((x, out), stream)
+    if xv is None:
+        raise TypeError("softmax: expected a tensor, got None")
+    key = (xv.dtype, xv.shape, dim, log, scale)
+
+    def make():
+        return P.SoftmaxDescriptor(dtype=xv.dtype, shape=xv.shape, axis=dim, log=log, scale=scale)
+
+    plan = _plan(P.SoftmaxPlan, key, make, s)
+    y = _out(out, ov, xv.shape, xv.dtype, s)
+    plan.run(stream=s, x=xv, y=y)
+    return _result(out, y)
+
+
+def softmax(input, dim=-1, *, dtype=None, scale=1.0, out=None, stream=None):
+    """torch.softmax(input, dim) of scale * input. A row of only -inf gives 0 (PyTorch: NaN)."""
+    return _softmax(input, dim, False, float(scale), dtype, out, stream)
+
+
+def log_softmax(input, dim=-1, *, dtype=None, scale=1.0, out=None, stream=None):
+    return _softmax(input, dim, True, float(scale), dtype, out, stream)
+
+
+def _softmax_bwd(dy, y, dim, log, scale, out, stream):
+    P = _plans()
+    s, (dyv, yv, ov) = _C.prepare((dy, y, out), stream)
+    key = (yv.dtype, yv.shape, dim, log, scale)
+
+    def make():
+        return P.SoftmaxBackwardDescriptor(dtype=yv.dtype, shape=yv.shape, axis=dim, log=log, scale=scale)
+
+    plan = _plan(P.SoftmaxBackwardPlan, key, make, s)
+    dx = _out(out, ov, yv.shape, yv.dtype, s)
+    plan.run(stream=s, y=yv, dy=dyv, dx=dx)
+    return _result(out, dx)
+
+
+def softmax_backward(grad_output, output, dim=-1, *, scale=1.0, out=None, stream=None):
+    """The gradient of softmax from its output (torch's _softmax_backward_data)."""
+    return _softmax_bwd(grad_output, output, dim, False, float(scale), out, stream)
+
+
+def log_softmax_backward(grad_output, output, dim=-1, *, scale=1.0, out=None, stream=None):
+    return _softmax_bwd(grad_output, output, dim, True, float(scale), out, stream)
+
+
+# ---- norms -----------------------------------------------------------------------------------------
+_FINFO_EPS = {"float32": 1.1920928955078125e-07, "float64": 2.220446049250313e-16,
+              "float16": 0.0009765625, "bfloat16": 0.0078125}
+
+
+def _normalized_dims(xv, normalized_shape):
+    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    if len(ns) == 0 or len(ns) > len(xv.shape) or tuple(xv.shape[len(xv.shape) - len(ns):]) != ns:
+        from ._errors import InvalidProblemError
+        raise InvalidProblemError(f"normalized_shape {ns} must be a non-empty suffix of the input's shape {xv.shape}")
+    return len(ns)
+
+
+def _norm(kind, x, normalized_shape, weight, bias, eps, return_stats, out, stream):
+    P = _plans()
+    s, (xv, wv, bv, ov) = _C.prepare((x, weight, bias, out), stream)
+    if xv is None:
+        raise TypeError(f"{kind}: expected a tensor, got None")
+    k = _normalized_dims(xv, normalized_shape)
+    if eps is None:
+        eps = _FINFO_EPS.get(xv.dtype, 1e-5)
+    key = (kind, xv.dtype, xv.shape, k, wv is not None, bv is not None, float(eps))
+
+    def make():
+        return P.NormDescriptor(kind=kind, dtype=xv.dtype, shape=xv.shape, normalized_dims=k,
+                                has_weight=wv is not None, has_bias=bv is not None, eps=float(eps),
+                                save_stats=True)
+
+    plan = _plan(P.NormPlan, key, make, s)
+    y = _out(out, ov, xv.shape, xv.dtype, s)
+    rstd = _C.empty(plan.stats_shape, plan.stats_dtype, s)
+    mean = _C.empty(plan.stats_shape, plan.stats_dtype, s) if kind == "layer_norm" else None
+    plan.run(stream=s, x=xv, weight=wv, bias=bv, y=y, mean=mean, rstd=rstd)
+    y = _result(out, y)
+    if not return_stats:
+        return y
+    return (y, mean, rstd) if kind == "layer_norm" else (y, rstd)
+
+
+def layer_norm(input, normalized_shape, weight=None, bias=None, eps=1e-5, *, return_stats=False, out=None,
+               stream=None):
+    """torch.nn.functional.layer_norm (biased variance). return_stats=True returns
+    (y, mean, rstd) (f32 stats; f64 for f64), what layer_norm_backward needs."""
+    return _norm("layer_norm", input, normalized_shape, weight, bias, eps, return_stats, out, stream)
+
+
+def rms_norm(input, normalized_shape, weight=None, eps=None, *, return_stats=False, out=None, stream=None):
+    """torch.nn.functional.rms_norm (eps=None: torch.finfo(dtype).eps).
+    return_stats=True returns (y, rstd)."""
+    return _norm("rms_norm", input, normalized_shape, weight, None, eps, return_stats, out, stream)
+
+
+def _norm_bwd(kind, dy, x, normalized_shape, mean, rstd, weight, has_bias, mask, stream):
+    P = _plans()
+    s, (dyv, xv, mv, rv, wv) = _C.prepare((dy, x, mean, rstd, weight), stream)
+    k = _normalized_dims(xv, normalized_shape)
+    need_dx, need_dw, need_db = mask
+    need_dw = need_dw and wv is not None
+    need_db = need_db and has_bias
+    key = (kind, xv.dtype, xv.shape, k, wv is not None, has_bias, need_dx, need_dw, need_db)
+
+    def make():
+        fwd = P.NormDescriptor(kind=kind, dtype=xv.dtype, shape=xv.shape, normalized_dims=k,
+                               has_weight=wv is not None, has_bias=has_bias, save_stats=True)
+        return P.NormBackwardDescriptor(forward=fwd, need_dx=need_dx, need_dweight=need_dw, need_dbias=need_db)
+
+    plan = _plan(P.NormBackwardPlan, key, make, s)
+    wshape = tuple(xv.shape[len(xv.shape) - k:])
+    dx = _C.empty(xv.shape, xv.dtype, s) if need_dx else None
+    dw = _C.empty(wshape, xv.dtype, s) if need_dw else None
+    db = _C.empty(wshape, xv.dtype, s) if need_db else None
+    plan.run(stream=s, dy=dyv, x=xv, weight=wv if need_dx else None, mean=mv, rstd=rv, dx=dx, dweight=dw,
+             dbias=db)
+    return dx, dw, db
+
+
+def layer_norm_backward(grad_output, input, normalized_shape, mean, rstd, weight=None, bias=None,
+                        output_mask=(True, True, True), *, stream=None):
+    """torch.native_layer_norm_backward: (dx, dweight, dbias); an entry whose
+    output_mask is False, or that has no parameter, is None. `bias` only says
+    whether the forward had one (a tensor or a bool; its values are not read)."""
+    has_bias = bias is not None and bias is not False
+    return _norm_bwd("layer_norm", grad_output, input, normalized_shape, mean, rstd, weight, has_bias,
+                     tuple(bool(m) for m in output_mask), stream)
+
+
+def rms_norm_backward(grad_output, input, normalized_shape, rstd, weight=None, output_mask=(True, True), *,
+                      stream=None):
+    """(dx, dweight) of rms_norm from its saved rstd."""
+    dx, dw, _ = _norm_bwd("rms_norm", grad_output, input, normalized_shape, None, rstd, weight, False,
+                          (bool(output_mask[0]), bool(output_mask[1]), False), stream)
+    return dx, dw
+
+
+# ---- cross-entropy ----------------------------------------------------------------------------------------
+_REDUCTIONS = ("none", "mean", "sum")
+
+
+def _ce_desc(P, lv, tv, has_weight, ignore_index, reduction, label_smoothing, z_loss, loss_dtype):
+    probs = tv.dtype not in ("int32", "int64")
+    return P.CrossEntropyDescriptor(
+        dtype=lv.dtype, rows=lv.shape[0], classes=lv.shape[1], target="probs" if probs else "index",
+        index_dtype="int64" if probs else tv.dtype, ignore_index=ignore_index, label_smoothing=label_smoothing,
+        has_weight=has_weight, reduction=reduction, z_loss=z_loss, loss_dtype=loss_dtype)
+
+
+def _ce_check(lv, tv, reduction):
+    from ._errors import InvalidProblemError, UnsupportedError
+    if lv is None or tv is None:
+        raise TypeError("cross_entropy: expected tensors for input and target")
+    if len(lv.shape) != 2:
+        raise UnsupportedError(f"cross_entropy: input must be 2-D [N, C] (got shape {lv.shape}); flatten the "
+                               "leading axes (class axis last)")
+    if reduction not in _REDUCTIONS:
+        raise InvalidProblemError(f"cross_entropy: reduction must be 'none', 'mean' or 'sum', got {reduction!r}")
+
+
+def cross_entropy(input, target, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0, *,
+                  z_loss=0.0, loss_dtype=None, return_lse=False, out=None, stream=None):
+    """torch.nn.functional.cross_entropy for input [N, C] and class-index targets
+    [N] (int32 / int64) or probability targets [N, C]; plus PaLM's z_loss. The
+    loss has the input's dtype (PyTorch's rule; accumulated in f32 / f64
+    either way) unless loss_dtype="float32". return_lse=True also returns the
+    per-row log-sum-exp [N] (float32; float64 for float64 input) that
+    cross_entropy_backward needs."""
+    P = _plans()
+    s, (lv, tv, wv, ov) = _C.prepare((input, target, weight, out), stream)
+    _ce_check(lv, tv, reduction)
+    ld = _dtype_name(loss_dtype) or lv.dtype
+    key = (lv.dtype, lv.shape, tv.dtype, wv is not None, int(ignore_index), reduction, float(label_smoothing),
+           float(z_loss), ld)
+    plan = _plan(P.CrossEntropyPlan, key,
+                 lambda: _ce_desc(P, lv, tv, wv is not None, int(ignore_index), reduction, float(label_smoothing),
+                                  float(z_loss), ld), s)
+    loss = _out(out, ov, plan.loss_shape, ld, s)
+    lse = _C.empty((lv.shape[0],), plan.lse_dtype, s) if return_lse else None
+    plan.run(stream=s, logits=lv, target=tv, weight=wv, loss=loss, lse=lse)
+    loss = _result(out, loss)
+    return (loss, lse) if return_lse else loss
+
+
+def cross_entropy_backward(grad_loss, input, target, lse, weight=None, ignore_index=-100, reduction="mean",
+                           label_smoothing=0.0, *, z_loss=0.0, loss_dtype=None, out=None, stream=None):
+    """d(loss)/d(input) of cross_entropy from its saved lse. grad_loss: the loss's
+    gradient (the loss's shape and dtype) or a Python number for mean / sum."""
+    P = _plans()
+    s0, (lv,) = _C.prepare((input,), stream)
+    ld = _dtype_name(loss_dtype) or lv.dtype
+    if _is_number(grad_loss):
+        if reduction == "none":
+            from ._errors import InvalidProblemError
+            raise InvalidProblemError("cross_entropy_backward: reduction 'none' needs a grad_loss tensor [N]")
+        grad_loss = _C.full((), float(grad_loss), ld, s0)
+    s, (lv, tv, lsev, wv, dv, ov) = _C.prepare((lv, target, lse, weight, grad_loss, out), stream)
+    _ce_check(lv, tv, reduction)
+    key = (lv.dtype, lv.shape, tv.dtype, wv is not None, int(ignore_index), reduction, float(label_smoothing),
+           float(z_loss), ld)
+    plan = _plan(P.CrossEntropyBackwardPlan, key,
+                 lambda: P.CrossEntropyBackwardDescriptor(forward=_ce_desc(
+                     P, lv, tv, wv is not None, int(ignore_index), reduction, float(label_smoothing),
+                     float(z_loss), ld)), s)
+    dlogits = _out(out, ov, lv.shape, lv.dtype, s)
+    plan.run(stream=s, logits=lv, target=tv, weight=wv, lse=lsev, dloss=dv, dlogits=dlogits)
+    return _result(out, dlogits)

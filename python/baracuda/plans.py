@@ -1,0 +1,17 @@
+"""The plan layer: descriptors (keyword construction, read-write fields) and
+plans (``select(desc, stream=None, preference=None)``, ``workspace_size``,
+``sku``, ``device``, ``descriptor``, ``run(stream=None, workspace=None,
+**tensors)``). docs/PYTHON.md lists the classes; the C++ headers under
+include/baracuda/ops/ state every rule."""
+from ._C import (  # noqa: F401
+    Backend, PlanPreference,
+    ReduceKind, ReduceDescriptor, ReducePlan, ReduceBackwardPlan, ReduceToDescriptor, ReduceToPlan,
+    UnaryOp, BinaryOp, OperandKind, ElementwiseOperand, UnaryDescriptor, BinaryDescriptor, UnaryPlan, BinaryPlan,
+    UnaryBackwardDescriptor, UnaryBackwardPlan, BinaryBackwardDescriptor, BinaryBackwardPlan,
+    GemmActivation, MatmulDescriptor, MatmulPlan, LinearDescriptor, LinearPlan, LinearBackwardDescriptor,
+    LinearBackwardPlan,
+    SoftmaxDescriptor, SoftmaxPlan, SoftmaxBackwardDescriptor, SoftmaxBackwardPlan,
+    NormKind, NormDescriptor, NormPlan, NormBackwardDescriptor, NormBackwardPlan,
+    LossReduction, CrossEntropyTarget, CrossEntropyDescriptor, CrossEntropyPlan, CrossEntropyBackwardDescriptor,
+    CrossEntropyBackwardPlan,
+)

@@ -1,0 +1,234 @@
+"""The GPU suite: every exposed op against PyTorch on CUDA, forward and
+backward, zero-copy, stream ordering. Skips without torch + CUDA + a CUDA
+build of baracuda. Run on the GPU machine:
+    PYTHONPATH=<build>/python python -m pytest python/tests -q
+"""
+import math
+
+import numpy as np
+import pytest
+
+import baracuda as bc
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+pytestmark = pytest.mark.skipif(
+    not (torch.cuda.is_available() and bc.WITH_CUDA and bc.cuda_available()),
+    reason="needs a GPU, torch with CUDA and baracuda built with CUDA")
+
+DEV = "cuda"
+T = torch.from_dlpack
+DTYPES = [torch.float32, torch.float16, torch.bfloat16]
+TOL = {torch.float32: (1e-5, 1e-5), torch.float16: (2e-3, 2e-3), torch.bfloat16: (2e-2, 2e-2),
+       torch.float64: (1e-12, 1e-12)}
+
+
+def check(a, ref, dtype=None, scale=1.0):
+    a = T(a) if not isinstance(a, torch.Tensor) else a
+    rtol, atol = TOL[dtype or ref.dtype]
+    assert a.device == ref.device and a.dtype == ref.dtype and a.shape == ref.shape
+    torch.testing.assert_close(a.float(), ref.float(), rtol=rtol * scale, atol=atol * scale)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ["exp", "log", "tanh", "sigmoid", "relu", "silu", "gelu", "neg", "abs", "sqrt",
+                                  "rsqrt"])
+def test_unary(name, dtype):
+    x = torch.rand(37, 129, device=DEV, dtype=dtype) + 0.1
+    ref = {"gelu": F.gelu, "silu": F.silu, "relu": F.relu}.get(name) or getattr(torch, name)
+    check(getattr(bc, name)(x), ref(x), scale=2)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name", ["add", "sub", "mul", "div", "maximum", "minimum"])
+def test_binary(name, dtype):
+    a = torch.randn(8, 1, 65, device=DEV, dtype=dtype)
+    b = torch.rand(7, 1, device=DEV, dtype=dtype) + 0.5
+    check(getattr(bc, name)(a, b), getattr(torch, name)(a, b))
+    check(getattr(bc, name)(a, 2.5), getattr(torch, name)(a, 2.5))
+
+
+@pytest.mark.parametrize("dtype", DTYPES + [torch.float64])
+@pytest.mark.parametrize("dim", [None, 0, -1, (0, 2)])
+def test_reduce(dtype, dim):
+    x = torch.randn(16, 33, 70, device=DEV, dtype=dtype)
+    kw = {} if dim is None else {"dim": dim}
+    check(bc.sum(x, dim), torch.sum(x, **kw), scale=10)
+    check(bc.mean(x, dim), torch.mean(x, **kw), scale=10)
+    check(bc.amax(x, () if dim is None else dim), torch.amax(x, **({"dim": ()} if dim is None else kw)))
+    check(bc.logsumexp(x, dim if dim is not None else (0, 1, 2)),
+          torch.logsumexp(x, dim if dim is not None else (0, 1, 2)), scale=10)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("sa,sb", [((64, 96), (96, 48)), ((3, 64, 32), (32, 16)), ((32,), (32, 8))])
+def test_matmul(dtype, sa, sb):
+    a = torch.randn(sa, device=DEV, dtype=dtype)
+    b = torch.randn(sb, device=DEV, dtype=dtype)
+    check(bc.matmul(a, b), torch.matmul(a, b), scale=20)
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("act", [None, "relu", "gelu", "gelu_tanh"])
+def test_linear_fwd_bwd(dtype, act):
+    x = torch.randn(4, 32, 64, device=DEV, dtype=dtype, requires_grad=True)
+    w = torch.randn(48, 64, device=DEV, dtype=dtype, requires_grad=True)
+    b = torch.randn(48, device=DEV, dtype=dtype, requires_grad=True)
+    fn = {None: lambda t: t, "relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda t: F.gelu(t, approximate="tanh")}
+    ref = fn[act](F.linear(x, w, b))
+    xd, wd, bd = x.detach(), w.detach(), b.detach()
+    if act in ("gelu", "gelu_tanh"):
+        y, aux = bc.linear(xd, wd, bd, activation=act, return_aux=True)
+    else:
+        y = bc.linear(xd, wd, bd, activation=act)
+        aux = y if act == "relu" else None
+    check(y, ref.detach(), scale=20)
+    g = torch.randn_like(ref)
+    ref.backward(g)
+    dx, dw, db = bc.linear_backward(g, xd, wd, has_bias=True, activation=act, aux=aux)
+    check(dx, x.grad, scale=50)
+    check(dw, w.grad, scale=50)
+    check(db, b.grad, scale=50)
+
+
+@pytest.mark.parametrize("dtype", DTYPES + [torch.float64])
+@pytest.mark.parametrize("shape,dim", [((64, 1000), -1), ((8, 70000), -1), ((33, 17, 5), 1)])
+@pytest.mark.parametrize("log", [False, True])
+def test_softmax_fwd_bwd(dtype, shape, dim, log):
+    x = torch.randn(shape, device=DEV, dtype=dtype, requires_grad=True)
+    ref = (torch.log_softmax if log else torch.softmax)(x, dim)
+    y = (bc.log_softmax if log else bc.softmax)(x.detach(), dim)
+    check(y, ref.detach())
+    g = torch.randn_like(ref)
+    ref.backward(g)
+    dx = (bc.log_softmax_backward if log else bc.softmax_backward)(g, y, dim)
+    check(dx, x.grad, scale=10)
+
+
+@pytest.mark.parametrize("dtype", DTYPES + [torch.float64])
+@pytest.mark.parametrize("n", [64, 1000, 8192])
+def test_layer_norm_fwd_bwd(dtype, n):
+    x = torch.randn(32, n, device=DEV, dtype=dtype, requires_grad=True)
+    w = torch.randn(n, device=DEV, dtype=dtype, requires_grad=True)
+    b = torch.randn(n, device=DEV, dtype=dtype, requires_grad=True)
+    ref = F.layer_norm(x, (n,), w, b)
+    y, mean, rstd = bc.layer_norm(x.detach(), (n,), w.detach(), b.detach(), return_stats=True)
+    check(y, ref.detach(), scale=5)
+    g = torch.randn_like(ref)
+    ref.backward(g)
+    dx, dw, db = bc.layer_norm_backward(g, x.detach(), (n,), mean, rstd, w.detach(), b)
+    check(dx, x.grad, scale=20)
+    check(dw, w.grad, scale=50)
+    check(db, b.grad, scale=50)
+
+
+@pytest.mark.parametrize("dtype", DTYPES + [torch.float64])
+def test_rms_norm_fwd_bwd(dtype):
+    x = torch.randn(64, 768, device=DEV, dtype=dtype, requires_grad=True)
+    w = torch.randn(768, device=DEV, dtype=dtype, requires_grad=True)
+    ref = F.rms_norm(x, (768,), w, 1e-6)
+    y, rstd = bc.rms_norm(x.detach(), (768,), w.detach(), 1e-6, return_stats=True)
+    check(y, ref.detach(), scale=5)
+    g = torch.randn_like(ref)
+    ref.backward(g)
+    dx, dw = bc.rms_norm_backward(g, x.detach(), (768,), rstd, w.detach())
+    check(dx, x.grad, scale=20)
+    check(dw, w.grad, scale=50)
+
+
+@pytest.mark.parametrize("dtype", DTYPES + [torch.float64])
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_fwd_bwd(dtype, reduction):
+    x = torch.randn(64, 5000, device=DEV, dtype=dtype, requires_grad=True)
+    t = torch.randint(0, 5000, (64,), device=DEV)
+    t[3] = -100
+    ref = F.cross_entropy(x, t, reduction=reduction, label_smoothing=0.1)
+    loss, lse = bc.cross_entropy(x.detach(), t, reduction=reduction, label_smoothing=0.1, return_lse=True)
+    check(loss, ref.detach(), scale=10)
+    g = torch.randn_like(ref)
+    ref.backward(g)
+    dx = bc.cross_entropy_backward(g, x.detach(), t, lse, reduction=reduction, label_smoothing=0.1)
+    check(dx, x.grad, scale=10)
+
+
+def test_zero_copy_and_out():
+    x = torch.randn(1024, device=DEV)
+    y = bc.exp(x)
+    ty = T(y)
+    assert ty.data_ptr() == y.data_ptr and ty.device.type == "cuda"
+    o = torch.empty_like(x)
+    assert bc.exp(x, out=o) is o
+    torch.testing.assert_close(o, torch.exp(x))
+    z = bc.mul(ty, 2.0)  # an exported array back in
+    torch.testing.assert_close(T(z), torch.exp(x) * 2)
+    assert y.stream.handle == torch.cuda.current_stream().cuda_stream
+
+
+def test_mixed_devices_and_wrong_stream_device():
+    with pytest.raises(bc.InvalidProblemError):
+        bc.add(torch.ones(3, device=DEV), np.ones(3, np.float32))
+    with pytest.raises(bc.InvalidProblemError):
+        bc.exp(torch.ones(3, device=DEV), stream="cpu")
+
+
+def test_stream_ordering():
+    """Work on a non-default torch stream, consumed on another: the consumer
+    must see the finished result (event waits, no host sync)."""
+    s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()
+    n = 1 << 22
+    with torch.cuda.stream(s1):
+        x = torch.ones(n, device=DEV)
+        torch.cuda._sleep(50_000_000)  # keep s1 busy: a missing wait would read unfinished data
+        x.mul_(3)
+        y = bc.exp(x)  # runs on s1 (torch's current stream)
+        assert y.stream.handle == s1.cuda_stream
+    with torch.cuda.stream(s2):
+        t = T(y)  # torch passes s2: s2 waits for s1's event
+        r = t.sum()
+    s2.synchronize()
+    assert math.isclose(r.item(), n * math.exp(3), rel_tol=1e-4)
+
+
+def test_explicit_stream_argument():
+    s = torch.cuda.Stream()
+    x = torch.randn(4096, device=DEV)
+    torch.cuda.current_stream().synchronize()
+    y = bc.exp(x, stream=s)
+    assert y.stream.handle == s.cuda_stream
+    y2 = bc.exp(x, stream=s.cuda_stream)
+    s.synchronize()
+    torch.testing.assert_close(T(y), torch.exp(x))
+    torch.testing.assert_close(T(y2), torch.exp(x))
+
+
+def test_plan_layer_cuda():
+    P = bc.plans
+    s = torch.cuda.current_stream()
+    plan = P.SoftmaxPlan.select(P.SoftmaxDescriptor(dtype="float32", shape=(4, 300000)), stream=s)
+    assert plan.device == "cuda:0" and plan.sku["backend"] == "bespoke"
+    x = torch.randn(4, 300000, device=DEV)
+    y = torch.empty_like(x)
+    ws = None
+    if plan.workspace_size:
+        ws = torch.empty(plan.workspace_size, dtype=torch.uint8, device=DEV)
+    plan.run(x=x, y=y, workspace=ws)
+    torch.testing.assert_close(y, torch.softmax(x, -1))
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_torch_modules_cuda(dtype):
+    import baracuda.torch as bt
+    for cls in ("RMSNorm", "LayerNorm"):
+        m = getattr(bt, cls)(256, device=DEV, dtype=dtype)
+        r = getattr(torch.nn, cls)(256, device=DEV, dtype=dtype)
+        r.load_state_dict(m.state_dict())
+        x = torch.randn(8, 128, 256, device=DEV, dtype=dtype, requires_grad=True)
+        x2 = x.detach().clone().requires_grad_()
+        y, y2 = m(x), r(x2)
+        check(y, y2.detach(), scale=5)
+        g = torch.randn_like(y)
+        y.backward(g)
+        y2.backward(g)
+        check(x.grad, x2.grad, scale=20)
+        check(m.weight.grad, r.weight.grad, scale=50)

@@ -1,0 +1,51 @@
+"""baracuda.torch: the autograd drop-ins against torch (CPU; CUDA in test_cuda.py)."""
+import pytest
+
+torch = pytest.importorskip("torch")
+import baracuda.torch as bt  # noqa: E402
+
+
+def test_rms_norm_gradcheck():
+    x = torch.randn(3, 5, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(5, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, b: bt.rms_norm(a, (5,), b, 1e-6), (x, w))
+    assert torch.allclose(bt.rms_norm(x, (5,), w), torch.nn.functional.rms_norm(x, (5,), w))
+
+
+def test_layer_norm_gradcheck():
+    x = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, c, d: bt.layer_norm(a, (3, 4), c, d), (x, w, b))
+    assert torch.autograd.gradcheck(lambda a: bt.layer_norm(a, (4,)), (x,))
+
+
+@pytest.mark.parametrize("cls,ref", [("RMSNorm", "RMSNorm"), ("LayerNorm", "LayerNorm")])
+def test_modules_match_torch(cls, ref):
+    torch.manual_seed(0)
+    m = getattr(bt, cls)(16)
+    r = getattr(torch.nn, ref)(16)
+    with torch.no_grad():
+        m.weight.normal_()
+        r.weight.copy_(m.weight)
+        if cls == "LayerNorm":
+            m.bias.normal_()
+            r.bias.copy_(m.bias)
+    assert m.state_dict().keys() == r.state_dict().keys()
+    x = torch.randn(4, 7, 16, requires_grad=True)
+    x2 = x.detach().clone().requires_grad_()
+    y, y2 = m(x), r(x2)
+    assert torch.allclose(y, y2, atol=1e-5)
+    g = torch.randn_like(y)
+    y.backward(g)
+    y2.backward(g)
+    assert torch.allclose(x.grad, x2.grad, atol=1e-4)
+    assert torch.allclose(m.weight.grad, r.weight.grad, atol=1e-4)
+
+
+def test_torch_compile_sees_opaque_op():
+    m = bt.RMSNorm(8)
+    f = torch.compile(lambda x: m(x) * 2, fullgraph=True, backend="aot_eager")
+    x = torch.randn(3, 8)
+    assert torch.allclose(f(x), m(x) * 2)
+    torch.library.opcheck(torch.ops.baracuda.rms_norm_fwd.default, (x, m.weight, 1, 1e-6))
