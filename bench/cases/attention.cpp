@@ -8,7 +8,9 @@
 // FLOPs (FlashAttention's convention): forward 4*B*H*Q*K*D, halved for causal;
 // backward 2.5x the forward.
 // Each case runs on the default route (whatever select() picks) and, when that
-// is not our own kernel (cuDNN), again with PlanPreference{Bespoke, required}.
+// is not our own kernel (cuDNN), again with PlanPreference{Bespoke, required};
+// backward cases also on the opt-in non-deterministic route
+// (PlanPreference::require_deterministic = false: nondet_* in the JSON).
 //
 // Cases are one table (kCases): add a row to add a case ("bwd" rows time the
 // backward plan on the forward's y / lse).
@@ -95,6 +97,10 @@ struct Res {
   // backend (cuDNN): 0 / empty when not measured.
   double bespoke_us = 0, bespoke_tflops = 0;
   std::string bespoke_variant, bespoke_error;
+  // Backward only: the opt-in non-deterministic route
+  // (PlanPreference::require_deterministic = false); 0 / empty when not measured.
+  double nondet_us = 0, nondet_tflops = 0;
+  std::string nondet_variant, nondet_sku, nondet_error;
 };
 
 // At least 16 bytes, even for an empty workspace.
@@ -216,10 +222,25 @@ void time_case(const Env& env, const AttnCase& c, Res& r, const PlanPreference& 
   r.tflops = flops_of(c) / (ms * 1e-3) / 1e12;
 }
 
-// The default route; then, when that is not ours, our bespoke kernels too.
+// The default route; for a backward also the non-deterministic route; then,
+// when the default is not ours, our bespoke kernels too.
 void run_case(const Env& env, const AttnCase& c, Res& r) {
   time_case(env, c, r);
   r.frac = env.gemm_tflops > 0 ? r.tflops / env.gemm_tflops : 0;
+  if (c.bwd) {
+    Res n;
+    PlanPreference nondet;
+    nondet.require_deterministic = false;
+    try {
+      time_case(env, c, n, nondet);
+      r.nondet_us = n.us;
+      r.nondet_tflops = n.tflops;
+      r.nondet_variant = n.variant;
+      r.nondet_sku = n.sku;
+    } catch (const std::exception& e) {
+      r.nondet_error = e.what();
+    }
+  }
   if (r.sku.find("[bespoke-cuda") != std::string::npos) return;
   Res b;
   PlanPreference bespoke;
@@ -243,6 +264,7 @@ std::string row_of(const AttnCase& c, const Res& r) {
   }
   std::snprintf(line, sizeof line, "%-46s %10.1f %9.1f %5.1f%%  ", c.name, r.us, r.tflops, 100 * r.frac);
   std::string row = line + r.variant;
+  if (r.nondet_us > 0) row += "  | non-det " + std::to_string(r.nondet_tflops).substr(0, 6) + " TFLOP/s " + r.nondet_variant;
   if (r.bespoke_us > 0) row += "  | bespoke " + std::to_string(r.bespoke_tflops).substr(0, 6) + " TFLOP/s " + r.bespoke_variant;
   return row;
 }
@@ -269,6 +291,10 @@ JsonObject json_of(const AttnCase& c, const Res& r) {
   if (r.bespoke_us > 0)
     j.num("bespoke_us", r.bespoke_us).num("bespoke_tflops", r.bespoke_tflops).str("bespoke_variant", r.bespoke_variant);
   if (!r.bespoke_error.empty()) j.str("bespoke_error", r.bespoke_error);
+  if (r.nondet_us > 0)
+    j.num("nondet_us", r.nondet_us).num("nondet_tflops", r.nondet_tflops).str("nondet_variant", r.nondet_variant)
+        .str("nondet_sku", r.nondet_sku);
+  if (!r.nondet_error.empty()) j.str("nondet_error", r.nondet_error);
   return j;
 }
 

@@ -94,6 +94,10 @@ class Model {
   // The batch: token ids and targets [B, T] (targets: ids or -100, not
   // scored), copied to the model's device buffers.
   baracuda::Status set_batch(const std::vector<int32_t>& tokens, const std::vector<int32_t>& targets);
+  // Where the batch lives on the device (B * T int32 each), for a caller that
+  // copies it asynchronously on the model's stream instead of set_batch().
+  void* tokens_device() { return tokens_.data(); }
+  void* targets_device() { return targets_.data(); }
   virtual baracuda::Status forward() = 0;
   // Cross-entropy (with its gradient) then the whole backward; forward() must
   // have run on the same batch. The loss stays on the device until read_loss().

@@ -34,6 +34,9 @@ class Optimizer {
   // outside any capture), then the update itself (capturable).
   baracuda::Status set_lr(double lr);
   baracuda::Status step_device();
+  // The device's learning rate (one f32), for an asynchronous copy on the
+  // stream instead of set_lr(); null without device scalars.
+  void* lr_device() { return o_.device_scalars ? lr_buf_.data() : nullptr; }
   // The gradients' global norm before clipping, of the last step (synchronises).
   baracuda::Status read_grad_norm(double* norm) const;
   bool master_weights() const { return master_; }
