@@ -74,8 +74,8 @@ struct Options {
       "  --eval N                 addition problems scored at the end (200; 0: none)\n"
       "  --save FILE / --load FILE  safetensors checkpoint written at the end / read at the start\n"
       "  --cuda-graph / --no-cuda-graph   GPU: capture forward + backward + clip + AdamW once after one plain\n"
-      "                           step and replay it every step (default on the GPU: 17.3 vs 17.7 ms at GPT-2 124M;
-                           the batch and lr then go by asynchronous copies from pinned memory)\n"
+      "                           step and replay it every step (default on the GPU: 17.3 vs 17.7 ms at GPT-2 124M;\n"
+      "                           the batch and lr then go by asynchronous copies from pinned memory)\n"
       "  --dtype f32|bf16         the model's dtype on the GPU (bf16 with f32 master weights; the CPU runs f32)\n"
       "  --dump-first-step FILE   after the first backward: weights, gradients, batch and loss as safetensors\n"
       "                           (bench/torch_gpt.py --check FILE compares them with PyTorch)\n"
