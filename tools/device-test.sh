@@ -2,7 +2,7 @@
 # The one script run on the GPU machine, from the repository root:
 #   configure (from scratch) + build, ctest, examples (quickstart, attention_block, custom_elementwise, train_gpt),
 #   and with BENCH=1 the benchmarks (reduction, attention, RoPE, elementwise, GEMM, softmax, norm, indexing, loss,
-#   random, optim) against PyTorch.
+#   random, random_sampling, optim) against PyTorch.
 #
 #   RESULTS=$OUT BENCH=1 tools/device-test.sh
 #
@@ -20,7 +20,7 @@
 #   CTEST_TIMEOUT per-test timeout in seconds (default 300)
 #   BENCH         1: run the benchmarks (default 0)
 #   BENCH_SET     which baracuda_bench families, each against PyTorch
-#                 (default "reduce attn rope ew gemm softmax norm indexing loss random optim"; attn = attention,
+#                 (default "reduce attn rope ew gemm softmax norm indexing loss random random_sampling optim"; attn = attention,
 #                 ew = elementwise)
 #   BENCH_FILTER  only bench cases whose name contains this (e.g. "sum.fwd")
 #   TRAIN_ARGS    extra arguments of examples/train_gpt (run on the GPU after the other examples)
@@ -39,7 +39,7 @@ CTEST_TIMEOUT=${CTEST_TIMEOUT:-300}
 BENCH=${BENCH:-0}
 BENCH_FILTER=${BENCH_FILTER:-}
 BENCH_ITERS=${BENCH_ITERS:-}
-BENCH_SET=${BENCH_SET:-reduce attn rope ew gemm softmax norm indexing loss random optim}
+BENCH_SET=${BENCH_SET:-reduce attn rope ew gemm softmax norm indexing loss random random_sampling optim}
 TRAIN_ARGS=${TRAIN_ARGS:-}
 
 mkdir -p "$RESULTS"
@@ -157,7 +157,7 @@ if [[ "$BENCH" == 1 ]]; then
   [[ -n "$BENCH_ITERS" ]] && BARGS+=(--iters "$BENCH_ITERS")
   for SET in $BENCH_SET; do
     case "$SET" in
-      reduce|rope|gemm|softmax|norm|indexing|loss|random|optim) FAMILY=$SET ;;
+      reduce|rope|gemm|softmax|norm|indexing|loss|random|random_sampling|optim) FAMILY=$SET ;;
       attn|attention) FAMILY=attention ;;
       ew|elementwise) FAMILY=elementwise ;;
       *) fail "bench: unknown set $SET"; continue ;;
