@@ -80,13 +80,19 @@
 //   (column chunks summed in order), the mean of row_var (a fixed block tree);
 //   (5) ||u||^2 partial sums per block of 4096 (u recomputed, never stored);
 //   (6) the update: each block sums the ||p||^2 and ||u||^2 partials in the
-//   same fixed order, then p = fma(s, u, p * wd).
+//   same fixed order, then p = fma(s, u, p * wd); a parameter of more than
+//   1024 blocks (4 Mi elements) has one extra single-block kernel do that sum
+//   once (the same code: the same bits) into the workspace, which the update
+//   blocks read (else every block would read every partial). The row sums
+//   (1) use 16-byte loads when g is 16-byte aligned and C a multiple of
+//   16 / dtype size; the column partials (2) keep 16 loads in flight per
+//   thread over a whole 64-row chunk.
 //   rank 0 / 1: (1) variance lerp with ||p||^2 and ||u||^2 partials in one
 //   pass; (2) the update as (6).
 //   device_scalars adds one single-thread kernel per run() (step += 1, the step
 //   coefficients into the workspace). workspace_size(): 512 bytes (alignment
 //   pad, the device scalars) + the largest parameter's scratch (row sums,
-//   column partials, means, the two partial arrays), reused by each parameter
+//   column partials, means, the two partial arrays, the scale), reused by each parameter
 //   in stream order. Out of place, the state of an empty parameter that has
 //   elements ([R, 0]'s row_var) is copied (cudaMemcpyAsync).
 //

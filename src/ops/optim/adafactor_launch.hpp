@@ -17,9 +17,10 @@ inline size_t round256(size_t b) { return (b + 255) / 256 * 256; }
 
 // One parameter's scratch (byte offsets from its region's start; each piece
 // 256-byte aligned). Factored: row sums [B*R], column partials [B, chunks, C],
-// divisors [B]; both: the ||p||^2 and ||u||^2 block partials.
+// divisors [B]; both: the ||p||^2 and ||u||^2 block partials and the step's
+// scale s (one float, written by scale_kernel for large parameters).
 struct TensorScratch {
-  size_t row_sum = 0, col_part = 0, divisor = 0, p_part = 0, u_part = 0, bytes = 0;
+  size_t row_sum = 0, col_part = 0, divisor = 0, p_part = 0, u_part = 0, scale = 0, bytes = 0;
 };
 
 // shape: the parameter's; B, R, C as the kernels see it (rank < 2: B = R = 1, C = n).
@@ -37,6 +38,7 @@ inline TensorScratch tensor_scratch(const Dims& shape) {
   }
   s.p_part = at, at += round256(static_cast<size_t>(blocks) * 4);
   s.u_part = at, at += round256(static_cast<size_t>(blocks) * 4);
+  s.scale = at, at += 256;
   s.bytes = at;
   return s;
 }

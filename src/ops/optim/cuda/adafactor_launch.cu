@@ -6,7 +6,9 @@
 //   (||p||^2 and ||u||^2 per block of kChunk elements) -> apply;
 //   rank < 2: vector_pass (variance lerp + both partials) -> apply.
 // apply: every block sums the partials in the same fixed order (identical
-// bits in every block), then p = fma(s, u, p * wd) with u recomputed.
+// bits in every block), then p = fma(s, u, p * wd) with u recomputed; above
+// kInlineScale blocks one scale_kernel block does that sum once (the same code,
+// the same bits) and apply reads s from the workspace.
 // Deterministic: fixed per-thread orders, fixed warp xor trees, warps summed in
 // order by one thread; no atomics. Elementwise arithmetic is adafactor_math.hpp
 // (shared with the CPU reference).
@@ -77,16 +79,31 @@ __global__ void scalars_kernel(const float* step_in, float* step_out, const floa
 
 // Row sums of g^2: one warp per row of C elements, kRowWarps rows per block
 // (small blocks: a GPT-2 matrix's 768 rows make 384 blocks, every SM busy).
+// vec (g 16-byte aligned, C a multiple of V = 16 / sizeof(T)): lane l sums the
+// vectors l, l + 32, ... (their elements in order; four 16-byte loads in
+// flight), else the elements l, l + 32, ...; then the warp's xor tree.
 constexpr int kRowWarps = 2;
 template <class T>
 __global__ void __launch_bounds__(kRowWarps * 32) row_sums_kernel(const T* __restrict__ g, int64_t rows, int64_t C,
-                                                                 float* __restrict__ row_sum) {
+                                                                 bool vec, float* __restrict__ row_sum) {
+  constexpr int V = static_cast<int>(16 / sizeof(T));
   const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowWarps + (threadIdx.x >> 5);
   if (row >= rows) return;
   const int lane = threadIdx.x & 31;
   const T* gr = g + row * C;
   float acc = 0.f;
-  for (int64_t c = lane; c < C; c += 32) acc = sq_add(acc, to_f(gr[c]));
+  if (vec) {
+    const uint4* gv = reinterpret_cast<const uint4*>(gr);
+#pragma unroll 4
+    for (int64_t k = lane; k < C / V; k += 32) {
+      const uint4 q = gv[k];
+      const T* e = reinterpret_cast<const T*>(&q);
+#pragma unroll
+      for (int j = 0; j < V; ++j) acc = sq_add(acc, to_f(e[j]));
+    }
+  } else {
+    for (int64_t c = lane; c < C; c += 32) acc = sq_add(acc, to_f(gr[c]));
+  }
   acc = warp_sum(acc);
   if (lane == 0) row_sum[row] = acc;
 }
@@ -102,8 +119,14 @@ __global__ void __launch_bounds__(kThreads) col_partials_kernel(const T* __restr
     for (int64_t b = blockIdx.z; b < B; b += gridDim.z) {
       const T* gb = g + b * R * C + c;
       float acc = 0.f;
+      if (r1 - r0 == kColRows) {  // a whole chunk: 16 loads in flight (the same order of adds)
+        const T* gr = gb + r0 * C;
+#pragma unroll 16
+        for (int i = 0; i < static_cast<int>(kColRows); ++i) acc = sq_add(acc, to_f(gr[i * C]));
+      } else {
 #pragma unroll 8
-      for (int64_t r = r0; r < r1; ++r) acc = sq_add(acc, to_f(gb[r * C]));
+        for (int64_t r = r0; r < r1; ++r) acc = sq_add(acc, to_f(gb[r * C]));
+      }
       part[(b * chunks + k) * C + c] = acc;
     }
   }
@@ -217,20 +240,43 @@ __global__ void __launch_bounds__(kThreads) partials_kernel(const T* __restrict_
   if (threadIdx.x == 0) p_part[blockIdx.x] = ps, u_part[blockIdx.x] = us;
 }
 
-// Every block: both partial arrays summed in one fixed order, then the update of its chunk.
+// Both partial arrays summed in one fixed order (each thread k's stride-kThreads
+// share, then the block tree) and the step's scale s, returned to every thread.
+__device__ __forceinline__ float summed_scale(int64_t n, const Scalars& sc, double eps2, double d,
+                                              const float* __restrict__ p_part, const float* __restrict__ u_part,
+                                              int64_t blocks, float* smem) {
+  float pa = 0.f, ua = 0.f;
+  for (int64_t k = threadIdx.x; k < blocks; k += kThreads) pa = exact::add(pa, p_part[k]), ua = exact::add(ua, u_part[k]);
+  const float psum = block_sum(pa, smem);
+  const float usum = block_sum(ua, smem);
+  return step_scale(psum, usum, n, sc.rho, eps2, d);
+}
+
+// Parameters of more than kInlineScale blocks: one block computes s once into
+// the workspace (else every apply block would read all the partials: blocks^2
+// reads, 700 MB of L2 traffic for GPT-2's wte).
+constexpr int64_t kInlineScale = 1024;
+__global__ void __launch_bounds__(kThreads) scale_kernel(int64_t n, const Scalars* dev_sc, Scalars host_sc, double eps2,
+                                                        double d, const float* __restrict__ p_part,
+                                                        const float* __restrict__ u_part, int64_t blocks,
+                                                        float* __restrict__ out) {
+  __shared__ float smem[kWarps + 1];
+  const float s = summed_scale(n, scalars(dev_sc, host_sc), eps2, d, p_part, u_part, blocks, smem);
+  if (threadIdx.x == 0) *out = s;
+}
+
+// Every block: s (summed_scale, or read from `pre` when scale_kernel made it),
+// then the update of its chunk.
 template <class T, bool kFactored>
 __global__ void __launch_bounds__(kThreads) apply_kernel(const T* p_in, T* p, const T* __restrict__ g, int64_t n,
                                                         Factored f, const float* __restrict__ variance, float eps1sq,
                                                         bool maximize, const Scalars* dev_sc, Scalars host_sc,
                                                         double eps2, double d, const float* __restrict__ p_part,
-                                                        const float* __restrict__ u_part, int64_t blocks) {
+                                                        const float* __restrict__ u_part, int64_t blocks,
+                                                        const float* __restrict__ pre) {
   __shared__ float smem[kWarps + 1];
   const Scalars sc = scalars(dev_sc, host_sc);
-  float pa = 0.f, ua = 0.f;
-  for (int64_t k = threadIdx.x; k < blocks; k += kThreads) pa = exact::add(pa, p_part[k]), ua = exact::add(ua, u_part[k]);
-  const float psum = block_sum(pa, smem);
-  const float usum = block_sum(ua, smem);
-  const float s = step_scale(psum, usum, n, sc.rho, eps2, d);
+  const float s = pre ? *pre : summed_scale(n, sc, eps2, d, p_part, u_part, blocks, smem);  // pre: uniform
   const int64_t base = static_cast<int64_t>(blockIdx.x) * kChunk;
   Walk at(f, kFactored ? base + threadIdx.x : 0);
 #pragma unroll 4
@@ -256,6 +302,7 @@ Status run_tensor(const Launch& l, const TensorLaunch& t, char* ws, const Scalar
   T* p = static_cast<T*>(t.param_out);
   const T* g = static_cast<const T*>(t.grad);
   const int64_t blocks = ceil_div64(t.n, kChunk);
+  float* pre = blocks > kern::kInlineScale ? reinterpret_cast<float*>(ws + sc.scale) : nullptr;
   if (blocks > INT32_MAX) return baracuda::detail::unsupported("AdafactorPlan", "parameter of ", t.n, " elements is too large");
   const dim3 eg(static_cast<unsigned>(blocks));
   if (t.factored) {
@@ -263,7 +310,9 @@ Status run_tensor(const Launch& l, const TensorLaunch& t, char* ws, const Scalar
     float* col_part = reinterpret_cast<float*>(ws + sc.col_part);
     float* divisor = reinterpret_cast<float*>(ws + sc.divisor);
     const int64_t rows = t.B * t.R, chunks = ceil_div64(t.R, kColRows);
-    row_sums_kernel<T><<<static_cast<unsigned>(ceil_div64(rows, kRowWarps)), kRowWarps * 32, 0, st>>>(g, rows, t.C,
+    constexpr int64_t V = static_cast<int64_t>(16 / sizeof(T));
+    const bool vec = reinterpret_cast<uintptr_t>(g) % 16 == 0 && t.C % V == 0;
+    row_sums_kernel<T><<<static_cast<unsigned>(ceil_div64(rows, kRowWarps)), kRowWarps * 32, 0, st>>>(g, rows, t.C, vec,
                                                                                                       row_sum);
     const dim3 cg(static_cast<unsigned>(ceil_div64(t.C, kThreads)), static_cast<unsigned>(std::min<int64_t>(chunks, 65535)),
                   static_cast<unsigned>(std::min<int64_t>(t.B, 65535)));
@@ -276,13 +325,15 @@ Status run_tensor(const Launch& l, const TensorLaunch& t, char* ws, const Scalar
     const Factored f{t.R, t.C, t.row_var, t.col_var, divisor};
     partials_kernel<T, true><<<eg, kThreads, 0, st>>>(p_in, g, t.n, f, nullptr, nullptr, l.eps1sq, l.maximize, dev_sc,
                                                       l.host, p_part, u_part);
+    if (pre) scale_kernel<<<1, kThreads, 0, st>>>(t.n, dev_sc, l.host, l.eps2, l.d, p_part, u_part, blocks, pre);
     apply_kernel<T, true><<<eg, kThreads, 0, st>>>(p_in, p, g, t.n, f, nullptr, l.eps1sq, l.maximize, dev_sc, l.host,
-                                                   l.eps2, l.d, p_part, u_part, blocks);
+                                                   l.eps2, l.d, p_part, u_part, blocks, pre);
   } else {
     partials_kernel<T, false><<<eg, kThreads, 0, st>>>(p_in, g, t.n, Factored{}, t.variance_in, t.variance, l.eps1sq,
                                                        l.maximize, dev_sc, l.host, p_part, u_part);
+    if (pre) scale_kernel<<<1, kThreads, 0, st>>>(t.n, dev_sc, l.host, l.eps2, l.d, p_part, u_part, blocks, pre);
     apply_kernel<T, false><<<eg, kThreads, 0, st>>>(p_in, p, g, t.n, Factored{}, t.variance, l.eps1sq, l.maximize,
-                                                    dev_sc, l.host, l.eps2, l.d, p_part, u_part, blocks);
+                                                    dev_sc, l.host, l.eps2, l.d, p_part, u_part, blocks, pre);
   }
   return check("AdafactorPlan: kernel launch");
 }
