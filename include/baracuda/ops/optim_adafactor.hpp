@@ -86,7 +86,9 @@
 //   blocks read (else every block would read every partial). The row sums
 //   (1) use 16-byte loads when g is 16-byte aligned and C a multiple of
 //   16 / dtype size; the column partials (2) keep 16 loads in flight per
-//   thread over a whole 64-row chunk.
+//   thread over a whole 64-row chunk. A parameter of at most 4096 elements
+//   (one block) runs (5) / the vector pass and (6) as one single-block kernel
+//   (the same bits: the two-kernel path's totals pass through one partial).
 //   rank 0 / 1: (1) variance lerp with ||p||^2 and ||u||^2 partials in one
 //   pass; (2) the update as (6).
 //   device_scalars adds one single-thread kernel per run() (step += 1, the step

@@ -8,7 +8,8 @@
 // apply: every block sums the partials in the same fixed order (identical
 // bits in every block), then p = fma(s, u, p * wd) with u recomputed; above
 // kInlineScale blocks one scale_kernel block does that sum once (the same code,
-// the same bits) and apply reads s from the workspace.
+// the same bits) and apply reads s from the workspace; a parameter of one block
+// runs partials and apply as one kernel (single_block_kernel, the same bits).
 // Deterministic: fixed per-thread orders, fixed warp xor trees, warps summed in
 // order by one thread; no atomics. Elementwise arithmetic is adafactor_math.hpp
 // (shared with the CPU reference).
@@ -291,6 +292,51 @@ __global__ void __launch_bounds__(kThreads) apply_kernel(const T* p_in, T* p, co
   }
 }
 
+// A parameter of one block (n <= kChunk: every GPT-2 vector): partials and
+// update in one launch. The same bits as partials_kernel + apply_kernel: those
+// pass the block's totals through p_part[0] / u_part[0] and apply's sum adds
+// them to zeros (exact), the same p, g, state and u values.
+template <class T, bool kFactored>
+__global__ void __launch_bounds__(kThreads) single_block_kernel(const T* p_in, T* p, const T* __restrict__ g, int64_t n,
+                                                               Factored f, const float* variance_in, float* variance,
+                                                               float eps1sq, bool maximize, const Scalars* dev_sc,
+                                                               Scalars host_sc, double eps2, double d) {
+  __shared__ float smem[kWarps + 1];
+  const Scalars sc = scalars(dev_sc, host_sc);
+  float pv[kPerThread], uv[kPerThread];
+  float pa = 0.f, ua = 0.f;
+  Walk at(f, kFactored ? threadIdx.x : 0);
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const int64_t e = j * kThreads + threadIdx.x;
+    pv[j] = 0.f, uv[j] = 0.f;
+    if (e < n) {
+      const float pe = to_f(p_in[e]);
+      const float ge = maximize ? -to_f(g[e]) : to_f(g[e]);
+      pa = sq_add(pa, pe);
+      float u;
+      if constexpr (kFactored) {
+        u = at.u(f, ge, eps1sq);
+      } else {
+        const float v = lerp(variance_in[e], exact::mul(ge, ge), sc.w);
+        variance[e] = v;
+        u = update_of(ge, v, eps1sq);
+      }
+      ua = sq_add(ua, u);
+      pv[j] = pe, uv[j] = u;
+    }
+    if constexpr (kFactored) at.next(f);
+  }
+  const float psum = block_sum(pa, smem);
+  const float usum = block_sum(ua, smem);
+  const float s = step_scale(psum, usum, n, sc.rho, eps2, d);
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const int64_t e = j * kThreads + threadIdx.x;
+    if (e < n) p[e] = from_f<T>(apply(pv[j], uv[j], s, sc.wd_factor));
+  }
+}
+
 Status check(const char* what) { return baracuda::detail::cuda_status(static_cast<int>(cudaGetLastError()), what); }
 
 template <class T>
@@ -323,11 +369,19 @@ Status run_tensor(const Launch& l, const TensorLaunch& t, char* ws, const Scalar
         t.B, t.R, t.C, chunks, row_sum, col_part, t.row_var_in, t.row_var, t.col_var_in, t.col_var, divisor, l.eps1,
         dev_sc, l.host);
     const Factored f{t.R, t.C, t.row_var, t.col_var, divisor};
+    if (blocks == 1) {
+      single_block_kernel<T, true><<<1, kThreads, 0, st>>>(p_in, p, g, t.n, f, nullptr, nullptr, l.eps1sq, l.maximize,
+                                                           dev_sc, l.host, l.eps2, l.d);
+      return check("AdafactorPlan: kernel launch");
+    }
     partials_kernel<T, true><<<eg, kThreads, 0, st>>>(p_in, g, t.n, f, nullptr, nullptr, l.eps1sq, l.maximize, dev_sc,
                                                       l.host, p_part, u_part);
     if (pre) scale_kernel<<<1, kThreads, 0, st>>>(t.n, dev_sc, l.host, l.eps2, l.d, p_part, u_part, blocks, pre);
     apply_kernel<T, true><<<eg, kThreads, 0, st>>>(p_in, p, g, t.n, f, nullptr, l.eps1sq, l.maximize, dev_sc, l.host,
                                                    l.eps2, l.d, p_part, u_part, blocks, pre);
+  } else if (blocks == 1) {
+    single_block_kernel<T, false><<<1, kThreads, 0, st>>>(p_in, p, g, t.n, Factored{}, t.variance_in, t.variance,
+                                                          l.eps1sq, l.maximize, dev_sc, l.host, l.eps2, l.d);
   } else {
     partials_kernel<T, false><<<eg, kThreads, 0, st>>>(p_in, g, t.n, Factored{}, t.variance_in, t.variance, l.eps1sq,
                                                        l.maximize, dev_sc, l.host, p_part, u_part);
