@@ -74,8 +74,8 @@
 //
 // CUDA (sku().variant "factored"): the host loops over the list inside run()
 // (no host sync, no allocation, capture-safe); per parameter:
-//   factored [B, R, C]: (1) row sums of g^2, one warp per row; (2) column
-//   partial sums over chunks of 64 rows; (3) ||p||^2 partial sums per block of
+//   factored [B, R, C]: (1) row sums of g^2, one warp per row, and (2) column
+//   partial sums over chunks of 64 rows, both in one launch; (3) ||p||^2 partial sums per block of
 //   4096 elements; (4) one block per batch matrix: row_var / col_var lerps
 //   (column chunks summed in order), the mean of row_var (a fixed block tree);
 //   (5) ||u||^2 partial sums per block of 4096 (u recomputed, never stored);

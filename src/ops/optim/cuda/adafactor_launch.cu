@@ -1,8 +1,9 @@
 // AdafactorPlan's kernels (see include/baracuda/ops/optim_adafactor.hpp, "CUDA").
 // The host loops over the parameter list; per parameter, in stream order:
-//   factored [B, R, C]: row_sums (a warp per row) -> col_partials (a thread per
-//   column, chunks of kColRows rows) -> finalize (a block per batch matrix: the
-//   lerps, the column chunks summed in order, the row_var mean) -> partials
+//   factored [B, R, C]: sums (one launch: row sums, a warp per row, and column
+//   partials, a thread per column over chunks of kColRows rows) -> finalize (a
+//   block per batch matrix: the lerps, the column chunks summed in order, the
+//   row_var mean) -> partials
 //   (||p||^2 and ||u||^2 per block of kChunk elements) -> apply;
 //   rank < 2: vector_pass (variance lerp + both partials) -> apply.
 // apply: every block sums the partials in the same fixed order (identical
@@ -78,20 +79,18 @@ __global__ void scalars_kernel(const float* step_in, float* step_out, const floa
   *out = make_scalars(static_cast<double>(t), static_cast<double>(lr[0]), beta2_decay, weight_decay);
 }
 
-// Row sums of g^2: one warp per row of C elements, kRowWarps rows per block
-// (small blocks: a GPT-2 matrix's 768 rows make 384 blocks, every SM busy).
-// vec (g 16-byte aligned, C a multiple of V = 16 / sizeof(T)): lane l sums the
-// vectors l, l + 32, ... (their elements in order; four 16-byte loads in
-// flight), else the elements l, l + 32, ...; then the warp's xor tree.
-constexpr int kRowWarps = 2;
+// Row sums of g^2 (one warp per row) and column partial sums of g^2 over
+// chunks of kColRows rows (one thread per column) in ONE launch: the first
+// row_blocks blocks of the (block-stride) index space take kWarps rows each,
+// the others one (256-column slice, row chunk, batch matrix) each.
+// Row sums, vec (g 16-byte aligned, C a multiple of V = 16 / sizeof(T)): lane l
+// sums the vectors l, l + 32, ... (their elements in order; four 16-byte loads
+// in flight), else the elements l, l + 32, ...; then the warp's xor tree.
+// Column partials: the chunk's rows in order (16 loads in flight over a whole
+// chunk).
 template <class T>
-__global__ void __launch_bounds__(kRowWarps * 32) row_sums_kernel(const T* __restrict__ g, int64_t rows, int64_t C,
-                                                                 bool vec, float* __restrict__ row_sum) {
+__device__ __forceinline__ float row_sq_sum(const T* __restrict__ gr, int64_t C, bool vec, int lane) {
   constexpr int V = static_cast<int>(16 / sizeof(T));
-  const int64_t row = static_cast<int64_t>(blockIdx.x) * kRowWarps + (threadIdx.x >> 5);
-  if (row >= rows) return;
-  const int lane = threadIdx.x & 31;
-  const T* gr = g + row * C;
   float acc = 0.f;
   if (vec) {
     const uint4* gv = reinterpret_cast<const uint4*>(gr);
@@ -105,30 +104,48 @@ __global__ void __launch_bounds__(kRowWarps * 32) row_sums_kernel(const T* __res
   } else {
     for (int64_t c = lane; c < C; c += 32) acc = sq_add(acc, to_f(gr[c]));
   }
-  acc = warp_sum(acc);
-  if (lane == 0) row_sum[row] = acc;
+  return warp_sum(acc);
 }
 
-// Column partial sums of g^2 over chunks of kColRows rows: thread per column.
 template <class T>
-__global__ void __launch_bounds__(kThreads) col_partials_kernel(const T* __restrict__ g, int64_t B, int64_t R,
-                                                               int64_t C, int64_t chunks, float* __restrict__ part) {
-  const int64_t c = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x;
-  if (c >= C) return;
-  for (int64_t k = blockIdx.y; k < chunks; k += gridDim.y) {
-    const int64_t r0 = k * kColRows, r1 = r0 + kColRows < R ? r0 + kColRows : R;
-    for (int64_t b = blockIdx.z; b < B; b += gridDim.z) {
-      const T* gb = g + b * R * C + c;
-      float acc = 0.f;
-      if (r1 - r0 == kColRows) {  // a whole chunk: 16 loads in flight (the same order of adds)
-        const T* gr = gb + r0 * C;
+__device__ __forceinline__ float col_sq_sum(const T* __restrict__ gb, int64_t r0, int64_t r1, int64_t C) {
+  float acc = 0.f;
+  if (r1 - r0 == kColRows) {  // a whole chunk: 16 loads in flight (the same order of adds)
+    const T* gr = gb + r0 * C;
 #pragma unroll 16
-        for (int i = 0; i < static_cast<int>(kColRows); ++i) acc = sq_add(acc, to_f(gr[i * C]));
-      } else {
+    for (int i = 0; i < static_cast<int>(kColRows); ++i) acc = sq_add(acc, to_f(gr[i * C]));
+  } else {
 #pragma unroll 8
-        for (int64_t r = r0; r < r1; ++r) acc = sq_add(acc, to_f(gb[r * C]));
+    for (int64_t r = r0; r < r1; ++r) acc = sq_add(acc, to_f(gb[r * C]));
+  }
+  return acc;
+}
+
+struct SumsGrid {
+  int64_t rows = 0, row_blocks = 0, col_slices = 0, chunks = 0, total = 0;
+};
+
+template <class T>
+__global__ void __launch_bounds__(kThreads) sums_kernel(const T* __restrict__ g, int64_t R, int64_t C, bool vec,
+                                                       SumsGrid sg, float* __restrict__ row_sum,
+                                                       float* __restrict__ part) {
+  const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+  for (int64_t blk = blockIdx.x; blk < sg.total; blk += gridDim.x) {
+    if (blk < sg.row_blocks) {
+      const int64_t row = blk * kWarps + warp;  // warp-uniform
+      if (row < sg.rows) {
+        const float acc = row_sq_sum(g + row * C, C, vec, lane);
+        if (lane == 0) row_sum[row] = acc;
       }
-      part[(b * chunks + k) * C + c] = acc;
+    } else {
+      const int64_t idx = blk - sg.row_blocks;
+      const int64_t slice = idx % sg.col_slices, rest = idx / sg.col_slices;
+      const int64_t k = rest % sg.chunks, b = rest / sg.chunks;
+      const int64_t c = slice * kThreads + threadIdx.x;
+      if (c < C) {
+        const int64_t r0 = k * kColRows, r1 = r0 + kColRows < R ? r0 + kColRows : R;
+        part[(b * sg.chunks + k) * C + c] = col_sq_sum(g + b * R * C + c, r0, r1, C);
+      }
     }
   }
 }
@@ -355,14 +372,14 @@ Status run_tensor(const Launch& l, const TensorLaunch& t, char* ws, const Scalar
     float* row_sum = reinterpret_cast<float*>(ws + sc.row_sum);
     float* col_part = reinterpret_cast<float*>(ws + sc.col_part);
     float* divisor = reinterpret_cast<float*>(ws + sc.divisor);
-    const int64_t rows = t.B * t.R, chunks = ceil_div64(t.R, kColRows);
+    const int64_t chunks = ceil_div64(t.R, kColRows);
     constexpr int64_t V = static_cast<int64_t>(16 / sizeof(T));
     const bool vec = reinterpret_cast<uintptr_t>(g) % 16 == 0 && t.C % V == 0;
-    row_sums_kernel<T><<<static_cast<unsigned>(ceil_div64(rows, kRowWarps)), kRowWarps * 32, 0, st>>>(g, rows, t.C, vec,
-                                                                                                      row_sum);
-    const dim3 cg(static_cast<unsigned>(ceil_div64(t.C, kThreads)), static_cast<unsigned>(std::min<int64_t>(chunks, 65535)),
-                  static_cast<unsigned>(std::min<int64_t>(t.B, 65535)));
-    col_partials_kernel<T><<<cg, kThreads, 0, st>>>(g, t.B, t.R, t.C, chunks, col_part);
+    SumsGrid sg;
+    sg.rows = t.B * t.R, sg.row_blocks = ceil_div64(sg.rows, kWarps), sg.col_slices = ceil_div64(t.C, kThreads);
+    sg.chunks = chunks, sg.total = sg.row_blocks + sg.col_slices * chunks * t.B;
+    sums_kernel<T><<<static_cast<unsigned>(std::min<int64_t>(sg.total, int64_t{1} << 30)), kThreads, 0, st>>>(
+        g, t.R, t.C, vec, sg, row_sum, col_part);
     const dim3 fg(static_cast<unsigned>(1 + std::min<int64_t>(ceil_div64(t.C, kThreads), 65534)),
                   static_cast<unsigned>(std::min<int64_t>(t.B, 65535)));
     finalize_kernel<<<fg, kThreads, 0, st>>>(
