@@ -8,7 +8,7 @@
 //     CPU's steps;
 //   * run twice from the same state: the same bits (fixed reduction orders);
 //   * parameters above 4 Mi elements (the update's scale summed once by a
-//     separate single-block kernel).
+//     separate single-block kernel); 70 small vectors (two batched launches).
 // Reductions round differently (f32 in a fixed tree on CUDA, double on the
 // CPU), everything elementwise is shared code: f32 results agree to ~1e-6.
 // Without a GPU every test GTEST_SKIPs.
@@ -98,6 +98,19 @@ TEST(AdafactorCuda, LargeParameterScaleOnce) {
   BT_SKIP_WITHOUT_GPU();
   compare(bt::af_desc(DType::F32, {{2049, 2050}, {4194305}}), 2, "large f32");
   compare(bt::af_desc(DType::BF16, {{2049, 2050}}), 1, "large bf16");
+}
+
+// Rank-0 / rank-1 parameters of <= 4096 elements go to the GPU in batches of
+// 64 (one block each): 70 of them (two batches) between two matrices.
+TEST(AdafactorCuda, ManySmallVectorsBatched) {
+  BT_SKIP_WITHOUT_GPU();
+  std::vector<Dims> shapes = {{40, 30}};
+  for (int i = 0; i < 70; ++i) shapes.push_back(i % 9 == 0 ? Dims{} : Dims{(i * 613) % 4096 + 1});
+  shapes.push_back(Dims{4096});
+  shapes.push_back(Dims{4097});
+  shapes.push_back(Dims{7, 9});
+  compare(bt::af_desc(DType::F32, shapes), 2, "many vectors f32");
+  compare(bt::af_desc(DType::BF16, shapes), 2, "many vectors bf16");
 }
 
 TEST(AdafactorCuda, RunTwiceSameBits) {

@@ -88,7 +88,9 @@
 //   16 / dtype size; the column partials (2) keep 16 loads in flight per
 //   thread over a whole 64-row chunk. A parameter of at most 4096 elements
 //   (one block) runs (5) / the vector pass and (6) as one single-block kernel
-//   (the same bits: the two-kernel path's totals pass through one partial).
+//   (the same bits: the two-kernel path's totals pass through one partial);
+//   rank-0 / rank-1 parameters of that size go in batches of up to 64 per
+//   launch (a block each; tensor table in the kernel parameters).
 //   rank 0 / 1: (1) variance lerp with ||p||^2 and ||u||^2 partials in one
 //   pass; (2) the update as (6).
 //   device_scalars adds one single-thread kernel per run() (step += 1, the step

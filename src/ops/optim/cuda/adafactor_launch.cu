@@ -10,7 +10,9 @@
 // bits in every block), then p = fma(s, u, p * wd) with u recomputed; above
 // kInlineScale blocks one scale_kernel block does that sum once (the same code,
 // the same bits) and apply reads s from the workspace; a parameter of one block
-// runs partials and apply as one kernel (single_block_kernel, the same bits).
+// runs partials and apply as one kernel (single_block_kernel, the same bits),
+// and the rank-0 / rank-1 ones are batched, up to 64 per launch
+// (small_vectors_kernel: a block per parameter).
 // Deterministic: fixed per-thread orders, fixed warp xor trees, warps summed in
 // order by one thread; no atomics. Elementwise arithmetic is adafactor_math.hpp
 // (shared with the CPU reference).
@@ -314,11 +316,10 @@ __global__ void __launch_bounds__(kThreads) apply_kernel(const T* p_in, T* p, co
 // pass the block's totals through p_part[0] / u_part[0] and apply's sum adds
 // them to zeros (exact), the same p, g, state and u values.
 template <class T, bool kFactored>
-__global__ void __launch_bounds__(kThreads) single_block_kernel(const T* p_in, T* p, const T* __restrict__ g, int64_t n,
-                                                               Factored f, const float* variance_in, float* variance,
-                                                               float eps1sq, bool maximize, const Scalars* dev_sc,
-                                                               Scalars host_sc, double eps2, double d) {
-  __shared__ float smem[kWarps + 1];
+__device__ __forceinline__ void single_block(const T* p_in, T* p, const T* __restrict__ g, int64_t n, Factored f,
+                                             const float* variance_in, float* variance, float eps1sq, bool maximize,
+                                             const Scalars* dev_sc, Scalars host_sc, double eps2, double d,
+                                             float* smem) {
   const Scalars sc = scalars(dev_sc, host_sc);
   float pv[kPerThread], uv[kPerThread];
   float pa = 0.f, ua = 0.f;
@@ -352,6 +353,41 @@ __global__ void __launch_bounds__(kThreads) single_block_kernel(const T* p_in, T
     const int64_t e = j * kThreads + threadIdx.x;
     if (e < n) p[e] = from_f<T>(apply(pv[j], uv[j], s, sc.wd_factor));
   }
+}
+
+template <class T, bool kFactored>
+__global__ void __launch_bounds__(kThreads) single_block_kernel(const T* p_in, T* p, const T* __restrict__ g, int64_t n,
+                                                               Factored f, const float* variance_in, float* variance,
+                                                               float eps1sq, bool maximize, const Scalars* dev_sc,
+                                                               Scalars host_sc, double eps2, double d) {
+  __shared__ float smem[kWarps + 1];
+  single_block<T, kFactored>(p_in, p, g, n, f, variance_in, variance, eps1sq, maximize, dev_sc, host_sc, eps2, d, smem);
+}
+
+// Up to kBatch rank-0 / rank-1 parameters of at most kChunk elements (GPT-2's
+// 50 vectors: one launch) in kernel parameters: block i runs single_block on
+// entry i (the same bits as one launch per parameter).
+struct SmallVec {
+  const void* p_in;
+  void* p;
+  const void* g;
+  const float* variance_in;
+  float* variance;
+  int64_t n;
+};
+constexpr int kBatch = 64;
+struct SmallBatch {
+  SmallVec v[kBatch];
+};
+
+template <class T>
+__global__ void __launch_bounds__(kThreads) small_vectors_kernel(const SmallBatch b, float eps1sq, bool maximize,
+                                                                const Scalars* dev_sc, Scalars host_sc, double eps2,
+                                                                double d) {
+  __shared__ float smem[kWarps + 1];
+  const SmallVec& t = b.v[blockIdx.x];
+  single_block<T, false>(static_cast<const T*>(t.p_in), static_cast<T*>(t.p), static_cast<const T*>(t.g), t.n,
+                         Factored{}, t.variance_in, t.variance, eps1sq, maximize, dev_sc, host_sc, eps2, d, smem);
 }
 
 Status check(const char* what) { return baracuda::detail::cuda_status(static_cast<int>(cudaGetLastError()), what); }
@@ -409,6 +445,32 @@ Status run_tensor(const Launch& l, const TensorLaunch& t, char* ws, const Scalar
   return check("AdafactorPlan: kernel launch");
 }
 
+// Every parameter of the list: the small vectors batched (small_vectors_kernel),
+// the others one by one (run_tensor). Parameters are independent (written
+// tensors overlap nothing else) and the batches use no scratch, so the order
+// between the two kinds does not matter.
+template <class T>
+Status run_all(const Launch& l, char* scratch, const Scalars* dev_sc, cudaStream_t st) {
+  SmallBatch batch;
+  int nb = 0;
+  auto flush = [&]() -> Status {
+    if (nb == 0) return Status::ok();
+    small_vectors_kernel<T><<<static_cast<unsigned>(nb), kThreads, 0, st>>>(batch, l.eps1sq, l.maximize, dev_sc, l.host,
+                                                                            l.eps2, l.d);
+    nb = 0;
+    return check("AdafactorPlan: kernel launch");
+  };
+  for (const TensorLaunch& t : l.tensors) {
+    if (!t.factored && t.n <= kChunk) {
+      batch.v[nb++] = SmallVec{t.param_in, t.param_out, t.grad, t.variance_in, t.variance, t.n};
+      if (nb == kBatch) BARACUDA_RETURN_IF_ERROR(flush());
+    } else {
+      BARACUDA_RETURN_IF_ERROR(run_tensor<T>(l, t, scratch, dev_sc, st));
+    }
+  }
+  return flush();
+}
+
 }  // namespace
 }  // namespace kern
 
@@ -425,15 +487,13 @@ Status launch(const Launch& l) {
     if (cudaMemcpyAsync(c.dst, c.src, c.bytes, cudaMemcpyDeviceToDevice, st) != cudaSuccess)
       return kern::check("AdafactorPlan: state copy");
   char* scratch = ws + kScalarBytes;
-  for (const TensorLaunch& t : l.tensors) {
-    switch (l.dtype) {
-      case DType::F32: BARACUDA_RETURN_IF_ERROR(kern::run_tensor<float>(l, t, scratch, dev_sc, st)); break;
-      case DType::BF16: BARACUDA_RETURN_IF_ERROR(kern::run_tensor<__nv_bfloat16>(l, t, scratch, dev_sc, st)); break;
-      case DType::F16: BARACUDA_RETURN_IF_ERROR(kern::run_tensor<__half>(l, t, scratch, dev_sc, st)); break;
-      default: return baracuda::detail::unsupported("AdafactorPlan", "dtype ", l.dtype, " has no kernel");
-    }
+  switch (l.dtype) {
+    case DType::F32: return kern::run_all<float>(l, scratch, dev_sc, st);
+    case DType::BF16: return kern::run_all<__nv_bfloat16>(l, scratch, dev_sc, st);
+    case DType::F16: return kern::run_all<__half>(l, scratch, dev_sc, st);
+    default: break;
   }
-  return Status::ok();
+  return baracuda::detail::unsupported("AdafactorPlan", "dtype ", l.dtype, " has no kernel");
 }
 
 }  // namespace baracuda::optim::adafactor
