@@ -1,9 +1,9 @@
 // AdafactorPlan's kernels (see include/baracuda/ops/optim_adafactor.hpp, "CUDA").
 // The host loops over the parameter list; per parameter, in stream order:
-//   factored [B, R, C]: sums (one launch: row sums, a warp per row, and column
-//   partials, a thread per column over chunks of kColRows rows) -> finalize (a
-//   block per batch matrix: the lerps, the column chunks summed in order, the
-//   row_var mean) -> partials
+//   factored [B, R, C]: sums (one pass over g: per tile of kColRows rows by 32
+//   16-byte columns, row partials per slice and column partials per chunk) ->
+//   finalize (a block per batch matrix: the lerps, the row slices and column
+//   chunks summed in order, the row_var mean) -> partials
 //   (||p||^2 and ||u||^2 per block of kChunk elements) -> apply;
 //   rank < 2: vector_pass (variance lerp + both partials) -> apply.
 // apply: every block sums the partials in the same fixed order (identical
@@ -81,74 +81,78 @@ __global__ void scalars_kernel(const float* step_in, float* step_out, const floa
   *out = make_scalars(static_cast<double>(t), static_cast<double>(lr[0]), beta2_decay, weight_decay);
 }
 
-// Row sums of g^2 (one warp per row) and column partial sums of g^2 over
-// chunks of kColRows rows (one thread per column) in ONE launch: the first
-// row_blocks blocks of the (block-stride) index space take kWarps rows each,
-// the others one (256-column slice, row chunk, batch matrix) each.
-// Row sums, vec (g 16-byte aligned, C a multiple of V = 16 / sizeof(T)): lane l
-// sums the vectors l, l + 32, ... (their elements in order; four 16-byte loads
-// in flight), else the elements l, l + 32, ...; then the warp's xor tree.
-// Column partials: the chunk's rows in order (16 loads in flight over a whole
-// chunk).
-template <class T>
-__device__ __forceinline__ float row_sq_sum(const T* __restrict__ gr, int64_t C, bool vec, int lane) {
-  constexpr int V = static_cast<int>(16 / sizeof(T));
-  float acc = 0.f;
-  if (vec) {
-    const uint4* gv = reinterpret_cast<const uint4*>(gr);
-#pragma unroll 4
-    for (int64_t k = lane; k < C / V; k += 32) {
-      const uint4 q = gv[k];
-      const T* e = reinterpret_cast<const T*>(&q);
-#pragma unroll
-      for (int j = 0; j < V; ++j) acc = sq_add(acc, to_f(e[j]));
-    }
-  } else {
-    for (int64_t c = lane; c < C; c += 32) acc = sq_add(acc, to_f(gr[c]));
-  }
-  return warp_sum(acc);
-}
-
-template <class T>
-__device__ __forceinline__ float col_sq_sum(const T* __restrict__ gb, int64_t r0, int64_t r1, int64_t C) {
-  float acc = 0.f;
-  if (r1 - r0 == kColRows) {  // a whole chunk: 16 loads in flight (the same order of adds)
-    const T* gr = gb + r0 * C;
-#pragma unroll 16
-    for (int i = 0; i < static_cast<int>(kColRows); ++i) acc = sq_add(acc, to_f(gr[i * C]));
-  } else {
-#pragma unroll 8
-    for (int64_t r = r0; r < r1; ++r) acc = sq_add(acc, to_f(gb[r * C]));
-  }
-  return acc;
-}
-
+// Row and column sums of g^2 in ONE pass over g. A block takes a tile of
+// kColRows rows (a row chunk) by 32 V columns (a slice; V = 16 / sizeof(T)) of
+// one batch matrix, tiles in a block-stride loop: lane l of warp w reads the V
+// columns l V .. l V + V - 1 of the slice (one 16-byte load when g is 16-byte
+// aligned and C a multiple of V, else element by element) in rows w, w + 8,
+// ... of the chunk. Per row, the lane's V squares in order and the warp's xor
+// tree give the row's slice partial (row_part[row][slice]); per column, the
+// lane's rows in order, then warps 0..7 in order through shared memory, give
+// the chunk's column partial (part[b][chunk][c]). finalize sums the slices of
+// a row and the chunks of a column in order. Squares are exact::mul, sums
+// exact::add (no contraction): deterministic.
 struct SumsGrid {
-  int64_t rows = 0, row_blocks = 0, col_slices = 0, chunks = 0, total = 0;
+  int64_t slices = 0, chunks = 0, total = 0;
 };
 
 template <class T>
 __global__ void __launch_bounds__(kThreads) sums_kernel(const T* __restrict__ g, int64_t R, int64_t C, bool vec,
-                                                       SumsGrid sg, float* __restrict__ row_sum,
+                                                       SumsGrid sg, float* __restrict__ row_part,
                                                        float* __restrict__ part) {
+  constexpr int V = static_cast<int>(16 / sizeof(T));
+  constexpr int kWidth = 32 * V;  // columns per slice
+  __shared__ float col_smem[kWarps][kWidth];
   const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-  for (int64_t blk = blockIdx.x; blk < sg.total; blk += gridDim.x) {
-    if (blk < sg.row_blocks) {
-      const int64_t row = blk * kWarps + warp;  // warp-uniform
-      if (row < sg.rows) {
-        const float acc = row_sq_sum(g + row * C, C, vec, lane);
-        if (lane == 0) row_sum[row] = acc;
+  for (int64_t blk = blockIdx.x; blk < sg.total; blk += gridDim.x) {  // block-uniform
+    const int64_t slice = blk % sg.slices, rest = blk / sg.slices;
+    const int64_t k = rest % sg.chunks, b = rest / sg.chunks;
+    const int64_t r0 = k * kColRows, r1 = r0 + kColRows < R ? r0 + kColRows : R;
+    const int64_t c0 = slice * kWidth + lane * V;  // this lane's first column
+    float cacc[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) cacc[j] = 0.f;
+#pragma unroll 4
+    for (int64_t r = r0 + warp; r < r1; r += kWarps) {  // warp-uniform
+      const T* gr = g + (b * R + r) * C;
+      float e[V];
+      if (vec) {
+        if (c0 < C) {
+          const uint4 q = *reinterpret_cast<const uint4*>(gr + c0);
+          const T* h = reinterpret_cast<const T*>(&q);
+#pragma unroll
+          for (int j = 0; j < V; ++j) e[j] = to_f(h[j]);
+        } else {
+#pragma unroll
+          for (int j = 0; j < V; ++j) e[j] = 0.f;
+        }
+      } else {
+#pragma unroll
+        for (int j = 0; j < V; ++j) e[j] = c0 + j < C ? to_f(gr[c0 + j]) : 0.f;
       }
-    } else {
-      const int64_t idx = blk - sg.row_blocks;
-      const int64_t slice = idx % sg.col_slices, rest = idx / sg.col_slices;
-      const int64_t k = rest % sg.chunks, b = rest / sg.chunks;
-      const int64_t c = slice * kThreads + threadIdx.x;
+      float racc = 0.f;
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+        const float sq = exact::mul(e[j], e[j]);
+        cacc[j] = exact::add(cacc[j], sq);
+        racc = exact::add(racc, sq);
+      }
+      racc = warp_sum(racc);
+      if (lane == 0) row_part[(b * R + r) * sg.slices + slice] = racc;
+    }
+#pragma unroll
+    for (int j = 0; j < V; ++j) col_smem[warp][lane * V + j] = cacc[j];
+    __syncthreads();
+    for (int i = threadIdx.x; i < kWidth; i += kThreads) {
+      const int64_t c = slice * kWidth + i;
       if (c < C) {
-        const int64_t r0 = k * kColRows, r1 = r0 + kColRows < R ? r0 + kColRows : R;
-        part[(b * sg.chunks + k) * C + c] = col_sq_sum(g + b * R * C + c, r0, r1, C);
+        float sum = 0.f;
+#pragma unroll
+        for (int w = 0; w < kWarps; ++w) sum = exact::add(sum, col_smem[w][i]);
+        part[(b * sg.chunks + k) * C + c] = sum;
       }
     }
+    __syncthreads();  // col_smem is rewritten by the next tile
   }
 }
 
@@ -156,7 +160,7 @@ __global__ void __launch_bounds__(kThreads) sums_kernel(const T* __restrict__ g,
 // of the new row_var, a fixed block tree); blocks 1.. the columns (each summing
 // its column's chunk partials in order) and col_var.
 __global__ void __launch_bounds__(kThreads) finalize_kernel(int64_t B, int64_t R, int64_t C, int64_t chunks,
-                                                           const float* __restrict__ row_sum,
+                                                           int64_t slices, const float* __restrict__ row_part,
                                                            const float* __restrict__ part, const float* row_var_in,
                                                            float* row_var, const float* col_var_in, float* col_var,
                                                            float* __restrict__ divisor,
@@ -167,7 +171,9 @@ __global__ void __launch_bounds__(kThreads) finalize_kernel(int64_t B, int64_t R
     if (blockIdx.x == 0) {  // the rows and the divisor (uniform per block: block_sum syncs)
       float acc = 0.f;
       for (int64_t r = threadIdx.x; r < R; r += kThreads) {
-        const float v = lerp(row_var_in[b * R + r], mean_square(row_sum[b * R + r], C), w);
+        float rs = 0.f;  // the row's slices in order
+        for (int64_t q = 0; q < slices; ++q) rs = exact::add(rs, row_part[(b * R + r) * slices + q]);
+        const float v = lerp(row_var_in[b * R + r], mean_square(rs, C), w);
         row_var[b * R + r] = v;
         acc = exact::add(acc, v);
       }
@@ -405,21 +411,20 @@ Status run_tensor(const Launch& l, const TensorLaunch& t, char* ws, const Scalar
   if (blocks > INT32_MAX) return baracuda::detail::unsupported("AdafactorPlan", "parameter of ", t.n, " elements is too large");
   const dim3 eg(static_cast<unsigned>(blocks));
   if (t.factored) {
-    float* row_sum = reinterpret_cast<float*>(ws + sc.row_sum);
+    float* row_part = reinterpret_cast<float*>(ws + sc.row_sum);
     float* col_part = reinterpret_cast<float*>(ws + sc.col_part);
     float* divisor = reinterpret_cast<float*>(ws + sc.divisor);
     const int64_t chunks = ceil_div64(t.R, kColRows);
     constexpr int64_t V = static_cast<int64_t>(16 / sizeof(T));
     const bool vec = reinterpret_cast<uintptr_t>(g) % 16 == 0 && t.C % V == 0;
     SumsGrid sg;
-    sg.rows = t.B * t.R, sg.row_blocks = ceil_div64(sg.rows, kWarps), sg.col_slices = ceil_div64(t.C, kThreads);
-    sg.chunks = chunks, sg.total = sg.row_blocks + sg.col_slices * chunks * t.B;
+    sg.slices = ceil_div64(t.C, 32 * V), sg.chunks = chunks, sg.total = sg.slices * chunks * t.B;
     sums_kernel<T><<<static_cast<unsigned>(std::min<int64_t>(sg.total, int64_t{1} << 30)), kThreads, 0, st>>>(
-        g, t.R, t.C, vec, sg, row_sum, col_part);
+        g, t.R, t.C, vec, sg, row_part, col_part);
     const dim3 fg(static_cast<unsigned>(1 + std::min<int64_t>(ceil_div64(t.C, kThreads), 65534)),
                   static_cast<unsigned>(std::min<int64_t>(t.B, 65535)));
     finalize_kernel<<<fg, kThreads, 0, st>>>(
-        t.B, t.R, t.C, chunks, row_sum, col_part, t.row_var_in, t.row_var, t.col_var_in, t.col_var, divisor, l.eps1,
+        t.B, t.R, t.C, chunks, sg.slices, row_part, col_part, t.row_var_in, t.row_var, t.col_var_in, t.col_var, divisor, l.eps1,
         dev_sc, l.host);
     const Factored f{t.R, t.C, t.row_var, t.col_var, divisor};
     if (blocks == 1) {
