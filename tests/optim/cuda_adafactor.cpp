@@ -6,7 +6,9 @@
 //   * device scalars (step_tensor / lr_tensor) and CUDA graph capture: a
 //     captured run replayed with new gradients and learning rates equals the
 //     CPU's steps;
-//   * run twice from the same state: the same bits (fixed reduction orders).
+//   * run twice from the same state: the same bits (fixed reduction orders);
+//   * parameters above 4 Mi elements (the update's scale summed once by a
+//     separate single-block kernel); 70 small vectors (two batched launches).
 // Reductions round differently (f32 in a fixed tree on CUDA, double on the
 // CPU), everything elementwise is shared code: f32 results agree to ~1e-6.
 // Without a GPU every test GTEST_SKIPs.
@@ -87,6 +89,28 @@ TEST(AdafactorCuda, Gpt2Matrix) {
   BT_SKIP_WITHOUT_GPU();
   compare(bt::af_desc(DType::F32, {{768, 3072}, {3072}, {3072, 768}}), 2, "gpt2 f32");
   compare(bt::af_desc(DType::BF16, {{768, 3072}}), 2, "gpt2 bf16");
+}
+
+// Parameters of more than 1024 blocks of 4096 elements take the update's
+// scale from one scale_kernel block (the same sum as the inline path): a
+// matrix and a vector just above the limit, f32 and bf16.
+TEST(AdafactorCuda, LargeParameterScaleOnce) {
+  BT_SKIP_WITHOUT_GPU();
+  compare(bt::af_desc(DType::F32, {{2049, 2050}, {4194305}}), 2, "large f32");
+  compare(bt::af_desc(DType::BF16, {{2049, 2050}}), 1, "large bf16");
+}
+
+// Rank-0 / rank-1 parameters of <= 4096 elements go to the GPU in batches of
+// 64 (one block each): 70 of them (two batches) between two matrices.
+TEST(AdafactorCuda, ManySmallVectorsBatched) {
+  BT_SKIP_WITHOUT_GPU();
+  std::vector<Dims> shapes = {{40, 30}};
+  for (int i = 0; i < 70; ++i) shapes.push_back(i % 9 == 0 ? Dims{} : Dims{(i * 613) % 4096 + 1});
+  shapes.push_back(Dims{4096});
+  shapes.push_back(Dims{4097});
+  shapes.push_back(Dims{7, 9});
+  compare(bt::af_desc(DType::F32, shapes), 2, "many vectors f32");
+  compare(bt::af_desc(DType::BF16, shapes), 2, "many vectors bf16");
 }
 
 TEST(AdafactorCuda, RunTwiceSameBits) {

@@ -8,7 +8,7 @@
 //     offsets 0, 1, 2, ...;
 //   * dropout forward (mask), backward regenerated and from the saved mask,
 //     strided and in-place views, p = 0 / 1, device_offset forward + backward
-//     in one captured graph;
+//     in one captured graph, 2^24 + 1001 elements (several tiles per block);
 //   * sku_for: "vec16" for dense aligned views, "strided" otherwise.
 // Without a GPU every test GTEST_SKIPs.
 #include <gtest/gtest.h>
@@ -235,6 +235,26 @@ TEST(DropoutCuda, ForwardAndBackwardMatchCpu) {
           EXPECT_EQ(gb.raw, c.raw) << "dx = dropout(dy) with the same keep: " << w;
         }
       }
+}
+
+// Large enough that the grid (one wave at most) takes several tiles per block
+// (bf16: 2049 tiles of 8192 elements, f32: 4097 of 4096) plus a partial tile.
+TEST(DropoutCuda, SeveralTilesPerBlockMatchCpu) {
+  BT_SKIP_WITHOUT_GPU();
+  const int64_t n = (int64_t{1} << 24) + 1001;
+  for (DType t : {DType::BF16, DType::F32}) {
+    const auto x = rt::bytes_of(t, xs(n));
+    auto g = rt::run_dropout(bt::kGpu, fwd(t, {n}, 0.1, true), kSeed, x);
+    auto c = rt::run_dropout(kCpu, fwd(t, {n}, 0.1, true), kSeed, x);
+    ASSERT_TRUE(g.st.is_ok()) << g.st.to_string();
+    EXPECT_TRUE(g.raw == c.raw) << dtype_name(t);
+    EXPECT_TRUE(g.mask == c.mask) << dtype_name(t);
+    DropoutBackwardDescriptor b;
+    b.dtype = t, b.shape = {n}, b.p = 0.1;
+    auto gb = rt::run_dropout_backward(bt::kGpu, b, kSeed, x, c.mask);
+    ASSERT_TRUE(gb.st.is_ok()) << gb.st.to_string();
+    EXPECT_TRUE(gb.raw == c.raw) << dtype_name(t) << " regenerated backward";
+  }
 }
 
 TEST(DropoutCuda, StridedMatchesCpu) {

@@ -74,19 +74,30 @@
 //
 // CUDA (sku().variant "factored"): the host loops over the list inside run()
 // (no host sync, no allocation, capture-safe); per parameter:
-//   factored [B, R, C]: (1) row sums of g^2, one warp per row; (2) column
-//   partial sums over chunks of 64 rows; (3) ||p||^2 partial sums per block of
+//   factored [B, R, C]: (1) row partial sums of g^2 per 32-vector column slice
+//   and (2) column partial sums per chunk of 64 rows, both in ONE pass over g
+//   (a block per 64-row x 32-vector tile; 16-byte loads when g is 16-byte
+//   aligned and C a multiple of 16 / dtype size); (3) ||p||^2 partial sums per block of
 //   4096 elements; (4) one block per batch matrix: row_var / col_var lerps
-//   (column chunks summed in order), the mean of row_var (a fixed block tree);
+//   (row slices and column chunks summed in order), the mean of row_var (a
+//   fixed block tree);
 //   (5) ||u||^2 partial sums per block of 4096 (u recomputed, never stored);
 //   (6) the update: each block sums the ||p||^2 and ||u||^2 partials in the
-//   same fixed order, then p = fma(s, u, p * wd).
+//   same fixed order, then p = fma(s, u, p * wd); a parameter of more than
+//   1024 blocks (4 Mi elements) has one extra single-block kernel do that sum
+//   once (the same code: the same bits) into the workspace, which the update
+//   blocks read (else every block would read every partial). A parameter of at most 4096 elements
+//   (one block) runs (5) / the vector pass and (6) as one single-block kernel
+//   (the same bits: the two-kernel path's totals pass through one partial);
+//   rank-0 / rank-1 parameters of that size go in batches of up to 64 per
+//   launch (a block each; tensor table in the kernel parameters).
 //   rank 0 / 1: (1) variance lerp with ||p||^2 and ||u||^2 partials in one
 //   pass; (2) the update as (6).
 //   device_scalars adds one single-thread kernel per run() (step += 1, the step
 //   coefficients into the workspace). workspace_size(): 512 bytes (alignment
 //   pad, the device scalars) + the largest parameter's scratch (row sums,
-//   column partials, means, the two partial arrays), reused by each parameter
+//   row slice partials, column partials, means, the two partial arrays, the
+//   scale), reused by each parameter
 //   in stream order. Out of place, the state of an empty parameter that has
 //   elements ([R, 0]'s row_var) is copied (cudaMemcpyAsync).
 //

@@ -13,13 +13,17 @@
 namespace baracuda::optim::adafactor {
 
 inline int64_t ceil_div64(int64_t a, int64_t b) { return (a + b - 1) / b; }
+// The narrowest column slice of the sums kernel (32 lanes x 16 bytes of f32).
+inline constexpr int64_t kSliceColsMin = 128;
 inline size_t round256(size_t b) { return (b + 255) / 256 * 256; }
 
 // One parameter's scratch (byte offsets from its region's start; each piece
-// 256-byte aligned). Factored: row sums [B*R], column partials [B, chunks, C],
-// divisors [B]; both: the ||p||^2 and ||u||^2 block partials.
+// 256-byte aligned). Factored: row partials [B*R, slices] (slices of 32
+// 16-byte vectors: ceil(C / 128) at most, f32), column partials [B, chunks, C],
+// divisors [B]; both: the ||p||^2 and ||u||^2 block partials and the step's
+// scale s (one float, written by scale_kernel for large parameters).
 struct TensorScratch {
-  size_t row_sum = 0, col_part = 0, divisor = 0, p_part = 0, u_part = 0, bytes = 0;
+  size_t row_sum = 0, col_part = 0, divisor = 0, p_part = 0, u_part = 0, scale = 0, bytes = 0;
 };
 
 // shape: the parameter's; B, R, C as the kernels see it (rank < 2: B = R = 1, C = n).
@@ -31,12 +35,13 @@ inline TensorScratch tensor_scratch(const Dims& shape) {
   if (shape.rank >= 2) {
     const int64_t R = shape[shape.rank - 2], C = shape[shape.rank - 1];
     const int64_t B = R * C == 0 ? 0 : n / (R * C);
-    s.row_sum = at, at += round256(static_cast<size_t>(B * R) * 4);
+    s.row_sum = at, at += round256(static_cast<size_t>(B * R * ceil_div64(C, kSliceColsMin)) * 4);
     s.col_part = at, at += round256(static_cast<size_t>(B * ceil_div64(R, kColRows) * C) * 4);
     s.divisor = at, at += round256(static_cast<size_t>(B) * 4);
   }
   s.p_part = at, at += round256(static_cast<size_t>(blocks) * 4);
   s.u_part = at, at += round256(static_cast<size_t>(blocks) * 4);
+  s.scale = at, at += 256;
   s.bytes = at;
   return s;
 }
