@@ -216,7 +216,7 @@ def rsqrt(input, *, out=None, stream=None):
 
 def to(input, dtype, *, out=None, stream=None):
     """Tensor.to(dtype): a converted copy (PyTorch's conversion rules)."""
-    return _unary("copy", input, out, stream, out_dtype=_C.Array and _dtype_name(dtype))
+    return _unary("copy", input, out, stream, out_dtype=_dtype_name(dtype))
 
 
 def _dtype_name(dtype):

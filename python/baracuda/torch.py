@@ -6,8 +6,9 @@ registered with ``torch.library.custom_op`` (namespace ``baracuda``), so
 breaking the graph, and ``torch.autograd`` differentiates them through
 ``register_autograd``. Tensors go to baracuda zero-copy through DLPack; the
 outputs baracuda allocates come back with ``torch.from_dlpack`` (zero-copy),
-on torch's current stream. This slice has LayerNorm and RMSNorm
-(docs/PYTHON.md lists what comes next).
+on torch's current stream. This slice has LayerNorm, RMSNorm, Linear
+with a fused activation and CrossEntropyLoss (docs/PYTHON.md lists what
+comes next).
 """
 import math
 from typing import List, Optional, Tuple
@@ -17,7 +18,8 @@ from torch import Tensor
 
 import baracuda as _bc
 
-__all__ = ["layer_norm", "rms_norm", "LayerNorm", "RMSNorm"]
+__all__ = ["layer_norm", "rms_norm", "linear", "cross_entropy", "LayerNorm", "RMSNorm", "Linear",
+           "CrossEntropyLoss"]
 
 
 def _t(a):
@@ -146,6 +148,124 @@ def layer_norm(input: Tensor, normalized_shape: List[int], weight: Optional[Tens
     return _layer_norm_fwd(input, weight, bias, len(ns), float(eps))[0]
 
 
+# ---- linear with a fused activation --------------------------------------------------------------
+_ACTS = ("none", "relu", "gelu", "gelu_tanh")
+
+
+@torch.library.custom_op("baracuda::linear_fwd", mutates_args=())
+def _linear_fwd(x: Tensor, weight: Tensor, bias: Optional[Tensor], activation: str) -> Tuple[Tensor, Tensor]:
+    act = None if activation == "none" else activation
+    if activation in ("gelu", "gelu_tanh"):
+        y, aux = _bc.linear(_d(x), _d(weight), _d(bias), activation=act, return_aux=True)
+        return _t(y), _t(aux)
+    return _t(_bc.linear(_d(x), _d(weight), _d(bias), activation=act)), x.new_empty((0,))
+
+
+@_linear_fwd.register_fake
+def _(x, weight, bias, activation):
+    y = x.new_empty((*x.shape[:-1], weight.shape[0]))
+    return y, (x.new_empty(y.shape) if activation in ("gelu", "gelu_tanh") else x.new_empty((0,)))
+
+
+@torch.library.custom_op("baracuda::linear_bwd", mutates_args=())
+def _linear_bwd(dy: Tensor, x: Tensor, weight: Tensor, aux: Tensor, has_bias: bool, activation: str,
+                need_dx: bool, need_dw: bool) -> Tuple[Tensor, Tensor, Tensor]:
+    act = None if activation == "none" else activation
+    dx, dw, db = _bc.linear_backward(_d(dy), _d(x), _d(weight), has_bias=has_bias, activation=act,
+                                     aux=_d(aux) if activation != "none" else None,
+                                     output_mask=(need_dx, need_dw, has_bias))
+    return (_t(dx) if dx is not None else x.new_empty((0,)), _t(dw) if dw is not None else x.new_empty((0,)),
+            _t(db) if db is not None else x.new_empty((0,)))
+
+
+@_linear_bwd.register_fake
+def _(dy, x, weight, aux, has_bias, activation, need_dx, need_dw):
+    return (x.new_empty(x.shape if need_dx else (0,)), x.new_empty(weight.shape if need_dw else (0,)),
+            x.new_empty((weight.shape[0],) if has_bias else (0,)))
+
+
+def _linear_setup(ctx, inputs, output):
+    x, weight, bias, activation = inputs
+    y, aux = output
+    saved = y if activation == "relu" else aux  # relu's backward reads its output
+    ctx.save_for_backward(x, weight, saved)
+    ctx.has_bias = bias is not None
+    ctx.activation = activation
+
+
+def _linear_backward(ctx, dy, _daux):
+    x, weight, saved = ctx.saved_tensors
+    need_dx, need_dw = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+    if not (need_dx or need_dw or ctx.has_bias):
+        return None, None, None, None
+    dx, dw, db = _linear_bwd(dy, x, weight, saved, ctx.has_bias, ctx.activation, need_dx, need_dw)
+    return (dx if need_dx else None), (dw if need_dw else None), (db if ctx.has_bias else None), None
+
+
+_linear_fwd.register_autograd(_linear_backward, setup_context=_linear_setup)
+
+
+def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, activation: Optional[str] = None) -> Tensor:
+    """act(input @ weight.T + bias) in one GEMM with a fused epilogue; activation
+    None, 'relu', 'gelu' (erf) or 'gelu_tanh'."""
+    act = "none" if activation is None else activation
+    if act not in _ACTS:
+        raise ValueError(f"linear: activation must be None, 'relu', 'gelu' or 'gelu_tanh', got {activation!r}")
+    return _linear_fwd(input, weight, bias, act)[0]
+
+
+# ---- cross-entropy ---------------------------------------------------------------------------------
+@torch.library.custom_op("baracuda::cross_entropy_fwd", mutates_args=())
+def _ce_fwd(x: Tensor, target: Tensor, weight: Optional[Tensor], ignore_index: int, reduction: str,
+            label_smoothing: float) -> Tuple[Tensor, Tensor]:
+    loss, lse = _bc.cross_entropy(_d(x), _d(target), _d(weight), ignore_index, reduction, label_smoothing,
+                                  return_lse=True)
+    return _t(loss), _t(lse)
+
+
+@_ce_fwd.register_fake
+def _(x, target, weight, ignore_index, reduction, label_smoothing):
+    loss = x.new_empty((x.shape[0],) if reduction == "none" else ())
+    return loss, x.new_empty((x.shape[0],), dtype=_stats_dtype(x))
+
+
+@torch.library.custom_op("baracuda::cross_entropy_bwd", mutates_args=())
+def _ce_bwd(dloss: Tensor, x: Tensor, target: Tensor, lse: Tensor, weight: Optional[Tensor], ignore_index: int,
+            reduction: str, label_smoothing: float) -> Tensor:
+    return _t(_bc.cross_entropy_backward(_d(dloss), _d(x), _d(target), _d(lse), _d(weight), ignore_index,
+                                         reduction, label_smoothing))
+
+
+@_ce_bwd.register_fake
+def _(dloss, x, target, lse, weight, ignore_index, reduction, label_smoothing):
+    return x.new_empty(x.shape)
+
+
+def _ce_setup(ctx, inputs, output):
+    x, target, weight, ignore_index, reduction, label_smoothing = inputs
+    ctx.save_for_backward(x, target, output[1], weight)
+    ctx.opts = (ignore_index, reduction, label_smoothing)
+
+
+def _ce_backward(ctx, dloss, _dlse):
+    x, target, lse, weight = ctx.saved_tensors
+    dx = _ce_bwd(dloss, x, target, lse, weight, *ctx.opts)
+    return dx, None, None, None, None, None
+
+
+_ce_fwd.register_autograd(_ce_backward, setup_context=_ce_setup)
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, ignore_index: int = -100,
+                  reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    """torch.nn.functional.cross_entropy for input [N, C] (class-index or
+    probability targets); the gradient flows to input only (not to weight or
+    probability targets)."""
+    if input.dim() != 2:
+        raise _bc.UnsupportedError(f"cross_entropy: input must be 2-D [N, C], got shape {tuple(input.shape)}")
+    return _ce_fwd(input, target, weight, int(ignore_index), reduction, float(label_smoothing))[0]
+
+
 # ---- modules ------------------------------------------------------------------------------------------
 class RMSNorm(torch.nn.Module):
     """Drop-in for torch.nn.RMSNorm (same arguments, parameters and state_dict keys)."""
@@ -189,3 +309,34 @@ class LayerNorm(torch.nn.Module):
 
     def extra_repr(self):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class Linear(torch.nn.Linear):
+    """Drop-in for torch.nn.Linear (same parameters and state_dict keys) with
+    an optional fused activation: act(x @ W.T + b) in one GEMM epilogue."""
+
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None, activation=None):
+        super().__init__(in_features, out_features, bias=bias, device=device, dtype=dtype)
+        if (activation or "none") not in _ACTS:
+            raise ValueError(f"Linear: activation must be None, 'relu', 'gelu' or 'gelu_tanh', got {activation!r}")
+        self.activation = activation
+
+    def forward(self, x):
+        return linear(x, self.weight, self.bias, self.activation)
+
+    def extra_repr(self):
+        return super().extra_repr() + f", activation={self.activation}"
+
+
+class CrossEntropyLoss(torch.nn.Module):
+    """Drop-in for torch.nn.CrossEntropyLoss for [N, C] inputs."""
+
+    def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+        super().__init__()
+        self.register_buffer("weight", weight)
+        self.ignore_index = ignore_index
+        self.reduction = reduction
+        self.label_smoothing = label_smoothing
+
+    def forward(self, input, target):
+        return cross_entropy(input, target, self.weight, self.ignore_index, self.reduction, self.label_smoothing)

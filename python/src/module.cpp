@@ -425,12 +425,12 @@ nb::object array_dlpack(const Array& a, nb::handle stream, nb::handle max_versio
       void* consumer = nullptr;
       if (!stream.is_none()) {
         const auto v = nb::cast<int64_t>(stream);
-        if (v == 0) throw nb::value_error("__dlpack__: stream=0 is ambiguous for CUDA (DLPack): use 1 or 2");
+        // 0 is not a valid CUDA value in DLPack; read as the legacy default stream (what it means to CUDA).
 #if BARACUDA_WITH_CUDA
         if (v == 2) consumer = static_cast<void*>(cudaStreamPerThread);
         else
 #endif
-        if (v != 1) consumer = reinterpret_cast<void*>(static_cast<uintptr_t>(v));
+        if (v != 0 && v != 1) consumer = reinterpret_cast<void*>(static_cast<uintptr_t>(v));
       }
       order_streams(a.device(), a.storage->stream, consumer);
     }

@@ -213,3 +213,21 @@ def test_plan_cache():
     assert bc.plan_cache_size() == 1
     bc.sum(x, dim=1)
     assert bc.plan_cache_size() == 2
+
+
+def test_jax_cpu_if_available():
+    jax = pytest.importorskip("jax")
+    x = jax.numpy.arange(6, dtype=jax.numpy.float32)
+    if x.devices().pop().platform != "cpu":
+        pytest.skip("JAX's default device is not the CPU")
+    np.testing.assert_allclose(np_of(bc.mul(x, 2.0)), np.arange(6) * 2)
+    y = jax.dlpack.from_dlpack(bc.full((3,), 1.5))
+    np.testing.assert_allclose(np.asarray(y), [1.5, 1.5, 1.5])
+
+
+def test_array_numpy_conveniences():
+    a = bc.full((2, 2), 1.5, "float64")
+    assert np.asarray(a).sum() == 6.0
+    assert a.numpy().__array_interface__["data"][0] == a.data_ptr
+    assert a.tolist() == [[1.5, 1.5], [1.5, 1.5]]
+    assert len(a) == 2

@@ -4,6 +4,9 @@ build of baracuda. Run on the GPU machine:
     PYTHONPATH=<build>/python python -m pytest python/tests -q
 """
 import math
+import os
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX beside torch on one GPU
 
 import numpy as np
 import pytest
@@ -232,3 +235,55 @@ def test_torch_modules_cuda(dtype):
         y2.backward(g)
         check(x.grad, x2.grad, scale=20)
         check(m.weight.grad, r.weight.grad, scale=50)
+
+
+def test_cupy_zero_copy_and_stream():
+    cp = pytest.importorskip("cupy")
+    x = cp.arange(1024, dtype=cp.float32) / 1024
+    y = bc.exp(x)  # not a torch tensor: the legacy default stream
+    assert y.stream.handle == 0
+    cy = cp.from_dlpack(y)
+    assert cy.data.ptr == y.data_ptr
+    cp.testing.assert_allclose(cy, cp.exp(x), rtol=1e-6)
+    s = cp.cuda.Stream(non_blocking=True)
+    y2 = bc.mul(x, 2.0, stream=s)
+    assert y2.stream.handle == s.ptr
+    with s:
+        r = cp.from_dlpack(y2)
+        cp.testing.assert_allclose(r, x * 2)
+
+
+def test_jax_zero_copy():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    try:
+        gpu = jax.devices("gpu")[0]
+    except Exception:
+        pytest.skip("JAX has no GPU backend here")
+    x = jax.device_put(jnp.arange(1024, dtype=jnp.float32) / 1024, gpu)
+    y = bc.exp(x)
+    assert y.device == "cuda:0"
+    jy = jax.dlpack.from_dlpack(y)
+    np.testing.assert_allclose(np.asarray(jy), np.exp(np.arange(1024, dtype=np.float32) / 1024), rtol=1e-6)
+    assert jy.unsafe_buffer_pointer() == y.data_ptr
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("act", [None, "relu", "gelu", "gelu_tanh"])
+def test_torch_linear_and_ce_cuda(dtype, act):
+    import baracuda.torch as bt
+    m = bt.Linear(256, 512, activation=act, device=DEV, dtype=dtype)
+    r = torch.nn.Linear(256, 512, device=DEV, dtype=dtype)
+    r.load_state_dict(m.state_dict())
+    fn = {None: lambda t: t, "relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda t: F.gelu(t, approximate="tanh")}
+    x = torch.randn(64, 256, device=DEV, dtype=dtype, requires_grad=True)
+    x2 = x.detach().clone().requires_grad_()
+    t = torch.randint(0, 512, (64,), device=DEV)
+    loss = bt.CrossEntropyLoss(label_smoothing=0.1)(m(x), t)
+    ref = F.cross_entropy(fn[act](r(x2)), t, label_smoothing=0.1)
+    check(loss, ref.detach(), scale=20)
+    loss.backward()
+    ref.backward()
+    check(x.grad, x2.grad, scale=50)
+    check(m.weight.grad, r.weight.grad, scale=50)
+    check(m.bias.grad, r.bias.grad, scale=50)

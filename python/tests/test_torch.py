@@ -49,3 +49,52 @@ def test_torch_compile_sees_opaque_op():
     x = torch.randn(3, 8)
     assert torch.allclose(f(x), m(x) * 2)
     torch.library.opcheck(torch.ops.baracuda.rms_norm_fwd.default, (x, m.weight, 1, 1e-6))
+
+
+@pytest.mark.parametrize("act", [None, "relu", "gelu", "gelu_tanh"])
+@pytest.mark.parametrize("bias", [False, True])
+def test_linear_gradcheck(act, bias):
+    x = torch.randn(2, 3, 4, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(5, 4, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(5, dtype=torch.float64, requires_grad=True) if bias else None
+    args = (x, w, b) if bias else (x, w)
+    assert torch.autograd.gradcheck(lambda *a: bt.linear(a[0], a[1], a[2] if bias else None, act), args)
+    ref = {None: lambda t: t, "relu": torch.relu, "gelu": torch.nn.functional.gelu,
+           "gelu_tanh": lambda t: torch.nn.functional.gelu(t, approximate="tanh")}[act]
+    assert torch.allclose(bt.linear(x, w, b, act), ref(torch.nn.functional.linear(x, w, b)))
+
+
+def test_linear_frozen_weight_and_module():
+    m = bt.Linear(8, 4, activation="gelu")
+    r = torch.nn.Linear(8, 4)
+    r.load_state_dict(m.state_dict())
+    m.weight.requires_grad_(False)
+    x = torch.randn(3, 8, requires_grad=True)
+    y = m(x)
+    y.sum().backward()
+    assert m.weight.grad is None and m.bias.grad is not None
+    x2 = x.detach().clone().requires_grad_()
+    torch.nn.functional.gelu(r(x2)).sum().backward()
+    assert torch.allclose(x.grad, x2.grad, atol=1e-5)
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum", "none"])
+def test_cross_entropy_gradcheck(reduction):
+    x = torch.randn(5, 7, dtype=torch.float64, requires_grad=True)
+    t = torch.randint(0, 7, (5,))
+    t[1] = -100
+    assert torch.autograd.gradcheck(lambda a: bt.cross_entropy(a, t, reduction=reduction, label_smoothing=0.1), (x,))
+    ref = torch.nn.functional.cross_entropy(x, t, reduction=reduction, label_smoothing=0.1)
+    assert torch.allclose(bt.cross_entropy(x, t, reduction=reduction, label_smoothing=0.1), ref)
+    loss_fn = bt.CrossEntropyLoss(reduction=reduction)
+    assert torch.allclose(loss_fn(x, t), torch.nn.CrossEntropyLoss(reduction=reduction)(x, t))
+
+
+def test_compile_linear_and_ce():
+    m = bt.Linear(8, 6, activation="relu")
+    t = torch.randint(0, 6, (4,))
+    f = torch.compile(lambda x: bt.cross_entropy(m(x), t), fullgraph=True, backend="aot_eager")
+    x = torch.randn(4, 8, requires_grad=True)
+    loss = f(x)
+    loss.backward()
+    assert x.grad is not None and m.weight.grad is not None
