@@ -6,7 +6,7 @@ key (plan class, descriptor fields, device) or select it once, allocate the
 outputs on the call's stream (unless ``out=``), run. Workspaces are
 allocated per call, stream-ordered (``_C``'s run, docs/PYTHON.md).
 """
-import math as _math
+import operator as _op
 
 from . import _C
 
@@ -230,9 +230,10 @@ def _dtype_name(dtype):
 def _axes(dim):
     if dim is None:
         return ()
-    if isinstance(dim, int):
-        return (dim,)
-    return tuple(dim)
+    try:
+        return (_op.index(dim),)
+    except TypeError:
+        return tuple(_op.index(d) for d in dim)
 
 
 def _reduce(kind, x, dim, keepdim, out, stream, dtype=None, correction=1):
@@ -392,6 +393,7 @@ def _softmax(x, dim, log, scale, dtype, out, stream):
     s, (xv, ov) = _C.prepare((x, out), stream)
     if xv is None:
         raise TypeError("softmax: expected a tensor, got None")
+    dim = _op.index(dim)
     key = (xv.dtype, xv.shape, dim, log, scale)
 
     def make():
@@ -415,6 +417,7 @@ def log_softmax(input, dim=-1, *, dtype=None, scale=1.0, out=None, stream=None):
 def _softmax_bwd(dy, y, dim, log, scale, out, stream):
     P = _plans()
     s, (dyv, yv, ov) = _C.prepare((dy, y, out), stream)
+    dim = _op.index(dim)
     key = (yv.dtype, yv.shape, dim, log, scale)
 
     def make():
@@ -441,7 +444,10 @@ _FINFO_EPS = {"float32": 1.1920928955078125e-07, "float64": 2.220446049250313e-1
 
 
 def _normalized_dims(xv, normalized_shape):
-    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    try:
+        ns = (_op.index(normalized_shape),)
+    except TypeError:
+        ns = tuple(_op.index(d) for d in normalized_shape)
     if len(ns) == 0 or len(ns) > len(xv.shape) or tuple(xv.shape[len(xv.shape) - len(ns):]) != ns:
         from ._errors import InvalidProblemError
         raise InvalidProblemError(f"normalized_shape {ns} must be a non-empty suffix of the input's shape {xv.shape}")

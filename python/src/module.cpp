@@ -529,6 +529,12 @@ Device device_of(nb::handle obj, const char* what) {
 }
 
 View import_tensor(nb::handle obj, const Stream& stream, const char* what) {
+  if (nb::isinstance<Array>(obj) || nb::isinstance<View>(obj)) {
+    const Device d = device_of(obj, what);
+    if (!(d == stream.device()))
+      raise_invalid(std::string(what) + ": the tensor is on " + d.to_string() + " but the call runs on " +
+                    stream.device().to_string());
+  }
   if (nb::isinstance<Array>(obj)) {
     const Array& a = nb::cast<const Array&>(obj);
     if (a.device().is_cuda() && stream.is_cuda())
