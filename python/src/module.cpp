@@ -18,8 +18,10 @@ namespace bpy {
 
 // ---- errors ---------------------------------------------------------------------
 namespace {
-nb::object g_error_classes[7];  // by StatusCode
-nb::object g_torch_tensor;      // torch.Tensor, looked up once torch is imported
+// Strong references kept for the life of the process as plain handles (no
+// C++ destructor that would touch Python after the interpreter finalized).
+nb::handle g_error_classes[7];  // by StatusCode
+nb::handle g_torch_tensor;      // torch.Tensor, looked up once torch is imported
 
 nb::handle error_class(StatusCode c) {
   const auto i = static_cast<size_t>(c);
@@ -142,7 +144,7 @@ bool torch_loaded() {
   if (!modules.contains("torch")) return false;
   nb::object torch = modules["torch"];
   if (!nb::hasattr(torch, "Tensor")) return false;  // torch still importing
-  g_torch_tensor = torch.attr("Tensor");
+  g_torch_tensor = nb::object(torch.attr("Tensor")).release();
   return true;
 }
 bool is_torch_tensor(nb::handle h) {
@@ -553,10 +555,10 @@ View import_tensor(nb::handle obj, const Stream& stream, const char* what) {
   nb::object sarg = dlpack_stream_arg(stream);
   // Producers whose __dlpack__ has no max_version (the legacy protocol, e.g.
   // torch < 2.7): remembered by type, so the TypeError is paid once.
-  static std::vector<nb::object> legacy_types;
+  static std::vector<PyObject*> legacy_types;  // strong references, never released
   nb::handle type = nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(obj.ptr())));
   const bool legacy = std::any_of(legacy_types.begin(), legacy_types.end(),
-                                  [&](const nb::object& t) { return t.is(type); });
+                                  [&](PyObject* t) { return t == type.ptr(); });
   nb::object cap;
   if (legacy) {
     cap = dev.is_cpu() ? fn() : fn(nb::arg("stream") = sarg);
@@ -566,7 +568,7 @@ View import_tensor(nb::handle obj, const Stream& stream, const char* what) {
     } catch (nb::python_error& e) {
       if (!e.matches(PyExc_TypeError)) throw;
       cap = dev.is_cpu() ? fn() : fn(nb::arg("stream") = sarg);  // a producer of the legacy protocol
-      legacy_types.push_back(nb::borrow(type));
+      legacy_types.push_back(nb::borrow(type).release().ptr());
     }
   }
   View v;
@@ -634,7 +636,7 @@ void bind_core(nb::module_& m) {
   m.def("_register_errors", [](nb::dict classes) {
     for (auto [k, v] : classes) {
       const int code = nb::cast<int>(k);
-      if (code >= 0 && code < 7) g_error_classes[code] = nb::borrow(v);
+      if (code >= 0 && code < 7) g_error_classes[code] = nb::borrow(v).release();
     }
   });
   m.def("version", []() { return std::string(version()); });

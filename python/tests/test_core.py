@@ -231,3 +231,34 @@ def test_array_numpy_conveniences():
     assert a.numpy().__array_interface__["data"][0] == a.data_ptr
     assert a.tolist() == [[1.5, 1.5], [1.5, 1.5]]
     assert len(a) == 2
+
+
+def test_bad_inputs_raise_never_crash():
+    x = np.ones((2, 3), np.float32)
+    cases = [
+        lambda: bc.sum(x, dim="a"),
+        lambda: bc.softmax(x, dim=1.5),
+        lambda: bc.sum(np.ones((1,) * 9, np.float32)),  # rank 9
+        lambda: bc.empty((-1, 2)),
+        lambda: bc.empty((2,), "float128"),
+        lambda: bc.full((2,), "x"),
+        lambda: bc.plans.ReducePlan.select(None),
+        lambda: bc.plans.ReducePlan.select(bc.plans.ReduceDescriptor(shape=(2, 3)), stream=3.5),
+        lambda: bc.plans.ReduceDescriptor(shape="ab"),
+        lambda: bc.plans.ReduceDescriptor(keepdim="yes"),
+        lambda: bc.plans.ReduceDescriptor(dtype=None),
+        lambda: bc.plans.ReducePlan().run(x=x),
+        lambda: bc.layer_norm(x, ()),
+        lambda: bc.layer_norm(x, (3,), weight=np.ones(4, np.float32)),
+        lambda: bc.linear(x, np.ones(3, np.float32)),
+        lambda: bc.cross_entropy(x, np.ones(2, np.float32)),
+        lambda: bc.matmul(x, None),
+        lambda: bc.add(x, "s"),
+        lambda: bc.add(x, np.ones((2, 3), np.float64), out=np.zeros((2, 3), np.int8)),
+        lambda: bc.Stream.from_py("tpu"),
+        lambda: x.__class__ and bc.exp(x, out=x.T),  # output overlapping the input in another layout
+    ]
+    for i, f in enumerate(cases):
+        with pytest.raises((bc.Error, TypeError, ValueError)):
+            f()
+            pytest.fail(f"case {i} did not raise")

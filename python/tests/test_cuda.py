@@ -49,7 +49,8 @@ def test_binary(name, dtype):
     a = torch.randn(8, 1, 65, device=DEV, dtype=dtype)
     b = torch.rand(7, 1, device=DEV, dtype=dtype) + 0.5
     check(getattr(bc, name)(a, b), getattr(torch, name)(a, b))
-    check(getattr(bc, name)(a, 2.5), getattr(torch, name)(a, 2.5))
+    scalar = torch.tensor(2.5, device=DEV, dtype=dtype)  # torch.maximum / minimum take no Python number
+    check(getattr(bc, name)(a, 2.5), getattr(torch, name)(a, scalar))
 
 
 @pytest.mark.parametrize("dtype", DTYPES + [torch.float64])
