@@ -210,7 +210,7 @@ def test_plan_layer_cuda():
     P = bc.plans
     s = torch.cuda.current_stream()
     plan = P.SoftmaxPlan.select(P.SoftmaxDescriptor(dtype="float32", shape=(4, 300000)), stream=s)
-    assert plan.device == "cuda:0" and plan.sku["backend"] == "bespoke"
+    assert plan.device == "cuda:0" and plan.sku["backend"] == "bespoke-cuda"
     x = torch.randn(4, 300000, device=DEV)
     y = torch.empty_like(x)
     ws = None
