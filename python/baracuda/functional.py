@@ -24,6 +24,8 @@ __all__ = [
     "layer_norm", "rms_norm", "layer_norm_backward", "rms_norm_backward",
     # loss
     "cross_entropy", "cross_entropy_backward",
+    # attention, rotary embeddings
+    "flash_attention", "flash_attention_backward", "rope", "rope_backward",
     "zeros",
 ]
 
@@ -605,3 +607,102 @@ def cross_entropy_backward(grad_loss, input, target, lse, weight=None, ignore_in
     dlogits = _out(out, ov, lv.shape, lv.dtype, s)
     plan.run(stream=s, logits=lv, target=tv, weight=wv, lse=lsev, dloss=dv, dlogits=dlogits)
     return _result(out, dlogits)
+
+
+# ---- flash attention ------------------------------------------------------------------------------------
+def _flash_desc(P, qv, kv, causal, scale, window, softcap, align, save_lse):
+    from ._errors import InvalidProblemError
+    if len(qv.shape) != 4 or len(kv.shape) != 4:
+        raise InvalidProblemError(f"flash_attention: q, k, v must be 4-D [B, H, S, D] (got {qv.shape} and "
+                                  f"{kv.shape}); a [B, S, H, D] tensor's .transpose(1, 2) view works as it is")
+    B, H, Q, D = qv.shape
+    wl, wr = (-1, -1) if window is None else (int(window[0]), int(window[1]))
+    return P.FlashSdpaDescriptor(dtype=qv.dtype, batch=B, heads=H, kv_heads=kv.shape[1], q_len=Q,
+                                 kv_len=kv.shape[2], head_dim=D, scale=scale, causal=bool(causal), align=align,
+                                 window_left=wl, window_right=wr, softcap=float(softcap), save_lse=save_lse)
+
+
+def flash_attention(q, k, v, causal=False, scale=None, *, window=None, softcap=0.0, align="top_left",
+                    return_lse=False, out=None, stream=None):
+    """softmax(q k^T * scale [+ causal mask]) v without materializing the scores.
+
+    q [B, H, Q, D], k and v [B, Hk, K, D] (torch's SDPA layout, any strides;
+    H % Hk == 0 is grouped-query attention); D in 32..256, a multiple of 8.
+    scale: 1/sqrt(D) by default. causal with align 'top_left' (torch's
+    is_causal) or 'bottom_right' (FlashAttention's, for KV-cache decoding);
+    window=(left, right) a sliding window (-1: unbounded); softcap > 0:
+    s = softcap * tanh(s / softcap). A row with no allowed key gives 0
+    (PyTorch: NaN). return_lse=True also returns the row log-sum-exp
+    [B, H, Q] (float32), which flash_attention_backward needs."""
+    P = _plans()
+    s, (qv, kv, vv, ov) = _C.prepare((q, k, v, out), stream)
+    if qv is None or kv is None or vv is None:
+        raise TypeError("flash_attention: expected tensors for q, k and v")
+    key = (qv.dtype, qv.shape, kv.shape, bool(causal), scale, window, float(softcap), align, bool(return_lse))
+    plan = _plan(P.FlashSdpaPlan, key,
+                 lambda: _flash_desc(P, qv, kv, causal, scale, window, softcap, align, bool(return_lse)), s)
+    y = _out(out, ov, plan.y_shape, qv.dtype, s)
+    lse = _C.empty(plan.lse_shape, "float32", s) if return_lse else None
+    plan.run(stream=s, q=qv, k=kv, v=vv, y=y, lse=lse)
+    y = _result(out, y)
+    return (y, lse) if return_lse else y
+
+
+def flash_attention_backward(grad_out, q, k, v, out, lse, causal=False, scale=None, *, window=None, softcap=0.0,
+                             align="top_left", stream=None):
+    """(dq, dk, dv) of flash_attention from its output and lse (same options)."""
+    P = _plans()
+    s, (dyv, qv, kv, vv, yv, lv) = _C.prepare((grad_out, q, k, v, out, lse), stream)
+    key = (qv.dtype, qv.shape, kv.shape, bool(causal), scale, window, float(softcap), align)
+    plan = _plan(P.FlashSdpaBackwardPlan, key,
+                 lambda: _flash_desc(P, qv, kv, causal, scale, window, softcap, align, True), s)
+    dq = _C.empty(qv.shape, qv.dtype, s)
+    dk = _C.empty(kv.shape, qv.dtype, s)
+    dv = _C.empty(vv.shape, qv.dtype, s)
+    plan.run(stream=s, dy=dyv, q=qv, k=kv, v=vv, y=yv, lse=lv, dq=dq, dk=dk, dv=dv)
+    return dq, dk, dv
+
+
+# ---- rotary embeddings -------------------------------------------------------------------------------------
+def _rope_desc(P, qv, kv, pv, theta, rotary_dim, interleaved):
+    from ._errors import InvalidProblemError
+    if len(qv.shape) != 4 or (kv is not None and len(kv.shape) != 4):
+        raise InvalidProblemError(f"rope: q (and k) must be 4-D [B, H, S, D], got {qv.shape}")
+    B, H, S, D = qv.shape
+    positions = "none" if pv is None else ("per_sequence" if len(pv.shape) == 1 else "per_batch")
+    return P.RopeDescriptor(dtype=qv.dtype, batch=B, heads=H, kv_heads=kv.shape[1] if kv is not None else 1,
+                            seq_len=S, head_dim=D, rotary_dim=-1 if rotary_dim is None else int(rotary_dim),
+                            has_k=kv is not None, pairs="interleaved" if interleaved else "half_split",
+                            theta=float(theta), positions=positions,
+                            position_dtype=pv.dtype if pv is not None else "int32")
+
+
+def rope(q, k=None, *, positions=None, theta=10000.0, rotary_dim=None, interleaved=False, stream=None):
+    """Rotary position embeddings of q (and k) [B, H, S, D]: pairs (i, i + R/2)
+    (GPT-NeoX / Hugging Face; interleaved=True: (2i, 2i+1)) rotated by
+    pos * theta^(-2i/R); R = rotary_dim (default D; the rest passes through).
+    positions: None (0..S-1), [S] or [B, S] int32 / int64. Returns q_out, or
+    (q_out, k_out) when k is given."""
+    P = _plans()
+    s, (qv, kv, pv) = _C.prepare((q, k, positions), stream)
+    key = (qv.dtype, qv.shape, None if kv is None else kv.shape, None if pv is None else (pv.dtype, pv.shape),
+           float(theta), rotary_dim, bool(interleaved))
+    plan = _plan(P.RopePlan, key, lambda: _rope_desc(P, qv, kv, pv, theta, rotary_dim, interleaved), s)
+    qo = _C.empty(qv.shape, qv.dtype, s)
+    ko = _C.empty(kv.shape, kv.dtype, s) if kv is not None else None
+    plan.run(stream=s, q=qv, k=kv, positions=pv, q_out=qo, k_out=ko)
+    return qo if kv is None else (qo, ko)
+
+
+def rope_backward(grad_q, grad_k=None, *, positions=None, theta=10000.0, rotary_dim=None, interleaved=False,
+                  stream=None):
+    """The gradients of rope's inputs from its outputs' (the inverse rotation)."""
+    P = _plans()
+    s, (qv, kv, pv) = _C.prepare((grad_q, grad_k, positions), stream)
+    key = (qv.dtype, qv.shape, None if kv is None else kv.shape, None if pv is None else (pv.dtype, pv.shape),
+           float(theta), rotary_dim, bool(interleaved))
+    plan = _plan(P.RopeBackwardPlan, key, lambda: _rope_desc(P, qv, kv, pv, theta, rotary_dim, interleaved), s)
+    dq = _C.empty(qv.shape, qv.dtype, s)
+    dk = _C.empty(kv.shape, kv.dtype, s) if kv is not None else None
+    plan.run(stream=s, dy_q=qv, dy_k=kv, positions=pv, dq=dq, dk=dk)
+    return dq if kv is None else (dq, dk)

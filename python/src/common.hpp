@@ -109,5 +109,6 @@ nb::dict sku_to_py(const KernelSku& s);
 
 void bind_core(nb::module_& m);
 void bind_plans(nb::module_& m);
+void bind_plans_more(nb::module_& m);
 
 }  // namespace bpy

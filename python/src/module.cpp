@@ -773,4 +773,5 @@ void bind_core(nb::module_& m) {
 NB_MODULE(_C, m) {
   bpy::bind_core(m);
   bpy::bind_plans(m);
+  bpy::bind_plans_more(m);
 }

@@ -288,3 +288,32 @@ def test_torch_linear_and_ce_cuda(dtype, act):
     check(x.grad, x2.grad, scale=50)
     check(m.weight.grad, r.weight.grad, scale=50)
     check(m.bias.grad, r.bias.grad, scale=50)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_attention_fwd_bwd(dtype, causal):
+    B, H, Hk, S, D = 2, 8, 2, 256, 64
+    q = torch.randn(B, S, H, D, device=DEV, dtype=dtype).transpose(1, 2).requires_grad_()  # [B,S,H,D] storage
+    k = torch.randn(B, Hk, S, D, device=DEV, dtype=dtype, requires_grad=True)
+    v = torch.randn(B, Hk, S, D, device=DEV, dtype=dtype, requires_grad=True)
+    ref = F.scaled_dot_product_attention(q, k.repeat_interleave(H // Hk, 1), v.repeat_interleave(H // Hk, 1),
+                                         is_causal=causal)
+    y, lse = bc.flash_attention(q.detach(), k.detach(), v.detach(), causal, return_lse=True)
+    check(y, ref.detach(), scale=10)
+    g = torch.randn_like(ref)
+    ref.backward(g)
+    dq, dk, dv = bc.flash_attention_backward(g, q.detach(), k.detach(), v.detach(), y, lse, causal)
+    check(dq, q.grad.contiguous(), scale=20)
+    check(dk, k.grad, scale=20)
+    check(dv, v.grad, scale=20)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_rope_cuda_matches_cpu(dtype):
+    q = torch.randn(2, 4, 16, 64, dtype=dtype)
+    k = torch.randn(2, 2, 16, 64, dtype=dtype)
+    qc, kc = bc.rope(q, k)
+    qg, kg = bc.rope(q.to(DEV), k.to(DEV))
+    check(T(qg).cpu(), T(qc), scale=2)
+    check(T(kg).cpu(), T(kc), scale=2)

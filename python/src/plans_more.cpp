@@ -1,0 +1,173 @@
+// baracuda._C: the plan layer of flash attention, rotary embeddings and
+// embedding (binders.hpp: the generic binders).
+#include "binders.hpp"
+
+namespace bpy {
+namespace {
+
+void bind_attention(nb::module_& m) {
+  bind_enum<DiagonalAlign>(m, "DiagonalAlign",
+                           {{"TopLeft", DiagonalAlign::TopLeft}, {"BottomRight", DiagonalAlign::BottomRight}});
+  enum_names<DiagonalAlign>().push_back({"top_left", DiagonalAlign::TopLeft});
+  enum_names<DiagonalAlign>().push_back({"bottom_right", DiagonalAlign::BottomRight});
+  bind_enum<AlibiMode>(m, "AlibiMode", {{"None_", AlibiMode::None}, {"PerHead", AlibiMode::PerHead},
+                                        {"PerBatchHead", AlibiMode::PerBatchHead}});
+  enum_names<AlibiMode>().push_back({"none", AlibiMode::None});
+  DescBinder<FlashSdpaDescriptor>(m, "FlashSdpaDescriptor")
+      .field("dtype", &FlashSdpaDescriptor::dtype)
+      .field("batch", &FlashSdpaDescriptor::batch)
+      .field("heads", &FlashSdpaDescriptor::heads)
+      .field("kv_heads", &FlashSdpaDescriptor::kv_heads)
+      .field("q_len", &FlashSdpaDescriptor::q_len)
+      .field("kv_len", &FlashSdpaDescriptor::kv_len)
+      .field("head_dim", &FlashSdpaDescriptor::head_dim)
+      .field("scale", &FlashSdpaDescriptor::scale)
+      .field("causal", &FlashSdpaDescriptor::causal)
+      .field("align", &FlashSdpaDescriptor::align)
+      .field("window_left", &FlashSdpaDescriptor::window_left)
+      .field("window_right", &FlashSdpaDescriptor::window_right)
+      .field("softcap", &FlashSdpaDescriptor::softcap)
+      .field("alibi", &FlashSdpaDescriptor::alibi)
+      .field("has_mask", &FlashSdpaDescriptor::has_mask)
+      .field("varlen", &FlashSdpaDescriptor::varlen)
+      .field("total_q", &FlashSdpaDescriptor::total_q)
+      .field("total_kv", &FlashSdpaDescriptor::total_kv)
+      .field("save_lse", &FlashSdpaDescriptor::save_lse);
+  PlanBinder<FlashSdpaPlan, FlashSdpaDescriptor, FlashSdpaArgs>(m, "FlashSdpaPlan")
+      .in("q", &FlashSdpaArgs::q)
+      .in("k", &FlashSdpaArgs::k)
+      .in("v", &FlashSdpaArgs::v)
+      .in("mask", &FlashSdpaArgs::mask)
+      .in("alibi_slopes", &FlashSdpaArgs::alibi_slopes)
+      .in("cu_seqlens_q", &FlashSdpaArgs::cu_seqlens_q)
+      .in("cu_seqlens_kv", &FlashSdpaArgs::cu_seqlens_kv)
+      .out("y", &FlashSdpaArgs::y)
+      .out("lse", &FlashSdpaArgs::lse)
+      .prop("scale", [](const FlashSdpaPlan& p) { return p.scale(); })
+      .prop("q_shape", [](const FlashSdpaPlan& p) { return dims_to_py(p.q_shape()); })
+      .prop("kv_shape", [](const FlashSdpaPlan& p) { return dims_to_py(p.kv_shape()); })
+      .prop("y_shape", [](const FlashSdpaPlan& p) { return dims_to_py(p.y_shape()); })
+      .prop("lse_shape", [](const FlashSdpaPlan& p) { return dims_to_py(p.lse_shape()); });
+  PlanBinder<FlashSdpaBackwardPlan, FlashSdpaDescriptor, FlashSdpaBackwardArgs>(m, "FlashSdpaBackwardPlan")
+      .in("dy", &FlashSdpaBackwardArgs::dy)
+      .in("q", &FlashSdpaBackwardArgs::q)
+      .in("k", &FlashSdpaBackwardArgs::k)
+      .in("v", &FlashSdpaBackwardArgs::v)
+      .in("y", &FlashSdpaBackwardArgs::y)
+      .in("lse", &FlashSdpaBackwardArgs::lse)
+      .in("mask", &FlashSdpaBackwardArgs::mask)
+      .in("alibi_slopes", &FlashSdpaBackwardArgs::alibi_slopes)
+      .in("cu_seqlens_q", &FlashSdpaBackwardArgs::cu_seqlens_q)
+      .in("cu_seqlens_kv", &FlashSdpaBackwardArgs::cu_seqlens_kv)
+      .out("dq", &FlashSdpaBackwardArgs::dq)
+      .out("dk", &FlashSdpaBackwardArgs::dk)
+      .out("dv", &FlashSdpaBackwardArgs::dv)
+      .prop("scale", [](const FlashSdpaBackwardPlan& p) { return p.scale(); });
+}
+
+void bind_rope(nb::module_& m) {
+  bind_enum<RopePairs>(m, "RopePairs", {{"Interleaved", RopePairs::Interleaved}, {"HalfSplit", RopePairs::HalfSplit}});
+  enum_names<RopePairs>().push_back({"half_split", RopePairs::HalfSplit});
+  bind_enum<RopePositions>(m, "RopePositions", {{"None_", RopePositions::None},
+                                                {"PerSequence", RopePositions::PerSequence},
+                                                {"PerBatch", RopePositions::PerBatch}});
+  enum_names<RopePositions>().push_back({"none", RopePositions::None});
+  enum_names<RopePositions>().push_back({"per_sequence", RopePositions::PerSequence});
+  enum_names<RopePositions>().push_back({"per_batch", RopePositions::PerBatch});
+  DescBinder<RopeDescriptor>(m, "RopeDescriptor")
+      .field("dtype", &RopeDescriptor::dtype)
+      .field("batch", &RopeDescriptor::batch)
+      .field("heads", &RopeDescriptor::heads)
+      .field("kv_heads", &RopeDescriptor::kv_heads)
+      .field("seq_len", &RopeDescriptor::seq_len)
+      .field("head_dim", &RopeDescriptor::head_dim)
+      .field("rotary_dim", &RopeDescriptor::rotary_dim)
+      .field("has_k", &RopeDescriptor::has_k)
+      .field("pairs", &RopeDescriptor::pairs)
+      .field("theta", &RopeDescriptor::theta)
+      .field("positions", &RopeDescriptor::positions)
+      .field("position_dtype", &RopeDescriptor::position_dtype)
+      .field("use_cache", &RopeDescriptor::use_cache)
+      .field("cache_len", &RopeDescriptor::cache_len);
+  PlanBinder<RopePlan, RopeDescriptor, RopeArgs>(m, "RopePlan")
+      .in("q", &RopeArgs::q)
+      .in("k", &RopeArgs::k)
+      .in("positions", &RopeArgs::positions)
+      .in("cos", &RopeArgs::cos)
+      .in("sin", &RopeArgs::sin)
+      .out("q_out", &RopeArgs::q_out)
+      .out("k_out", &RopeArgs::k_out)
+      .prop("q_shape", [](const RopePlan& p) { return dims_to_py(p.q_shape()); })
+      .prop("k_shape", [](const RopePlan& p) { return dims_to_py(p.k_shape()); })
+      .prop("cache_shape", [](const RopePlan& p) { return dims_to_py(p.cache_shape()); })
+      .prop("cache_dtype", [](const RopePlan& p) { return dtype_py_name(p.cache_dtype()); });
+  PlanBinder<RopeBackwardPlan, RopeDescriptor, RopeBackwardArgs>(m, "RopeBackwardPlan")
+      .in("dy_q", &RopeBackwardArgs::dy_q)
+      .in("dy_k", &RopeBackwardArgs::dy_k)
+      .in("positions", &RopeBackwardArgs::positions)
+      .in("cos", &RopeBackwardArgs::cos)
+      .in("sin", &RopeBackwardArgs::sin)
+      .out("dq", &RopeBackwardArgs::dq)
+      .out("dk", &RopeBackwardArgs::dk);
+}
+
+void bind_embedding(nb::module_& m) {
+  DescBinder<EmbeddingDescriptor>(m, "EmbeddingDescriptor")
+      .field("dtype", &EmbeddingDescriptor::dtype)
+      .field("index_dtype", &EmbeddingDescriptor::index_dtype)
+      .field("num_embeddings", &EmbeddingDescriptor::num_embeddings)
+      .field("embedding_dim", &EmbeddingDescriptor::embedding_dim)
+      .field("index_shape", &EmbeddingDescriptor::index_shape)
+      .field("has_padding_idx", &EmbeddingDescriptor::has_padding_idx)
+      .field("padding_idx", &EmbeddingDescriptor::padding_idx);
+  // check_indices(workspace, stream=None): the out-of-range index the last
+  // run() with this workspace met (CUDA: synchronizes the stream).
+  auto check_indices = [](const auto& p, nb::handle ws_arg, nb::handle stream_arg) {
+    const Stream s = resolve_stream(stream_arg, p.device(), {});
+    std::optional<ScopedWorkspace> own;
+    std::optional<View> keep;
+    if (ws_arg.is_none() && p.workspace_size() > 0)
+      raise_invalid(std::string(p.name()) + ".check_indices: pass the workspace the run() used");
+    const Workspace ws = workspace_from_py(ws_arg, 0, s, own, keep);
+    Status st;
+    {
+      nb::gil_scoped_release release;
+      st = p.check_indices(s, ws);
+    }
+    check(st);
+  };
+  PlanBinder<EmbeddingPlan, EmbeddingDescriptor, EmbeddingArgs> fwd(m, "EmbeddingPlan");
+  fwd.in("weight", &EmbeddingArgs::weight)
+      .in("indices", &EmbeddingArgs::indices)
+      .out("out", &EmbeddingArgs::out)
+      .prop("out_shape", [](const EmbeddingPlan& p) { return dims_to_py(p.out_shape()); });
+  fwd.cls.def("check_indices", [check_indices](const EmbeddingPlan& p, nb::handle ws, nb::handle s) { check_indices(p, ws, s); },
+              nb::arg("workspace") = nb::none(), nb::arg("stream") = nb::none());
+  bind_enum<EmbeddingGradLayout>(m, "EmbeddingGradLayout",
+                                 {{"Dense", EmbeddingGradLayout::Dense}, {"Compact", EmbeddingGradLayout::Compact}});
+  DescBinder<EmbeddingBackwardDescriptor>(m, "EmbeddingBackwardDescriptor")
+      .field("forward", &EmbeddingBackwardDescriptor::forward)
+      .field("grad_dtype", &EmbeddingBackwardDescriptor::grad_dtype)
+      .field("layout", &EmbeddingBackwardDescriptor::layout);
+  PlanBinder<EmbeddingBackwardPlan, EmbeddingBackwardDescriptor, EmbeddingBackwardArgs> bwd(m, "EmbeddingBackwardPlan");
+  bwd.in("indices", &EmbeddingBackwardArgs::indices)
+      .in("dout", &EmbeddingBackwardArgs::dout)
+      .out("dweight", &EmbeddingBackwardArgs::dweight)
+      .out("unique_rows", &EmbeddingBackwardArgs::unique_rows)
+      .out("dweight_compact", &EmbeddingBackwardArgs::dweight_compact)
+      .out("count", &EmbeddingBackwardArgs::count)
+      .prop("dweight_shape", [](const EmbeddingBackwardPlan& p) { return dims_to_py(p.dweight_shape()); });
+  bwd.cls.def("check_indices",
+              [check_indices](const EmbeddingBackwardPlan& p, nb::handle ws, nb::handle s) { check_indices(p, ws, s); },
+              nb::arg("workspace") = nb::none(), nb::arg("stream") = nb::none());
+}
+
+}  // namespace
+
+void bind_plans_more(nb::module_& m) {
+  bind_attention(m);
+  bind_rope(m);
+  bind_embedding(m);
+}
+
+}  // namespace bpy
