@@ -7,8 +7,8 @@ breaking the graph, and ``torch.autograd`` differentiates them through
 ``register_autograd``. Tensors go to baracuda zero-copy through DLPack; the
 outputs baracuda allocates come back with ``torch.from_dlpack`` (zero-copy),
 on torch's current stream. This slice has LayerNorm, RMSNorm, Linear
-with a fused activation and CrossEntropyLoss (docs/PYTHON.md lists what
-comes next).
+with a fused activation, CrossEntropyLoss, flash attention and rotary
+embeddings (docs/PYTHON.md lists what comes next).
 """
 import math
 from typing import List, Optional, Tuple
@@ -18,8 +18,8 @@ from torch import Tensor
 
 import baracuda as _bc
 
-__all__ = ["layer_norm", "rms_norm", "linear", "cross_entropy", "LayerNorm", "RMSNorm", "Linear",
-           "CrossEntropyLoss"]
+__all__ = ["layer_norm", "rms_norm", "linear", "cross_entropy", "flash_attention", "rope", "LayerNorm", "RMSNorm",
+           "Linear", "CrossEntropyLoss"]
 
 
 def _t(a):
@@ -264,6 +264,116 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None
     if input.dim() != 2:
         raise _bc.UnsupportedError(f"cross_entropy: input must be 2-D [N, C], got shape {tuple(input.shape)}")
     return _ce_fwd(input, target, weight, int(ignore_index), reduction, float(label_smoothing))[0]
+
+
+# ---- flash attention ---------------------------------------------------------------------------------
+def _rows_view(t):
+    """Detached; copied only when the last axis is not unit-stride (the flash
+    kernels read [B, S, H, D] storage through its [B, H, S, D] view in place)."""
+    t = t.detach()
+    return t if t.stride(-1) == 1 else t.contiguous()
+
+
+@torch.library.custom_op("baracuda::flash_attention_fwd", mutates_args=())
+def _flash_fwd(q: Tensor, k: Tensor, v: Tensor, causal: bool, scale: Optional[float],
+               window_left: int, window_right: int) -> Tuple[Tensor, Tensor]:
+    y, lse = _bc.flash_attention(_rows_view(q), _rows_view(k), _rows_view(v), causal, scale,
+                                 window=(window_left, window_right), return_lse=True)
+    return _t(y), _t(lse)
+
+
+@_flash_fwd.register_fake
+def _(q, k, v, causal, scale, window_left, window_right):
+    return q.new_empty(q.shape), q.new_empty(q.shape[:3], dtype=torch.float32)
+
+
+@torch.library.custom_op("baracuda::flash_attention_bwd", mutates_args=())
+def _flash_bwd(dy: Tensor, q: Tensor, k: Tensor, v: Tensor, y: Tensor, lse: Tensor, causal: bool,
+               scale: Optional[float], window_left: int, window_right: int) -> Tuple[Tensor, Tensor, Tensor]:
+    dq, dk, dv = _bc.flash_attention_backward(_rows_view(dy), _rows_view(q), _rows_view(k), _rows_view(v),
+                                              _rows_view(y), _d(lse), causal, scale,
+                                              window=(window_left, window_right))
+    return _t(dq), _t(dk), _t(dv)
+
+
+@_flash_bwd.register_fake
+def _(dy, q, k, v, y, lse, causal, scale, window_left, window_right):
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
+def _flash_setup(ctx, inputs, output):
+    q, k, v, causal, scale, wl, wr = inputs
+    ctx.save_for_backward(q, k, v, output[0], output[1])
+    ctx.opts = (causal, scale, wl, wr)
+
+
+def _flash_backward(ctx, dy, _dlse):
+    q, k, v, y, lse = ctx.saved_tensors
+    dq, dk, dv = _flash_bwd(dy, q, k, v, y, lse, *ctx.opts)
+    return dq, dk, dv, None, None, None, None
+
+
+_flash_fwd.register_autograd(_flash_backward, setup_context=_flash_setup)
+
+
+def flash_attention(q: Tensor, k: Tensor, v: Tensor, causal: bool = False, scale: Optional[float] = None,
+                    window: Optional[Tuple[int, int]] = None) -> Tensor:
+    """torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal,
+    scale=scale, enable_gqa=True) without dropout or mask, on baracuda's flash
+    kernels: q [B, H, Q, D], k / v [B, Hk, K, D] (D in 32..256, a multiple of
+    8); window=(left, right) a sliding window. A row with no allowed key gives 0."""
+    wl, wr = (-1, -1) if window is None else (int(window[0]), int(window[1]))
+    return _flash_fwd(q, k, v, bool(causal), None if scale is None else float(scale), wl, wr)[0]
+
+
+# ---- rotary embeddings -------------------------------------------------------------------------------
+@torch.library.custom_op("baracuda::rope_fwd", mutates_args=())
+def _rope_fwd(q: Tensor, k: Tensor, positions: Optional[Tensor], theta: float, rotary_dim: int,
+              interleaved: bool) -> Tuple[Tensor, Tensor]:
+    qo, ko = _bc.rope(_d(q), _d(k), positions=_d(positions), theta=theta,
+                      rotary_dim=None if rotary_dim < 0 else rotary_dim, interleaved=interleaved)
+    return _t(qo), _t(ko)
+
+
+@_rope_fwd.register_fake
+def _(q, k, positions, theta, rotary_dim, interleaved):
+    return q.new_empty(q.shape), k.new_empty(k.shape)
+
+
+@torch.library.custom_op("baracuda::rope_bwd", mutates_args=())
+def _rope_bwd(dq: Tensor, dk: Tensor, positions: Optional[Tensor], theta: float, rotary_dim: int,
+              interleaved: bool) -> Tuple[Tensor, Tensor]:
+    gq, gk = _bc.rope_backward(_d(dq), _d(dk), positions=_d(positions), theta=theta,
+                               rotary_dim=None if rotary_dim < 0 else rotary_dim, interleaved=interleaved)
+    return _t(gq), _t(gk)
+
+
+@_rope_bwd.register_fake
+def _(dq, dk, positions, theta, rotary_dim, interleaved):
+    return dq.new_empty(dq.shape), dk.new_empty(dk.shape)
+
+
+def _rope_setup(ctx, inputs, output):
+    q, k, positions, theta, rotary_dim, interleaved = inputs
+    ctx.save_for_backward(positions)
+    ctx.opts = (theta, rotary_dim, interleaved)
+
+
+def _rope_backward(ctx, dqo, dko):
+    (positions,) = ctx.saved_tensors
+    dq, dk = _rope_bwd(dqo, dko, positions, *ctx.opts)
+    return dq, dk, None, None, None, None
+
+
+_rope_fwd.register_autograd(_rope_backward, setup_context=_rope_setup)
+
+
+def rope(q: Tensor, k: Tensor, positions: Optional[Tensor] = None, theta: float = 10000.0,
+         rotary_dim: Optional[int] = None, interleaved: bool = False) -> Tuple[Tensor, Tensor]:
+    """Rotary embeddings of q [B, H, S, D] and k [B, Hk, S, D] (Hugging Face's
+    rotate_half convention; interleaved=True: GPT-J's pairs). Returns (q, k)."""
+    return _rope_fwd(q, k, positions, float(theta), -1 if rotary_dim is None else int(rotary_dim),
+                     bool(interleaved))
 
 
 # ---- modules ------------------------------------------------------------------------------------------

@@ -317,3 +317,24 @@ def test_rope_cuda_matches_cpu(dtype):
     qg, kg = bc.rope(q.to(DEV), k.to(DEV))
     check(T(qg).cpu(), T(qc), scale=2)
     check(T(kg).cpu(), T(kc), scale=2)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_torch_flash_attention_and_rope_cuda(dtype):
+    import baracuda.torch as bt
+    B, H, S, D = 2, 4, 128, 64
+    q = torch.randn(B, S, H, D, device=DEV, dtype=dtype).transpose(1, 2).requires_grad_()
+    k = torch.randn(B, H, S, D, device=DEV, dtype=dtype, requires_grad=True)
+    v = torch.randn(B, H, S, D, device=DEV, dtype=dtype, requires_grad=True)
+    qr, kr = bt.rope(q, k)
+    y = bt.flash_attention(qr, kr, v, causal=True)
+    q2, k2, v2 = (t.detach().clone().requires_grad_() for t in (q, k, v))
+    qr2, kr2 = bt.rope(q2, k2)  # the same rotation, then torch's attention as the reference
+    ref = F.scaled_dot_product_attention(qr2, kr2, v2, is_causal=True)
+    check(y, ref.detach(), scale=10)
+    g = torch.randn_like(ref)
+    y.backward(g)
+    ref.backward(g)
+    check(q.grad, q2.grad, scale=20)
+    check(k.grad, k2.grad, scale=20)
+    check(v.grad, v2.grad, scale=20)

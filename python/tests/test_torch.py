@@ -98,3 +98,25 @@ def test_compile_linear_and_ce():
     loss = f(x)
     loss.backward()
     assert x.grad is not None and m.weight.grad is not None
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_attention_gradcheck(causal):
+    q = torch.randn(1, 2, 3, 32, dtype=torch.float64, requires_grad=True)
+    k = torch.randn(1, 1, 4, 32, dtype=torch.float64, requires_grad=True)
+    v = torch.randn(1, 1, 4, 32, dtype=torch.float64, requires_grad=True)
+    # lse is float32: the recomputed softmax is f32-accurate, hence the tolerances
+    assert torch.autograd.gradcheck(lambda a, b, c: bt.flash_attention(a, b, c, causal), (q, k, v), atol=1e-4,
+                                    rtol=1e-3)
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k.expand(1, 2, 4, 32), v.expand(1, 2, 4, 32),
+                                                           is_causal=causal)
+    assert torch.allclose(bt.flash_attention(q, k, v, causal), ref)
+
+
+def test_rope_gradcheck_and_compile():
+    q = torch.randn(1, 2, 3, 8, dtype=torch.float64, requires_grad=True)
+    k = torch.randn(1, 1, 3, 8, dtype=torch.float64, requires_grad=True)
+    assert torch.autograd.gradcheck(lambda a, b: bt.rope(a, b, theta=100.0), (q, k))
+    f = torch.compile(lambda a, b: sum(t.sum() for t in bt.rope(a, b)), fullgraph=True, backend="aot_eager")
+    f(q, k).backward()
+    assert q.grad is not None
