@@ -120,3 +120,23 @@ def test_rope_gradcheck_and_compile():
     f = torch.compile(lambda a, b: sum(t.sum() for t in bt.rope(a, b)), fullgraph=True, backend="aot_eager")
     f(q, k).backward()
     assert q.grad is not None
+
+
+def test_llama_block_example_matches_torch():
+    import importlib.util
+    import pathlib
+    path = pathlib.Path(__file__).resolve().parents[1] / "examples" / "llama_block.py"
+    spec = importlib.util.spec_from_file_location("llama_block", path)
+    ex = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(ex)
+    torch.manual_seed(0)
+    ref = ex.LlamaBlock(64, 2, 1, 96, dtype=torch.float64)
+    ours = ex.patch(ref)
+    x = torch.randn(2, 8, 64, dtype=torch.float64)
+    target = torch.randn(2, 8, 64)
+    x1, x2 = x.clone().requires_grad_(), x.clone().requires_grad_()
+    l1, l2 = ex.step(ref, x1, target), ex.step(ours, x2, target)
+    assert torch.allclose(l1, l2, rtol=1e-6)
+    assert torch.allclose(x1.grad, x2.grad, rtol=1e-5, atol=1e-7)
+    for a, b in zip(ref.parameters(), ours.parameters()):
+        assert torch.allclose(a.grad, b.grad, rtol=1e-5, atol=1e-7)
