@@ -25,7 +25,7 @@ from ._errors import (
     CudaError,
     LibraryError,
 )
-from ._C import Array, Stream, empty, full, cuda_available, cuda_device_count
+from ._C import Array, Stream, empty, full, cuda_available, cuda_device_count, empty_cache
 from . import plans
 from .functional import *  # noqa: F401,F403
 from .functional import __all__ as _functional_all, clear_plan_cache, plan_cache_size
@@ -55,7 +55,7 @@ __version__ = _C.version()
 WITH_CUDA = _C.WITH_CUDA
 
 __all__ = [
-    "Array", "Stream", "empty", "full", "zeros", "cuda_available", "cuda_device_count", "plans",
+    "Array", "Stream", "empty", "full", "zeros", "cuda_available", "cuda_device_count", "empty_cache", "plans",
     "Error", "InvalidProblemError", "UnsupportedError", "BufferTooSmallError", "WorkspaceTooSmallError",
     "CudaError", "LibraryError", "clear_plan_cache", "plan_cache_size", "WITH_CUDA",
 ] + list(_functional_all)

@@ -223,6 +223,34 @@ nb::object dlpack_stream_arg(const Stream& s) {
 }
 
 // ---- memory -------------------------------------------------------------------------
+#if BARACUDA_WITH_CUDA
+namespace {
+// baracuda's own stream-ordered memory pool per device (not the device's
+// default pool: no side effect on other libraries), created on first use
+// with an unlimited release threshold, so freed blocks stay in the pool for
+// the next call instead of going back to the driver at every synchronization.
+// empty_cache() trims it.
+constexpr int kMaxDevices = 64;
+cudaMemPool_t g_pools[kMaxDevices] = {};
+cudaMemPool_t pool_for(int ordinal) {
+  if (ordinal < 0 || ordinal >= kMaxDevices) raise_invalid("cuda device ordinal out of range");
+  if (g_pools[ordinal]) return g_pools[ordinal];  // under the GIL: no race
+  cudaMemPoolProps props = {};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.handleTypes = cudaMemHandleTypeNone;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = ordinal;
+  cudaMemPool_t pool;
+  cuda_check(cudaMemPoolCreate(&pool, &props), "cudaMemPoolCreate");
+  uint64_t threshold = UINT64_MAX;
+  cuda_check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold),
+             "cudaMemPoolSetAttribute(release threshold)");
+  g_pools[ordinal] = pool;
+  return pool;
+}
+}  // namespace
+#endif
+
 Storage::Storage(Device d, size_t n, void* s) : bytes(n), device(d), stream(s) {
   const size_t alloc = n == 0 ? 64 : (n + 63) / 64 * 64;  // never a null pointer, even for no elements
   if (d.is_cpu()) {
@@ -232,7 +260,8 @@ Storage::Storage(Device d, size_t n, void* s) : bytes(n), device(d), stream(s) {
   }
 #if BARACUDA_WITH_CUDA
   DeviceGuard g(d.ordinal);
-  cuda_check(cudaMallocAsync(&ptr, alloc, static_cast<cudaStream_t>(s)), "cudaMallocAsync");
+  cuda_check(cudaMallocFromPoolAsync(&ptr, alloc, pool_for(d.ordinal), static_cast<cudaStream_t>(s)),
+             "cudaMallocFromPoolAsync");
 #else
   raise_unsupported("baracuda was built without CUDA: cannot allocate on " + d.to_string());
 #endif
@@ -642,6 +671,12 @@ void bind_core(nb::module_& m) {
   m.def("version", []() { return std::string(version()); });
   m.def("cuda_available", []() { return cuda_available(); });
   m.def("cuda_device_count", []() { return cuda_device_count(); });
+  m.def("empty_cache", []() {
+#if BARACUDA_WITH_CUDA
+    for (cudaMemPool_t p : g_pools)
+      if (p) cuda_check(cudaMemPoolTrimTo(p, 0), "cudaMemPoolTrimTo");
+#endif
+  }, "Returns the unused memory of baracuda's CUDA memory pools to the driver (a no-op without CUDA).");
   #if BARACUDA_WITH_CUDA
   m.attr("WITH_CUDA") = true;
 #else
