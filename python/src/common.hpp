@@ -59,7 +59,12 @@ struct Storage {
   void* ptr = nullptr;
   size_t bytes = 0;
   Device device;
-  void* stream = nullptr;  // CUDA: the stream it was allocated on, freed on (stream-ordered)
+  void* stream = nullptr;  // CUDA: the stream it was allocated on
+  // CUDA: the stream of the last baracuda call that used it. Every use is
+  // ordered after the previous one (an event wait when the streams differ),
+  // exports order the consumer after it, and the memory is freed on it
+  // (stream-ordered, after every use baracuda saw).
+  void* last = nullptr;
   Storage(Device d, size_t bytes, void* stream);
   ~Storage();
   Storage(const Storage&) = delete;

@@ -251,7 +251,7 @@ cudaMemPool_t pool_for(int ordinal) {
 }  // namespace
 #endif
 
-Storage::Storage(Device d, size_t n, void* s) : bytes(n), device(d), stream(s) {
+Storage::Storage(Device d, size_t n, void* s) : bytes(n), device(d), stream(s), last(s) {
   const size_t alloc = n == 0 ? 64 : (n + 63) / 64 * 64;  // never a null pointer, even for no elements
   if (d.is_cpu()) {
     ptr = std::aligned_alloc(64, alloc);
@@ -277,7 +277,7 @@ Storage::~Storage() {
   int old = -1;
   (void)cudaGetDevice(&old);
   if (old != device.ordinal) (void)cudaSetDevice(device.ordinal);
-  (void)cudaFreeAsync(ptr, static_cast<cudaStream_t>(stream));  // after the work on `stream` enqueued so far
+  (void)cudaFreeAsync(ptr, static_cast<cudaStream_t>(last));  // after every use baracuda saw (they are chained)
   if (old >= 0 && old != device.ordinal) (void)cudaSetDevice(old);
 #endif
 }
@@ -463,7 +463,7 @@ nb::object array_dlpack(const Array& a, nb::handle stream, nb::handle max_versio
 #endif
         if (v != 0 && v != 1) consumer = reinterpret_cast<void*>(static_cast<uintptr_t>(v));
       }
-      order_streams(a.device(), a.storage->stream, consumer);
+      order_streams(a.device(), a.storage->last, consumer);
     }
   } else if (!stream.is_none() && nb::cast<int64_t>(stream) != -1) {
     throw nb::buffer_error("baracuda.Array.__dlpack__: stream must be None for a CPU array");
@@ -568,8 +568,10 @@ View import_tensor(nb::handle obj, const Stream& stream, const char* what) {
   }
   if (nb::isinstance<Array>(obj)) {
     const Array& a = nb::cast<const Array&>(obj);
-    if (a.device().is_cuda() && stream.is_cuda())
-      order_streams(a.device(), a.storage->stream, stream.native_handle());
+    if (a.device().is_cuda() && stream.is_cuda()) {
+      order_streams(a.device(), a.storage->last, stream.native_handle());
+      a.storage->last = stream.native_handle();  // this call's use: the next one waits for it
+    }
     View v;
     v.source = nb::borrow(obj);
     v.view = a.view();
@@ -725,8 +727,9 @@ void bind_core(nb::module_& m) {
       .def_prop_ro("nbytes", [](const Array& a) { return shape_numel(a.shape) * static_cast<int64_t>(dtype_size(a.dtype)); })
       .def_prop_ro("data_ptr", [](const Array& a) { return reinterpret_cast<uintptr_t>(a.data()); })
       .def_prop_ro("stream", [](const Array& a) {
-        return a.device().is_cpu() ? Stream::cpu() : Stream::cuda(a.device().ordinal, a.storage->stream);
-      }, "the stream the memory was allocated on (and is freed on)")
+        return a.device().is_cpu() ? Stream::cpu() : Stream::cuda(a.device().ordinal, a.storage->last);
+      }, "the stream of the last baracuda call that used the array (allocated it, read or wrote it); consumers "
+         "are ordered after it and the memory is freed on it")
       .def("__len__", [](const Array& a) {
         if (a.shape.rank == 0) throw nb::type_error("len() of a 0-d array");
         return a.shape[0];
