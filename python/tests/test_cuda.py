@@ -338,3 +338,18 @@ def test_torch_flash_attention_and_rope_cuda(dtype):
     check(q.grad, q2.grad, scale=20)
     check(k.grad, k2.grad, scale=20)
     check(v.grad, v2.grad, scale=20)
+
+
+def test_array_uses_chained_across_streams():
+    """An Array written on s1 and read by a baracuda call on s2: the call waits."""
+    s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()
+    n = 1 << 22
+    x = torch.ones(n, device=DEV)
+    torch.cuda.synchronize()
+    with torch.cuda.stream(s1):
+        torch.cuda._sleep(50_000_000)
+        y = bc.mul(x, 3.0)  # on s1, behind the sleep
+    z = bc.add(y, 1.0, stream=s2)  # must wait for s1
+    assert y.stream.handle == s2.cuda_stream and z.stream.handle == s2.cuda_stream
+    s2.synchronize()
+    assert torch.all(T(z) == 4.0).item()
