@@ -19,7 +19,7 @@ from torch import Tensor
 import baracuda as _bc
 
 __all__ = ["layer_norm", "rms_norm", "linear", "cross_entropy", "flash_attention", "rope", "LayerNorm", "RMSNorm",
-           "Linear", "CrossEntropyLoss"]
+           "Linear", "CrossEntropyLoss", "AdamW"]
 
 
 def _t(a):
@@ -450,3 +450,79 @@ class CrossEntropyLoss(torch.nn.Module):
 
     def forward(self, input, target):
         return cross_entropy(input, target, self.weight, self.ignore_index, self.reduction, self.label_smoothing)
+
+
+class AdamW(torch.optim.Optimizer):
+    """Drop-in for torch.optim.AdamW (and Adam with decoupled_weight_decay=False)
+    on baracuda's multi-tensor AdamPlan: one launch per (device, dtype, step)
+    bucket of a parameter group. Same arguments and param-group / state_dict
+    layout (state: step, exp_avg, exp_avg_sq, max_exp_avg_sq), except that
+    the moments are kept in float32 whatever the parameters' dtype (torch: the
+    parameter's dtype; a loaded lower-precision state is widened). Parameters
+    and gradients must be dense and contiguous (sparse gradients are refused).
+    Host scalars: lr and the step count are passed per call (no device
+    scalars / graph capture through this class; the plan layer has them)."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False, decoupled_weight_decay=True):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
+            raise ValueError(f"Invalid betas: {betas}")
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+        self._plans = {}
+
+    def _plan(self, group, shapes, dtype, device):
+        key = (tuple(shapes), dtype, device, group["amsgrad"], group["maximize"], float(group["weight_decay"]),
+               tuple(group["betas"]), float(group["eps"]), group["decoupled_weight_decay"])
+        p = self._plans.get(key)
+        if p is None:
+            P = _bc.plans
+            d = P.AdamDescriptor(shapes=list(shapes), param_dtype=str(dtype)[6:], amsgrad=group["amsgrad"],
+                                 maximize=group["maximize"], weight_decay=float(group["weight_decay"]),
+                                 beta1=float(group["betas"][0]), beta2=float(group["betas"][1]),
+                                 eps=float(group["eps"]), decoupled_weight_decay=group["decoupled_weight_decay"])
+            stream = None if device.type == "cpu" else torch.cuda.current_stream(device)
+            p = P.AdamPlan.select(d, stream=stream)
+            self._plans[key] = p
+        return p
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            buckets = {}
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if p.grad.is_sparse:
+                    raise RuntimeError("baracuda.torch.AdamW does not support sparse gradients")
+                st = self.state[p]
+                if len(st) == 0:
+                    st["step"] = torch.tensor(0.0)
+                    st["exp_avg"] = torch.zeros_like(p, dtype=torch.float32, memory_format=torch.contiguous_format)
+                    st["exp_avg_sq"] = torch.zeros_like(p, dtype=torch.float32,
+                                                        memory_format=torch.contiguous_format)
+                    if group["amsgrad"]:
+                        st["max_exp_avg_sq"] = torch.zeros_like(p, dtype=torch.float32,
+                                                                memory_format=torch.contiguous_format)
+                for name in ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"):
+                    if name in st and st[name].dtype != torch.float32:
+                        st[name] = st[name].float()
+                st["step"] += 1
+                buckets.setdefault((p.device, p.dtype, int(st["step"].item())), []).append(p)
+            for (device, dtype, step), ps in buckets.items():
+                plan = self._plan(group, [tuple(p.shape) for p in ps], dtype, device)
+                sts = [self.state[p] for p in ps]
+                plan.run(params=[p.detach() for p in ps], grads=[p.grad.detach() for p in ps],
+                         exp_avg=[s["exp_avg"] for s in sts], exp_avg_sq=[s["exp_avg_sq"] for s in sts],
+                         max_exp_avg_sq=[s["max_exp_avg_sq"] for s in sts] if group["amsgrad"] else None,
+                         lr=float(group["lr"]), step=step)
+        return loss

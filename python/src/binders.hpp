@@ -56,9 +56,22 @@ struct is_optional<std::optional<T>> : std::true_type {
 };
 
 template <class T>
+struct is_vector : std::false_type {};
+template <class T>
+struct is_vector<std::vector<T>> : std::true_type {
+  using type = T;
+};
+
+template <class T>
 T from_py(nb::handle h, const char* what) {
   if constexpr (std::is_same_v<T, Dims>) {
     return dims_from_py(h, what);
+  } else if constexpr (std::is_same_v<T, std::vector<Dims>>) {
+    std::vector<Dims> out;
+    if (!nb::isinstance<nb::sequence>(h) || nb::isinstance<nb::str>(h))
+      throw nb::type_error((std::string(what) + ": expected a list of shapes").c_str());
+    for (nb::handle x : h) out.push_back(dims_from_py(x, what));
+    return out;
   } else if constexpr (std::is_same_v<T, DType>) {
     return dtype_from_py(h);
   } else if constexpr (is_optional<T>::value) {
@@ -82,6 +95,10 @@ template <class T>
 nb::object to_py(const T& v) {
   if constexpr (std::is_same_v<T, Dims>) {
     return dims_to_py(v);
+  } else if constexpr (std::is_same_v<T, std::vector<Dims>>) {
+    nb::list l;
+    for (const Dims& d : v) l.append(dims_to_py(d));
+    return l;
   } else if constexpr (std::is_same_v<T, DType>) {
     return nb::str(dtype_py_name(v));
   } else if constexpr (is_optional<T>::value) {

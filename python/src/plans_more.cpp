@@ -1,5 +1,5 @@
-// baracuda._C: the plan layer of flash attention, rotary embeddings and
-// embedding (binders.hpp: the generic binders).
+// baracuda._C: the plan layer of flash attention, rotary embeddings,
+// embedding and the Adam / AdamW optimizer (binders.hpp: the generic binders).
 #include "binders.hpp"
 
 namespace bpy {
@@ -162,12 +162,117 @@ void bind_embedding(nb::module_& m) {
               nb::arg("workspace") = nb::none(), nb::arg("stream") = nb::none());
 }
 
+// AdamPlan: tensor lists, so its run() is written out here rather than by
+// PlanBinder: run(params=[...], grads=[...], exp_avg=[...], exp_avg_sq=[...],
+// max_exp_avg_sq=None, master=None, lr=1e-3, step=1, lr_tensor=None,
+// step_tensor=None, grad_scale=None, found_inf=None, seed=0, offset=0,
+// stream=None).
+void bind_optim(nb::module_& m) {
+  using D = AdamDescriptor;
+  DescBinder<D>(m, "AdamDescriptor")
+      .field<std::vector<Dims>>("shapes", &D::shapes)
+      .field<DType>("param_dtype", &D::param_dtype)
+      .field<bool>("master_weights", &D::master_weights)
+      .field<bool>("stochastic_rounding", &D::stochastic_rounding)
+      .field<bool>("maximize", &D::maximize)
+      .field<bool>("device_scalars", &D::device_scalars)
+      .field<bool>("has_grad_scale", &D::has_grad_scale)
+      .field<bool>("has_found_inf", &D::has_found_inf)
+      .field<double>("weight_decay", &D::weight_decay)
+      .field("decoupled_weight_decay", &D::decoupled_weight_decay)
+      .field("amsgrad", &D::amsgrad)
+      .field("beta1", &D::beta1)
+      .field("beta2", &D::beta2)
+      .field("eps", &D::eps);
+  nb::class_<AdamPlan> cls(m, "AdamPlan");
+  cls.def_static(
+         "select",
+         [](const D& d, nb::handle stream, nb::handle pref) {
+           const Stream s = select_stream(stream);
+           const PlanPreference p = preference_from_py(pref);
+           std::optional<Result<AdamPlan>> r;
+           {
+             nb::gil_scoped_release release;
+             r.emplace(AdamPlan::select(s, d, p));
+           }
+           return unwrap(std::move(*r));
+         },
+         nb::arg("desc"), nb::arg("stream") = nb::none(), nb::arg("preference") = nb::none())
+      .def_prop_ro("workspace_size", [](const AdamPlan& p) { return p.workspace_size(); })
+      .def_prop_ro("sku", [](const AdamPlan& p) { return sku_to_py(p.sku()); })
+      .def_prop_ro("device", [](const AdamPlan& p) { return device_to_py(p.device()); })
+      .def_prop_ro("name", [](const AdamPlan& p) { return std::string(p.name()); })
+      .def_prop_ro("descriptor", [](const AdamPlan& p) { return D(p.descriptor()); })
+      .def(
+          "run",
+          [](const AdamPlan& p, nb::handle params, nb::handle grads, nb::handle exp_avg, nb::handle exp_avg_sq,
+             nb::handle max_exp_avg_sq, nb::handle master, double lr, int64_t step, nb::handle lr_tensor,
+             nb::handle step_tensor, nb::handle grad_scale, nb::handle found_inf, uint64_t seed, uint64_t offset,
+             nb::handle stream_arg) {
+            std::vector<nb::handle> inputs;
+            for (nb::handle l : {params, grads})
+              if (!l.is_none())
+                for (nb::handle t : l) inputs.push_back(t);
+            const Stream s = resolve_stream(stream_arg, p.device(), inputs);
+            std::vector<View> keep;
+            AdamArgs a;
+            auto list = [&](nb::handle l, const char* what, bool mut, auto& out) {
+              if (l.is_none()) return;
+              if (!nb::isinstance<nb::sequence>(l) || nb::isinstance<nb::str>(l))
+                throw nb::type_error((std::string("AdamPlan.run: ") + what + ": expected a list of tensors").c_str());
+              for (nb::handle t : l) {
+                keep.push_back(import_tensor(t, s, (std::string("AdamPlan.run: ") + what).c_str()));
+                if (mut && keep.back().read_only)
+                  raise_invalid(std::string("AdamPlan.run: ") + what + ": a tensor is read-only");
+                out.push_back(keep.back().view);
+              }
+            };
+            keep.reserve(64);
+            std::vector<TensorMut> g;
+            list(params, "params", true, a.params);
+            list(grads, "grads", false, g);
+            for (const auto& v : g) a.grads.push_back(TensorRef(v));
+            list(exp_avg, "exp_avg", true, a.exp_avg);
+            list(exp_avg_sq, "exp_avg_sq", true, a.exp_avg_sq);
+            list(max_exp_avg_sq, "max_exp_avg_sq", true, a.max_exp_avg_sq);
+            list(master, "master", true, a.master);
+            a.lr = lr;
+            a.step = step;
+            auto one = [&](nb::handle t, const char* what) -> std::optional<TensorMut> {
+              if (t.is_none()) return std::nullopt;
+              keep.push_back(import_tensor(t, s, (std::string("AdamPlan.run: ") + what).c_str()));
+              return keep.back().view;
+            };
+            if (auto v = one(lr_tensor, "lr_tensor")) a.lr_tensor = *v;
+            if (auto v = one(step_tensor, "step_tensor")) a.step_tensor = *v;
+            if (auto v = one(grad_scale, "grad_scale")) a.grad_scale = *v;
+            if (auto v = one(found_inf, "found_inf")) a.found_inf = *v;
+            a.seed = RandomSeed{seed, offset};
+            std::optional<ScopedWorkspace> own;
+            std::optional<View> ws_keep;
+            const Workspace ws = workspace_from_py(nb::none(), p.workspace_size(), s, own, ws_keep);
+            Status st;
+            {
+              nb::gil_scoped_release release;
+              st = p.run(s, ws, a);
+            }
+            check(st);
+          },
+          nb::kw_only(), nb::arg("params"), nb::arg("grads"), nb::arg("exp_avg"), nb::arg("exp_avg_sq"),
+          nb::arg("max_exp_avg_sq") = nb::none(), nb::arg("master") = nb::none(), nb::arg("lr") = 1e-3,
+          nb::arg("step") = 1, nb::arg("lr_tensor") = nb::none(), nb::arg("step_tensor") = nb::none(),
+          nb::arg("grad_scale") = nb::none(), nb::arg("found_inf") = nb::none(), nb::arg("seed") = 0,
+          nb::arg("offset") = 0, nb::arg("stream") = nb::none(),
+          "One optimizer step over the lists (updated in place).");
+}
+
 }  // namespace
 
 void bind_plans_more(nb::module_& m) {
   bind_attention(m);
   bind_rope(m);
   bind_embedding(m);
+  bind_optim(m);
 }
 
 }  // namespace bpy

@@ -353,3 +353,20 @@ def test_array_uses_chained_across_streams():
     assert y.stream.handle == s2.cuda_stream and z.stream.handle == s2.cuda_stream
     s2.synchronize()
     assert torch.all(T(z) == 4.0).item()
+
+
+def test_torch_adamw_cuda():
+    import baracuda.torch as bt
+    torch.manual_seed(0)
+    ref = [torch.randn(256, 128, device=DEV, requires_grad=True), torch.randn(77, device=DEV, requires_grad=True)]
+    ours = [p.detach().clone().requires_grad_() for p in ref]
+    o1 = torch.optim.AdamW(ref, lr=1e-2, weight_decay=0.1)
+    o2 = bt.AdamW(ours, lr=1e-2, weight_decay=0.1)
+    for _ in range(5):
+        for a, b in zip(ref, ours):
+            a.grad = torch.randn_like(a)
+            b.grad = a.grad.clone()
+        o1.step()
+        o2.step()
+    for a, b in zip(ref, ours):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)

@@ -140,3 +140,41 @@ def test_llama_block_example_matches_torch():
     assert torch.allclose(x1.grad, x2.grad, rtol=1e-5, atol=1e-7)
     for a, b in zip(ref.parameters(), ours.parameters()):
         assert torch.allclose(a.grad, b.grad, rtol=1e-5, atol=1e-7)
+
+
+@pytest.mark.parametrize("amsgrad", [False, True])
+@pytest.mark.parametrize("maximize", [False, True])
+@pytest.mark.parametrize("wd", [0.0, 0.1])
+def test_adamw_matches_torch(amsgrad, maximize, wd):
+    torch.manual_seed(0)
+    ref = [torch.randn(4, 3, requires_grad=True), torch.randn(5, requires_grad=True)]
+    ours = [p.detach().clone().requires_grad_() for p in ref]
+    o1 = torch.optim.AdamW(ref, lr=1e-2, weight_decay=wd, amsgrad=amsgrad, maximize=maximize)
+    o2 = bt.AdamW(ours, lr=1e-2, weight_decay=wd, amsgrad=amsgrad, maximize=maximize)
+    for it in range(5):
+        for ps in (ref, ours):
+            g = torch.Generator().manual_seed(it)
+            for p in ps:
+                p.grad = torch.randn(p.shape, generator=g)
+        o1.step()
+        o2.step()
+    for a, b in zip(ref, ours):
+        assert torch.allclose(a, b, rtol=1e-6, atol=1e-7)
+    assert o2.state[ours[0]]["step"].item() == 5
+    assert set(o2.state_dict()["state"][0]) == set(o1.state_dict()["state"][0])
+
+
+def test_adamw_trains_a_model():
+    torch.manual_seed(0)
+    m = torch.nn.Sequential(bt.Linear(4, 16, activation="relu"), bt.Linear(16, 1))
+    opt = bt.AdamW(m.parameters(), lr=1e-2)
+    x = torch.randn(64, 4)
+    y = x.sum(1, keepdim=True)
+    first = None
+    for _ in range(200):
+        opt.zero_grad()
+        loss = torch.nn.functional.mse_loss(m(x), y)
+        loss.backward()
+        opt.step()
+        first = first if first is not None else loss.item()
+    assert loss.item() < 0.05 * first
