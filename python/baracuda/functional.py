@@ -23,7 +23,7 @@ __all__ = [
     # norms
     "layer_norm", "rms_norm", "layer_norm_backward", "rms_norm_backward",
     # loss
-    "cross_entropy", "cross_entropy_backward",
+    "cross_entropy", "cross_entropy_backward", "linear_cross_entropy",
     # attention, rotary embeddings
     "flash_attention", "flash_attention_backward", "rope", "rope_backward",
     "zeros",
@@ -607,6 +607,61 @@ def cross_entropy_backward(grad_loss, input, target, lse, weight=None, ignore_in
     dlogits = _out(out, ov, lv.shape, lv.dtype, s)
     plan.run(stream=s, logits=lv, target=tv, weight=wv, lse=lsev, dloss=dv, dlogits=dlogits)
     return _result(out, dlogits)
+
+
+def linear_cross_entropy(hidden, weight, target, bias=None, class_weight=None, ignore_index=-100,
+                         reduction="mean", label_smoothing=0.0, *, z_loss=0.0, loss_dtype="float32",
+                         return_grads=False, grad_loss=1.0, stream=None):
+    """cross_entropy(hidden @ weight.T + bias, target) without materializing the
+    [N, V] logits (row chunks): hidden [N, D], weight [V, D], bias [V],
+    target [N] int32 / int64 class ids, class_weight [V].
+
+    return_grads=True also returns (dhidden, dweight, dbias) of the loss
+    scaled by grad_loss (a Python number: the upstream gradient of a mean /
+    sum loss; 1.0 = d loss), computed in the same pass — the LM-head fusion:
+    call it once in the forward with the seed gradient, then scale. dbias is
+    None without a bias. reduction 'none' with return_grads needs grad_loss
+    as a tensor [N]. The loss is float32 unless loss_dtype=None (the inputs'
+    dtype)."""
+    P = _plans()
+    s, (hv, wv, tv, bv, cv) = _C.prepare((hidden, weight, target, bias, class_weight), stream)
+    from ._errors import InvalidProblemError
+    if hv is None or wv is None or tv is None:
+        raise TypeError("linear_cross_entropy: expected tensors for hidden, weight and target")
+    if len(hv.shape) != 2 or len(wv.shape) != 2:
+        raise InvalidProblemError(f"linear_cross_entropy: hidden must be [N, D] and weight [V, D], got {hv.shape} "
+                                  f"and {wv.shape} (flatten leading axes)")
+    if reduction not in _REDUCTIONS:
+        raise InvalidProblemError(f"linear_cross_entropy: reduction must be 'none', 'mean' or 'sum', got "
+                                  f"{reduction!r}")
+    ld = _dtype_name(loss_dtype) or hv.dtype
+    grads = bool(return_grads)
+    key = (hv.dtype, hv.shape, wv.shape, tv.dtype, bv is not None, cv is not None, int(ignore_index), reduction,
+           float(label_smoothing), float(z_loss), ld, grads)
+
+    def make():
+        return P.FusedLinearCrossEntropyDescriptor(
+            dtype=hv.dtype, rows=hv.shape[0], in_features=hv.shape[1], classes=wv.shape[0], has_bias=bv is not None,
+            index_dtype=tv.dtype, ignore_index=int(ignore_index), label_smoothing=float(label_smoothing),
+            has_weight=cv is not None, reduction=reduction, z_loss=float(z_loss), loss_dtype=ld, need_dh=grads,
+            need_dw=grads, need_db=grads and bv is not None)
+
+    plan = _plan(P.FusedLinearCrossEntropyPlan, key, make, s)
+    loss = _C.empty(plan.loss_shape, ld, s)
+    dloss = dh = dw = db = None
+    if grads:
+        if _is_number(grad_loss):
+            if reduction == "none":
+                raise InvalidProblemError("linear_cross_entropy: reduction 'none' needs grad_loss as a tensor [N]")
+            dloss = _C.full((), float(grad_loss), ld, s)
+        else:
+            dloss = grad_loss
+        dh = _C.empty(hv.shape, hv.dtype, s)
+        dw = _C.empty(wv.shape, hv.dtype, s)
+        db = _C.empty((wv.shape[0],), hv.dtype, s) if bv is not None else None
+    plan.run(stream=s, hidden=hv, weight=wv, bias=bv, target=tv, class_weight=cv, dloss=dloss, loss=loss,
+             dhidden=dh, dweight=dw, dbias=db)
+    return (loss, dh, dw, db) if grads else loss
 
 
 # ---- flash attention ------------------------------------------------------------------------------------

@@ -17,5 +17,5 @@ from ._C import (  # noqa: F401
     DiagonalAlign, AlibiMode, FlashSdpaDescriptor, FlashSdpaPlan, FlashSdpaBackwardPlan,
     RopePairs, RopePositions, RopeDescriptor, RopePlan, RopeBackwardPlan,
     EmbeddingDescriptor, EmbeddingPlan, EmbeddingGradLayout, EmbeddingBackwardDescriptor, EmbeddingBackwardPlan,
-    AdamDescriptor, AdamPlan,
+    AdamDescriptor, AdamPlan, FusedLinearCrossEntropyDescriptor, FusedLinearCrossEntropyPlan,
 )

@@ -19,7 +19,7 @@ from torch import Tensor
 import baracuda as _bc
 
 __all__ = ["layer_norm", "rms_norm", "linear", "cross_entropy", "flash_attention", "rope", "LayerNorm", "RMSNorm",
-           "Linear", "CrossEntropyLoss", "AdamW"]
+           "Linear", "CrossEntropyLoss", "AdamW", "linear_cross_entropy", "LinearCrossEntropyLoss"]
 
 
 def _t(a):
@@ -266,6 +266,58 @@ def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None
     return _ce_fwd(input, target, weight, int(ignore_index), reduction, float(label_smoothing))[0]
 
 
+# ---- fused linear + cross-entropy ---------------------------------------------------------------------
+@torch.library.custom_op("baracuda::linear_cross_entropy", mutates_args=())
+def _lce(h: Tensor, w: Tensor, bias: Optional[Tensor], target: Tensor, ignore_index: int, reduction: str,
+         label_smoothing: float, need_dh: bool, need_dw: bool, need_db: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    grads = need_dh or need_dw or need_db
+    r = _bc.linear_cross_entropy(_d(h), _d(w), _d(target), _d(bias), None, ignore_index, reduction, label_smoothing,
+                                 loss_dtype=None, return_grads=grads)
+    if not grads:
+        return _t(r), h.new_empty((0,)), h.new_empty((0,)), h.new_empty((0,))
+    loss, dh, dw, db = r
+    return (_t(loss), _t(dh) if need_dh else h.new_empty((0,)), _t(dw) if need_dw else h.new_empty((0,)),
+            _t(db) if (need_db and db is not None) else h.new_empty((0,)))
+
+
+@_lce.register_fake
+def _(h, w, bias, target, ignore_index, reduction, label_smoothing, need_dh, need_dw, need_db):
+    return (h.new_empty(()), h.new_empty(h.shape if need_dh else (0,)), h.new_empty(w.shape if need_dw else (0,)),
+            h.new_empty((w.shape[0],) if need_db else (0,)))
+
+
+def _lce_setup(ctx, inputs, output):
+    ctx.save_for_backward(output[1], output[2], output[3])
+    ctx.flags = inputs[7:10]
+
+
+def _lce_backward(ctx, dloss, _a, _b, _c):
+    dh, dw, db = ctx.saved_tensors
+    need_dh, need_dw, need_db = ctx.flags
+    return ((dh * dloss) if need_dh else None, (dw * dloss) if need_dw else None, (db * dloss) if need_db else None,
+            None, None, None, None, None, None, None)
+
+
+_lce.register_autograd(_lce_backward, setup_context=_lce_setup)
+
+
+def linear_cross_entropy(input: Tensor, weight: Tensor, target: Tensor, bias: Optional[Tensor] = None,
+                         ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    """cross_entropy(linear(input, weight, bias), target) without the [N, V]
+    logits (an LM head): input [N, D], weight [V, D]. The gradients are
+    computed in the forward (with d loss = 1) and scaled by the upstream
+    gradient in the backward, so only 'mean' and 'sum' reductions."""
+    if reduction not in ("mean", "sum"):
+        raise _bc.UnsupportedError("linear_cross_entropy: reduction must be 'mean' or 'sum' (the gradients are "
+                                   "formed in the forward)")
+    g = torch.is_grad_enabled()
+    need_dh = g and input.requires_grad
+    need_dw = g and weight.requires_grad
+    need_db = g and bias is not None and bias.requires_grad
+    return _lce(input, weight, bias, target, int(ignore_index), reduction, float(label_smoothing), need_dh, need_dw,
+                need_db)[0]
+
+
 # ---- flash attention ---------------------------------------------------------------------------------
 def _rows_view(t):
     """Detached; copied only when the last axis is not unit-stride (the flash
@@ -450,6 +502,19 @@ class CrossEntropyLoss(torch.nn.Module):
 
     def forward(self, input, target):
         return cross_entropy(input, target, self.weight, self.ignore_index, self.reduction, self.label_smoothing)
+
+
+class LinearCrossEntropyLoss(torch.nn.Module):
+    """An LM head's loss without the logits: forward(input, weight, target,
+    bias=None) = CrossEntropyLoss()(linear(input, weight, bias), target)."""
+
+    def __init__(self, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+        super().__init__()
+        self.ignore_index, self.reduction, self.label_smoothing = ignore_index, reduction, label_smoothing
+
+    def forward(self, input, weight, target, bias=None):
+        return linear_cross_entropy(input, weight, target, bias, self.ignore_index, self.reduction,
+                                    self.label_smoothing)
 
 
 class AdamW(torch.optim.Optimizer):

@@ -12,14 +12,17 @@
 #include "common.hpp"
 
 namespace bpy {
-namespace {
 
 // ---- enums: bound as Python enums, also accepted as strings ------------------------
+// One table per enum for the whole module (a template's static local is
+// shared by every TU: an enum bound in one TU is read by the others).
 template <class E>
 std::vector<std::pair<std::string, E>>& enum_names() {
   static std::vector<std::pair<std::string, E>> names;
   return names;
 }
+
+namespace {
 std::string lower(std::string s) {
   for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return s;

@@ -1,5 +1,5 @@
 // baracuda._C: the plan layer of flash attention, rotary embeddings,
-// embedding and the Adam / AdamW optimizer (binders.hpp: the generic binders).
+// embedding, fused linear cross-entropy and the Adam / AdamW optimizer (binders.hpp: the generic binders).
 #include "binders.hpp"
 
 namespace bpy {
@@ -162,6 +162,47 @@ void bind_embedding(nb::module_& m) {
               nb::arg("workspace") = nb::none(), nb::arg("stream") = nb::none());
 }
 
+void bind_fused_linear_ce(nb::module_& m) {
+  using D = FusedLinearCrossEntropyDescriptor;
+  using A = FusedLinearCrossEntropyArgs;
+  DescBinder<D>(m, "FusedLinearCrossEntropyDescriptor")
+      .field("dtype", &D::dtype)
+      .field("rows", &D::rows)
+      .field("in_features", &D::in_features)
+      .field("classes", &D::classes)
+      .field("has_bias", &D::has_bias)
+      .field("target", &D::target)
+      .field("index_dtype", &D::index_dtype)
+      .field("ignore_index", &D::ignore_index)
+      .field("label_smoothing", &D::label_smoothing)
+      .field("has_weight", &D::has_weight)
+      .field("reduction", &D::reduction)
+      .field("z_loss", &D::z_loss)
+      .field("loss_dtype", &D::loss_dtype)
+      .field("need_dh", &D::need_dh)
+      .field("need_dw", &D::need_dw)
+      .field("need_db", &D::need_db)
+      .field("workspace_limit", &D::workspace_limit)
+      .field("chunk_rows", &D::chunk_rows);
+  PlanBinder<FusedLinearCrossEntropyPlan, D, A>(m, "FusedLinearCrossEntropyPlan")
+      .in("hidden", &A::hidden)
+      .in("weight", &A::weight)
+      .in("bias", &A::bias)
+      .in("target", &A::target)
+      .in("class_weight", &A::class_weight)
+      .in("dloss", &A::dloss)
+      .out("loss", &A::loss)
+      .out("lse", &A::lse)
+      .out("dhidden", &A::dhidden)
+      .out("dweight", &A::dweight)
+      .out("dbias", &A::dbias)
+      .prop("loss_shape", [](const FusedLinearCrossEntropyPlan& p) { return dims_to_py(p.loss_shape()); })
+      .prop("lse_dtype", [](const FusedLinearCrossEntropyPlan& p) { return dtype_py_name(p.lse_dtype()); })
+      .prop("chunk_rows", [](const FusedLinearCrossEntropyPlan& p) { return p.chunk_rows(); })
+      .prop("chunks", [](const FusedLinearCrossEntropyPlan& p) { return p.chunks(); })
+      .prop("logits_bytes", [](const FusedLinearCrossEntropyPlan& p) { return p.logits_bytes(); });
+}
+
 // AdamPlan: tensor lists, so its run() is written out here rather than by
 // PlanBinder: run(params=[...], grads=[...], exp_avg=[...], exp_avg_sq=[...],
 // max_exp_avg_sq=None, master=None, lr=1e-3, step=1, lr_tensor=None,
@@ -272,6 +313,7 @@ void bind_plans_more(nb::module_& m) {
   bind_attention(m);
   bind_rope(m);
   bind_embedding(m);
+  bind_fused_linear_ce(m);
   bind_optim(m);
 }
 

@@ -370,3 +370,20 @@ def test_torch_adamw_cuda():
         o2.step()
     for a, b in zip(ref, ours):
         torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_linear_cross_entropy_cuda(dtype):
+    import baracuda.torch as bt
+    N, D, V = 512, 256, 32000
+    h = torch.randn(N, D, device=DEV, dtype=dtype, requires_grad=True)
+    w = (torch.randn(V, D, device=DEV, dtype=dtype) * 0.05).requires_grad_()
+    t = torch.randint(0, V, (N,), device=DEV)
+    h2, w2 = h.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
+    loss = bt.LinearCrossEntropyLoss()(h, w, t)
+    ref = F.cross_entropy(F.linear(h2, w2).float(), t)
+    check(loss.float(), ref.detach(), torch.float32 if dtype == torch.float32 else torch.bfloat16, scale=10)
+    (loss * 2).backward()
+    (ref * 2).backward()
+    check(h.grad, h2.grad, scale=50)
+    check(w.grad, w2.grad, scale=50)

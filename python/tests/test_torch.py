@@ -2,6 +2,7 @@
 import pytest
 
 torch = pytest.importorskip("torch")
+import baracuda  # noqa: E402
 import baracuda.torch as bt  # noqa: E402
 
 
@@ -178,3 +179,37 @@ def test_adamw_trains_a_model():
         opt.step()
         first = first if first is not None else loss.item()
     assert loss.item() < 0.05 * first
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+@pytest.mark.parametrize("bias", [False, True])
+def test_linear_cross_entropy_matches_torch(reduction, bias):
+    torch.manual_seed(0)
+    h = torch.randn(6, 8, dtype=torch.float64, requires_grad=True)
+    w = torch.randn(11, 8, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(11, dtype=torch.float64, requires_grad=True) if bias else None
+    t = torch.randint(0, 11, (6,))
+    t[2] = -100
+    F_ = torch.nn.functional
+    loss = bt.linear_cross_entropy(h, w, t, b, reduction=reduction, label_smoothing=0.1) * 3.0
+    ref = F_.cross_entropy(F_.linear(h, w, b), t, reduction=reduction, label_smoothing=0.1) * 3.0
+    assert torch.allclose(loss, ref)
+    params = [h, w] + ([b] if bias else [])
+    g1 = torch.autograd.grad(loss, params)
+    g2 = torch.autograd.grad(ref, params)
+    for a, c in zip(g1, g2):
+        assert torch.allclose(a, c)
+    assert torch.autograd.gradcheck(lambda a, c: bt.linear_cross_entropy(a, c, t, reduction=reduction), (h, w))
+    with pytest.raises(baracuda.UnsupportedError):
+        bt.linear_cross_entropy(h, w, t, reduction="none")
+
+
+def test_linear_cross_entropy_frozen_weight_and_no_grad():
+    h = torch.randn(4, 8, requires_grad=True)
+    w = torch.randn(5, 8)
+    t = torch.randint(0, 5, (4,))
+    loss = bt.LinearCrossEntropyLoss()(h, w, t)
+    loss.backward()
+    assert h.grad is not None
+    with torch.no_grad():
+        assert bt.linear_cross_entropy(h, w, t).shape == ()
