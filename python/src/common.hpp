@@ -94,7 +94,8 @@ struct View {
 };
 // Imports `obj` (an Array, a View, or any object with __dlpack__), asking a
 // CUDA producer to make `stream` ready for it. `what` names the argument in errors.
-View import_tensor(nb::handle obj, const Stream& stream, const char* what);
+// `known`: the device __dlpack_device__ already reported (saves a second call).
+View import_tensor(nb::handle obj, const Stream& stream, const char* what, std::optional<Device> known = std::nullopt);
 // The device of `obj` without importing it (__dlpack_device__).
 Device device_of(nb::handle obj, const char* what);
 bool is_tensor_like(nb::handle obj);

@@ -559,7 +559,7 @@ Device device_of(nb::handle obj, const char* what) {
   return device_from_dl(dd.first, dd.second, what);
 }
 
-View import_tensor(nb::handle obj, const Stream& stream, const char* what) {
+View import_tensor(nb::handle obj, const Stream& stream, const char* what, std::optional<Device> known) {
   if (nb::isinstance<Array>(obj) || nb::isinstance<View>(obj)) {
     const Device d = device_of(obj, what);
     if (!(d == stream.device()))
@@ -578,7 +578,7 @@ View import_tensor(nb::handle obj, const Stream& stream, const char* what) {
     return v;
   }
   if (nb::isinstance<View>(obj)) return nb::cast<const View&>(obj);
-  const Device dev = device_of(obj, what);
+  const Device dev = known ? *known : device_of(obj, what);
   if (!(dev == stream.device()))
     raise_invalid(std::string(what) + ": the tensor is on " + dev.to_string() + " but the call runs on " +
                   stream.device().to_string());
@@ -766,10 +766,12 @@ void bind_core(nb::module_& m) {
     std::vector<nb::handle> hs;
     for (nb::handle h : tensors) hs.push_back(h);
     std::optional<Device> dev;
+    std::vector<Device> devs(hs.size());
     size_t first = 0;
     for (size_t i = 0; i < hs.size(); ++i) {
       if (hs[i].is_none()) continue;
       Device d = device_of(hs[i], "tensor");
+      devs[i] = d;
       if (!dev) {
         dev = d;
         first = i;
@@ -781,10 +783,11 @@ void bind_core(nb::module_& m) {
     Stream s = dev ? resolve_stream(stream, *dev, hs)
                    : (stream.is_none() ? Stream::cpu() : stream_from_py(stream, std::nullopt));
     nb::list out;
-    for (nb::handle h : hs) {
+    for (size_t i = 0; i < hs.size(); ++i) {
+      nb::handle h = hs[i];
       if (h.is_none()) out.append(nb::none());
       else if (nb::isinstance<Array>(h) || nb::isinstance<View>(h)) out.append(h);  // imported when run
-      else out.append(nb::cast(import_tensor(h, s, "tensor")));
+      else out.append(nb::cast(import_tensor(h, s, "tensor", devs[i])));
     }
     return nb::make_tuple(s, out);
   }, nb::arg("tensors"), nb::arg("stream") = nb::none());
