@@ -1,11 +1,13 @@
 """The functional layer: PyTorch names and argument conventions.
 
-Every op goes through ``_call``: import the tensors (DLPack) and decide the
-stream (``_C.prepare``), look the plan up in the plan cache by its problem
-key (plan class, descriptor fields, device) or select it once, allocate the
-outputs on the call's stream (unless ``out=``), run. Workspaces are
-allocated per call, stream-ordered (``_C``'s run, docs/PYTHON.md).
+Every op does the same four steps: ``_C.prepare`` imports the tensors
+(DLPack) and decides the stream; ``_plan`` (the one select-and-cache helper)
+looks the plan up by its problem key (plan class, descriptor fields,
+device) or selects it once; the outputs are allocated on the call's stream
+(unless ``out=``); ``plan.run`` runs it, allocating the workspace
+stream-ordered when the plan needs one (docs/PYTHON.md).
 """
+import numbers as _numbers
 import operator as _op
 
 from . import _C
@@ -65,7 +67,21 @@ def _out(out, view, shape, dtype, stream):
 
 
 def _is_number(x):
-    return isinstance(x, (bool, int, float))
+    """A host scalar operand: Python / NumPy bools, integers and reals (a 0-d
+    tensor stays a tensor)."""
+    return isinstance(x, (bool, int, float, _numbers.Real)) or _is_numpy_bool(x)
+
+
+def _is_numpy_bool(x):
+    return type(x).__module__ == "numpy" and type(x).__name__ in ("bool", "bool_")
+
+
+def _py_scalar(x):
+    if isinstance(x, bool) or _is_numpy_bool(x):
+        return bool(x)
+    if isinstance(x, _numbers.Integral):
+        return int(x)
+    return float(x)
 
 
 def _scalar_dtype(x):
@@ -73,7 +89,7 @@ def _scalar_dtype(x):
         return "bool"
     if isinstance(x, int):
         return "int64"
-    return "float64"
+    return "float64"  # x is a _py_scalar
 
 
 def zeros(shape, dtype="float32", *, stream=None):
@@ -116,6 +132,10 @@ def _binary(op, a, b, out, stream, alpha=None):
     a_num, b_num = _is_number(a), _is_number(b)
     if a_num and b_num:
         raise TypeError(f"{op}: at least one operand must be a tensor")
+    if a_num:
+        a = _py_scalar(a)
+    if b_num:
+        b = _py_scalar(b)
     s, (av, bv, ov) = _C.prepare((None if a_num else a, None if b_num else b, out), stream)
     if (av is None and not a_num) or (bv is None and not b_num):
         raise TypeError(f"{op}: expected a tensor or a Python number, got None")
