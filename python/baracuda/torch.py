@@ -7,8 +7,9 @@ breaking the graph, and ``torch.autograd`` differentiates them through
 ``register_autograd``. Tensors go to baracuda zero-copy through DLPack; the
 outputs baracuda allocates come back with ``torch.from_dlpack`` (zero-copy),
 on torch's current stream. This slice has LayerNorm, RMSNorm, Linear
-with a fused activation, CrossEntropyLoss, flash attention and rotary
-embeddings (docs/PYTHON.md lists what comes next).
+with a fused activation, CrossEntropyLoss, fused linear cross-entropy,
+flash attention, rotary embeddings and AdamW (docs/PYTHON.md lists what
+comes next).
 """
 import math
 from typing import List, Optional, Tuple
