@@ -190,9 +190,14 @@ struct ArgField {
 };
 
 // The run() of a plan: tensors by keyword (the Args struct's field names).
+//
+// What a call of the plan with tensors does: run() it, or only make run()'s
+// checks (can_implement), or name what run() would launch (sku_for).
+enum class PlanCall { Run, CanImplement, SkuFor };
+
 template <class P, class A>
-void plan_run(const P& plan, const std::vector<ArgField<A>>& fields, nb::handle stream_arg, nb::handle ws_arg,
-              const nb::kwargs& kw) {
+nb::object plan_run(const P& plan, const std::vector<ArgField<A>>& fields, nb::handle stream_arg, nb::handle ws_arg,
+                    const nb::kwargs& kw, PlanCall call = PlanCall::Run) {
   std::vector<std::pair<const ArgField<A>*, nb::handle>> given;
   std::vector<nb::handle> inputs;
   for (auto [k, v] : kw) {
@@ -229,15 +234,21 @@ void plan_run(const P& plan, const std::vector<ArgField<A>>& fields, nb::handle 
       args.*(f->ref) = TensorRef(view.view);
     }
   }
+  if (call == PlanCall::CanImplement) {
+    check(plan.can_implement(args));
+    return nb::bool_(true);
+  }
   std::optional<ScopedWorkspace> own_ws;
   std::optional<View> ws_view;
   const Workspace ws = workspace_from_py(ws_arg, plan.workspace_size(), s, own_ws, ws_view);
+  if (call == PlanCall::SkuFor) return sku_to_py(unwrap(plan.sku_for(s, ws, args)));
   Status st;
   {
     nb::gil_scoped_release release;
     st = plan.run(s, ws, args);
   }
   check(st);
+  return nb::none();
 }
 
 template <class P, class D, class A>
@@ -275,6 +286,20 @@ struct PlanBinder {
         nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("workspace") = nb::none(), nb::arg("kwargs"),
         "Runs the plan. Tensors by keyword (any DLPack object); stream: None = the default for the tensors' "
         "device; workspace: None = allocated for the call (stream-ordered) when workspace_size > 0.");
+    cls.def(
+        "can_implement",
+        [fs](const P& p, nb::handle stream, nb::kwargs kw) {
+          return plan_run<P, A>(p, *fs, stream, nb::none(), kw, PlanCall::CanImplement);
+        },
+        nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("kwargs"),
+        "run()'s checks of these tensors without running: True, or the error run() would raise.");
+    cls.def(
+        "sku_for",
+        [fs](const P& p, nb::handle stream, nb::handle workspace, nb::kwargs kw) {
+          return plan_run<P, A>(p, *fs, stream, workspace, kw, PlanCall::SkuFor);
+        },
+        nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("workspace") = nb::none(), nb::arg("kwargs"),
+        "What run() would launch for exactly these tensors (the sku dict), launching nothing.");
     cls.def("__repr__", [](const P& p) {
       return std::string(p.name()) + "(" + (p.empty() ? std::string("empty") : p.sku().to_string()) + ")";
     });

@@ -262,3 +262,16 @@ def test_bad_inputs_raise_never_crash():
         with pytest.raises((bc.Error, TypeError, ValueError)):
             f()
             pytest.fail(f"case {i} did not raise")
+
+
+def test_plan_can_implement_and_sku_for():
+    P = bc.plans
+    plan = P.SoftmaxPlan.select(P.SoftmaxDescriptor(dtype="float64", shape=(3, 4)))
+    x = np.ones((3, 4))
+    y = np.zeros((3, 4))
+    assert plan.can_implement(x=x, y=y) is True
+    with pytest.raises(bc.InvalidProblemError):
+        plan.can_implement(x=x, y=np.zeros((4, 3)))
+    sku = plan.sku_for(x=x, y=y)
+    assert sku["op"].startswith("softmax") and sku["backend"] == "cpu-reference"
+    assert (y == 0).all()  # nothing ran
