@@ -25,16 +25,37 @@ from ._errors import (
     CudaError,
     LibraryError,
 )
-from ._C import Array, Stream, empty, full, cuda_available, cuda_device_count
+from ._C import Array, Stream, empty, full, cuda_available, cuda_device_count, empty_cache
 from . import plans
 from .functional import *  # noqa: F401,F403
 from .functional import __all__ as _functional_all, clear_plan_cache, plan_cache_size
+
+
+
+def _array_numpy(self):
+    """A NumPy view of a CPU array (zero-copy; np.from_dlpack)."""
+    if self.device != "cpu":
+        raise TypeError(f"numpy(): the array is on {self.device}; NumPy reads host memory only")
+    import numpy as np
+    return np.from_dlpack(self)
+
+
+def _array_array(self, dtype=None, copy=None):
+    a = _array_numpy(self)
+    if dtype is not None:
+        a = a.astype(dtype)
+    return a.copy() if copy else a
+
+
+Array.numpy = _array_numpy
+Array.__array__ = _array_array
+Array.tolist = lambda self: _array_numpy(self).tolist()
 
 __version__ = _C.version()
 WITH_CUDA = _C.WITH_CUDA
 
 __all__ = [
-    "Array", "Stream", "empty", "full", "zeros", "cuda_available", "cuda_device_count", "plans",
+    "Array", "Stream", "empty", "full", "zeros", "cuda_available", "cuda_device_count", "empty_cache", "plans",
     "Error", "InvalidProblemError", "UnsupportedError", "BufferTooSmallError", "WorkspaceTooSmallError",
     "CudaError", "LibraryError", "clear_plan_cache", "plan_cache_size", "WITH_CUDA",
 ] + list(_functional_all)

@@ -1,12 +1,14 @@
 """The functional layer: PyTorch names and argument conventions.
 
-Every op goes through ``_call``: import the tensors (DLPack) and decide the
-stream (``_C.prepare``), look the plan up in the plan cache by its problem
-key (plan class, descriptor fields, device) or select it once, allocate the
-outputs on the call's stream (unless ``out=``), run. Workspaces are
-allocated per call, stream-ordered (``_C``'s run, docs/PYTHON.md).
+Every op does the same four steps: ``_C.prepare`` imports the tensors
+(DLPack) and decides the stream; ``_plan`` (the one select-and-cache helper)
+looks the plan up by its problem key (plan class, descriptor fields,
+device) or selects it once; the outputs are allocated on the call's stream
+(unless ``out=``); ``plan.run`` runs it, allocating the workspace
+stream-ordered when the plan needs one (docs/PYTHON.md).
 """
-import math as _math
+import numbers as _numbers
+import operator as _op
 
 from . import _C
 
@@ -23,7 +25,9 @@ __all__ = [
     # norms
     "layer_norm", "rms_norm", "layer_norm_backward", "rms_norm_backward",
     # loss
-    "cross_entropy", "cross_entropy_backward",
+    "cross_entropy", "cross_entropy_backward", "linear_cross_entropy",
+    # attention, rotary embeddings
+    "flash_attention", "flash_attention_backward", "rope", "rope_backward",
     "zeros",
 ]
 
@@ -63,7 +67,21 @@ def _out(out, view, shape, dtype, stream):
 
 
 def _is_number(x):
-    return isinstance(x, (bool, int, float))
+    """A host scalar operand: Python / NumPy bools, integers and reals (a 0-d
+    tensor stays a tensor)."""
+    return isinstance(x, (bool, int, float, _numbers.Real)) or _is_numpy_bool(x)
+
+
+def _is_numpy_bool(x):
+    return type(x).__module__ == "numpy" and type(x).__name__ in ("bool", "bool_")
+
+
+def _py_scalar(x):
+    if isinstance(x, bool) or _is_numpy_bool(x):
+        return bool(x)
+    if isinstance(x, _numbers.Integral):
+        return int(x)
+    return float(x)
 
 
 def _scalar_dtype(x):
@@ -71,7 +89,7 @@ def _scalar_dtype(x):
         return "bool"
     if isinstance(x, int):
         return "int64"
-    return "float64"
+    return "float64"  # x is a _py_scalar
 
 
 def zeros(shape, dtype="float32", *, stream=None):
@@ -114,6 +132,10 @@ def _binary(op, a, b, out, stream, alpha=None):
     a_num, b_num = _is_number(a), _is_number(b)
     if a_num and b_num:
         raise TypeError(f"{op}: at least one operand must be a tensor")
+    if a_num:
+        a = _py_scalar(a)
+    if b_num:
+        b = _py_scalar(b)
     s, (av, bv, ov) = _C.prepare((None if a_num else a, None if b_num else b, out), stream)
     if (av is None and not a_num) or (bv is None and not b_num):
         raise TypeError(f"{op}: expected a tensor or a Python number, got None")
@@ -216,7 +238,7 @@ def rsqrt(input, *, out=None, stream=None):
 
 def to(input, dtype, *, out=None, stream=None):
     """Tensor.to(dtype): a converted copy (PyTorch's conversion rules)."""
-    return _unary("copy", input, out, stream, out_dtype=_C.Array and _dtype_name(dtype))
+    return _unary("copy", input, out, stream, out_dtype=_dtype_name(dtype))
 
 
 def _dtype_name(dtype):
@@ -230,9 +252,10 @@ def _dtype_name(dtype):
 def _axes(dim):
     if dim is None:
         return ()
-    if isinstance(dim, int):
-        return (dim,)
-    return tuple(dim)
+    try:
+        return (_op.index(dim),)
+    except TypeError:
+        return tuple(_op.index(d) for d in dim)
 
 
 def _reduce(kind, x, dim, keepdim, out, stream, dtype=None, correction=1):
@@ -392,6 +415,7 @@ def _softmax(x, dim, log, scale, dtype, out, stream):
     s, (xv, ov) = _C.prepare((x, out), stream)
     if xv is None:
         raise TypeError("softmax: expected a tensor, got None")
+    dim = _op.index(dim)
     key = (xv.dtype, xv.shape, dim, log, scale)
 
     def make():
@@ -415,6 +439,7 @@ def log_softmax(input, dim=-1, *, dtype=None, scale=1.0, out=None, stream=None):
 def _softmax_bwd(dy, y, dim, log, scale, out, stream):
     P = _plans()
     s, (dyv, yv, ov) = _C.prepare((dy, y, out), stream)
+    dim = _op.index(dim)
     key = (yv.dtype, yv.shape, dim, log, scale)
 
     def make():
@@ -441,7 +466,10 @@ _FINFO_EPS = {"float32": 1.1920928955078125e-07, "float64": 2.220446049250313e-1
 
 
 def _normalized_dims(xv, normalized_shape):
-    ns = (normalized_shape,) if isinstance(normalized_shape, int) else tuple(normalized_shape)
+    try:
+        ns = (_op.index(normalized_shape),)
+    except TypeError:
+        ns = tuple(_op.index(d) for d in normalized_shape)
     if len(ns) == 0 or len(ns) > len(xv.shape) or tuple(xv.shape[len(xv.shape) - len(ns):]) != ns:
         from ._errors import InvalidProblemError
         raise InvalidProblemError(f"normalized_shape {ns} must be a non-empty suffix of the input's shape {xv.shape}")
@@ -599,3 +627,157 @@ def cross_entropy_backward(grad_loss, input, target, lse, weight=None, ignore_in
     dlogits = _out(out, ov, lv.shape, lv.dtype, s)
     plan.run(stream=s, logits=lv, target=tv, weight=wv, lse=lsev, dloss=dv, dlogits=dlogits)
     return _result(out, dlogits)
+
+
+def linear_cross_entropy(hidden, weight, target, bias=None, class_weight=None, ignore_index=-100,
+                         reduction="mean", label_smoothing=0.0, *, z_loss=0.0, loss_dtype="float32",
+                         return_grads=False, grad_loss=1.0, stream=None):
+    """cross_entropy(hidden @ weight.T + bias, target) without materializing the
+    [N, V] logits (row chunks): hidden [N, D], weight [V, D], bias [V],
+    target [N] int32 / int64 class ids, class_weight [V].
+
+    return_grads=True also returns (dhidden, dweight, dbias) of the loss
+    scaled by grad_loss (a Python number: the upstream gradient of a mean /
+    sum loss; 1.0 = d loss), computed in the same pass — the LM-head fusion:
+    call it once in the forward with the seed gradient, then scale. dbias is
+    None without a bias. reduction 'none' with return_grads needs grad_loss
+    as a tensor [N]. The loss is float32 unless loss_dtype=None (the inputs'
+    dtype)."""
+    P = _plans()
+    s, (hv, wv, tv, bv, cv) = _C.prepare((hidden, weight, target, bias, class_weight), stream)
+    from ._errors import InvalidProblemError
+    if hv is None or wv is None or tv is None:
+        raise TypeError("linear_cross_entropy: expected tensors for hidden, weight and target")
+    if len(hv.shape) != 2 or len(wv.shape) != 2:
+        raise InvalidProblemError(f"linear_cross_entropy: hidden must be [N, D] and weight [V, D], got {hv.shape} "
+                                  f"and {wv.shape} (flatten leading axes)")
+    if reduction not in _REDUCTIONS:
+        raise InvalidProblemError(f"linear_cross_entropy: reduction must be 'none', 'mean' or 'sum', got "
+                                  f"{reduction!r}")
+    ld = _dtype_name(loss_dtype) or hv.dtype
+    grads = bool(return_grads)
+    key = (hv.dtype, hv.shape, wv.shape, tv.dtype, bv is not None, cv is not None, int(ignore_index), reduction,
+           float(label_smoothing), float(z_loss), ld, grads)
+
+    def make():
+        return P.FusedLinearCrossEntropyDescriptor(
+            dtype=hv.dtype, rows=hv.shape[0], in_features=hv.shape[1], classes=wv.shape[0], has_bias=bv is not None,
+            index_dtype=tv.dtype, ignore_index=int(ignore_index), label_smoothing=float(label_smoothing),
+            has_weight=cv is not None, reduction=reduction, z_loss=float(z_loss), loss_dtype=ld, need_dh=grads,
+            need_dw=grads, need_db=grads and bv is not None)
+
+    plan = _plan(P.FusedLinearCrossEntropyPlan, key, make, s)
+    loss = _C.empty(plan.loss_shape, ld, s)
+    dloss = dh = dw = db = None
+    if grads:
+        if _is_number(grad_loss):
+            if reduction == "none":
+                raise InvalidProblemError("linear_cross_entropy: reduction 'none' needs grad_loss as a tensor [N]")
+            dloss = _C.full((), float(grad_loss), ld, s)
+        else:
+            dloss = grad_loss
+        dh = _C.empty(hv.shape, hv.dtype, s)
+        dw = _C.empty(wv.shape, hv.dtype, s)
+        db = _C.empty((wv.shape[0],), hv.dtype, s) if bv is not None else None
+    plan.run(stream=s, hidden=hv, weight=wv, bias=bv, target=tv, class_weight=cv, dloss=dloss, loss=loss,
+             dhidden=dh, dweight=dw, dbias=db)
+    return (loss, dh, dw, db) if grads else loss
+
+
+# ---- flash attention ------------------------------------------------------------------------------------
+def _flash_desc(P, qv, kv, causal, scale, window, softcap, align, save_lse):
+    from ._errors import InvalidProblemError
+    if len(qv.shape) != 4 or len(kv.shape) != 4:
+        raise InvalidProblemError(f"flash_attention: q, k, v must be 4-D [B, H, S, D] (got {qv.shape} and "
+                                  f"{kv.shape}); a [B, S, H, D] tensor's .transpose(1, 2) view works as it is")
+    B, H, Q, D = qv.shape
+    wl, wr = (-1, -1) if window is None else (int(window[0]), int(window[1]))
+    return P.FlashSdpaDescriptor(dtype=qv.dtype, batch=B, heads=H, kv_heads=kv.shape[1], q_len=Q,
+                                 kv_len=kv.shape[2], head_dim=D, scale=scale, causal=bool(causal), align=align,
+                                 window_left=wl, window_right=wr, softcap=float(softcap), save_lse=save_lse)
+
+
+def flash_attention(q, k, v, causal=False, scale=None, *, window=None, softcap=0.0, align="top_left",
+                    return_lse=False, out=None, stream=None):
+    """softmax(q k^T * scale [+ causal mask]) v without materializing the scores.
+
+    q [B, H, Q, D], k and v [B, Hk, K, D] (torch's SDPA layout, any strides;
+    H % Hk == 0 is grouped-query attention); D in 32..256, a multiple of 8.
+    scale: 1/sqrt(D) by default. causal with align 'top_left' (torch's
+    is_causal) or 'bottom_right' (FlashAttention's, for KV-cache decoding);
+    window=(left, right) a sliding window (-1: unbounded); softcap > 0:
+    s = softcap * tanh(s / softcap). A row with no allowed key gives 0
+    (PyTorch: NaN). return_lse=True also returns the row log-sum-exp
+    [B, H, Q] (float32), which flash_attention_backward needs."""
+    P = _plans()
+    s, (qv, kv, vv, ov) = _C.prepare((q, k, v, out), stream)
+    if qv is None or kv is None or vv is None:
+        raise TypeError("flash_attention: expected tensors for q, k and v")
+    key = (qv.dtype, qv.shape, kv.shape, bool(causal), scale, window, float(softcap), align, bool(return_lse))
+    plan = _plan(P.FlashSdpaPlan, key,
+                 lambda: _flash_desc(P, qv, kv, causal, scale, window, softcap, align, bool(return_lse)), s)
+    y = _out(out, ov, plan.y_shape, qv.dtype, s)
+    lse = _C.empty(plan.lse_shape, "float32", s) if return_lse else None
+    plan.run(stream=s, q=qv, k=kv, v=vv, y=y, lse=lse)
+    y = _result(out, y)
+    return (y, lse) if return_lse else y
+
+
+def flash_attention_backward(grad_out, q, k, v, out, lse, causal=False, scale=None, *, window=None, softcap=0.0,
+                             align="top_left", stream=None):
+    """(dq, dk, dv) of flash_attention from its output and lse (same options)."""
+    P = _plans()
+    s, (dyv, qv, kv, vv, yv, lv) = _C.prepare((grad_out, q, k, v, out, lse), stream)
+    key = (qv.dtype, qv.shape, kv.shape, bool(causal), scale, window, float(softcap), align)
+    plan = _plan(P.FlashSdpaBackwardPlan, key,
+                 lambda: _flash_desc(P, qv, kv, causal, scale, window, softcap, align, True), s)
+    dq = _C.empty(qv.shape, qv.dtype, s)
+    dk = _C.empty(kv.shape, qv.dtype, s)
+    dv = _C.empty(vv.shape, qv.dtype, s)
+    plan.run(stream=s, dy=dyv, q=qv, k=kv, v=vv, y=yv, lse=lv, dq=dq, dk=dk, dv=dv)
+    return dq, dk, dv
+
+
+# ---- rotary embeddings -------------------------------------------------------------------------------------
+def _rope_desc(P, qv, kv, pv, theta, rotary_dim, interleaved):
+    from ._errors import InvalidProblemError
+    if len(qv.shape) != 4 or (kv is not None and len(kv.shape) != 4):
+        raise InvalidProblemError(f"rope: q (and k) must be 4-D [B, H, S, D], got {qv.shape}")
+    B, H, S, D = qv.shape
+    positions = "none" if pv is None else ("per_sequence" if len(pv.shape) == 1 else "per_batch")
+    return P.RopeDescriptor(dtype=qv.dtype, batch=B, heads=H, kv_heads=kv.shape[1] if kv is not None else 1,
+                            seq_len=S, head_dim=D, rotary_dim=-1 if rotary_dim is None else int(rotary_dim),
+                            has_k=kv is not None, pairs="interleaved" if interleaved else "half_split",
+                            theta=float(theta), positions=positions,
+                            position_dtype=pv.dtype if pv is not None else "int32")
+
+
+def rope(q, k=None, *, positions=None, theta=10000.0, rotary_dim=None, interleaved=False, stream=None):
+    """Rotary position embeddings of q (and k) [B, H, S, D]: pairs (i, i + R/2)
+    (GPT-NeoX / Hugging Face; interleaved=True: (2i, 2i+1)) rotated by
+    pos * theta^(-2i/R); R = rotary_dim (default D; the rest passes through).
+    positions: None (0..S-1), [S] or [B, S] int32 / int64. Returns q_out, or
+    (q_out, k_out) when k is given."""
+    P = _plans()
+    s, (qv, kv, pv) = _C.prepare((q, k, positions), stream)
+    key = (qv.dtype, qv.shape, None if kv is None else kv.shape, None if pv is None else (pv.dtype, pv.shape),
+           float(theta), rotary_dim, bool(interleaved))
+    plan = _plan(P.RopePlan, key, lambda: _rope_desc(P, qv, kv, pv, theta, rotary_dim, interleaved), s)
+    qo = _C.empty(qv.shape, qv.dtype, s)
+    ko = _C.empty(kv.shape, kv.dtype, s) if kv is not None else None
+    plan.run(stream=s, q=qv, k=kv, positions=pv, q_out=qo, k_out=ko)
+    return qo if kv is None else (qo, ko)
+
+
+def rope_backward(grad_q, grad_k=None, *, positions=None, theta=10000.0, rotary_dim=None, interleaved=False,
+                  stream=None):
+    """The gradients of rope's inputs from its outputs' (the inverse rotation)."""
+    P = _plans()
+    s, (qv, kv, pv) = _C.prepare((grad_q, grad_k, positions), stream)
+    key = (qv.dtype, qv.shape, None if kv is None else kv.shape, None if pv is None else (pv.dtype, pv.shape),
+           float(theta), rotary_dim, bool(interleaved))
+    plan = _plan(P.RopeBackwardPlan, key, lambda: _rope_desc(P, qv, kv, pv, theta, rotary_dim, interleaved), s)
+    dq = _C.empty(qv.shape, qv.dtype, s)
+    dk = _C.empty(kv.shape, kv.dtype, s) if kv is not None else None
+    plan.run(stream=s, dy_q=qv, dy_k=kv, positions=pv, dq=dq, dk=dk)
+    return dq if kv is None else (dq, dk)

@@ -14,4 +14,8 @@ from ._C import (  # noqa: F401
     NormKind, NormDescriptor, NormPlan, NormBackwardDescriptor, NormBackwardPlan,
     LossReduction, CrossEntropyTarget, CrossEntropyDescriptor, CrossEntropyPlan, CrossEntropyBackwardDescriptor,
     CrossEntropyBackwardPlan,
+    DiagonalAlign, AlibiMode, FlashSdpaDescriptor, FlashSdpaPlan, FlashSdpaBackwardPlan,
+    RopePairs, RopePositions, RopeDescriptor, RopePlan, RopeBackwardPlan,
+    EmbeddingDescriptor, EmbeddingPlan, EmbeddingGradLayout, EmbeddingBackwardDescriptor, EmbeddingBackwardPlan,
+    AdamDescriptor, AdamPlan, FusedLinearCrossEntropyDescriptor, FusedLinearCrossEntropyPlan,
 )

@@ -6,8 +6,10 @@ registered with ``torch.library.custom_op`` (namespace ``baracuda``), so
 breaking the graph, and ``torch.autograd`` differentiates them through
 ``register_autograd``. Tensors go to baracuda zero-copy through DLPack; the
 outputs baracuda allocates come back with ``torch.from_dlpack`` (zero-copy),
-on torch's current stream. This slice has LayerNorm and RMSNorm
-(docs/PYTHON.md lists what comes next).
+on torch's current stream. This slice has LayerNorm, RMSNorm, Linear
+with a fused activation, CrossEntropyLoss, fused linear cross-entropy,
+flash attention, rotary embeddings and AdamW (docs/PYTHON.md lists what
+comes next).
 """
 import math
 from typing import List, Optional, Tuple
@@ -17,7 +19,8 @@ from torch import Tensor
 
 import baracuda as _bc
 
-__all__ = ["layer_norm", "rms_norm", "LayerNorm", "RMSNorm"]
+__all__ = ["layer_norm", "rms_norm", "linear", "cross_entropy", "flash_attention", "rope", "LayerNorm", "RMSNorm",
+           "Linear", "CrossEntropyLoss", "AdamW", "linear_cross_entropy", "LinearCrossEntropyLoss"]
 
 
 def _t(a):
@@ -146,6 +149,286 @@ def layer_norm(input: Tensor, normalized_shape: List[int], weight: Optional[Tens
     return _layer_norm_fwd(input, weight, bias, len(ns), float(eps))[0]
 
 
+# ---- linear with a fused activation --------------------------------------------------------------
+_ACTS = ("none", "relu", "gelu", "gelu_tanh")
+
+
+@torch.library.custom_op("baracuda::linear_fwd", mutates_args=())
+def _linear_fwd(x: Tensor, weight: Tensor, bias: Optional[Tensor], activation: str) -> Tuple[Tensor, Tensor]:
+    act = None if activation == "none" else activation
+    if activation in ("gelu", "gelu_tanh"):
+        y, aux = _bc.linear(_d(x), _d(weight), _d(bias), activation=act, return_aux=True)
+        return _t(y), _t(aux)
+    return _t(_bc.linear(_d(x), _d(weight), _d(bias), activation=act)), x.new_empty((0,))
+
+
+@_linear_fwd.register_fake
+def _(x, weight, bias, activation):
+    y = x.new_empty((*x.shape[:-1], weight.shape[0]))
+    return y, (x.new_empty(y.shape) if activation in ("gelu", "gelu_tanh") else x.new_empty((0,)))
+
+
+@torch.library.custom_op("baracuda::linear_bwd", mutates_args=())
+def _linear_bwd(dy: Tensor, x: Tensor, weight: Tensor, aux: Tensor, has_bias: bool, activation: str,
+                need_dx: bool, need_dw: bool) -> Tuple[Tensor, Tensor, Tensor]:
+    act = None if activation == "none" else activation
+    dx, dw, db = _bc.linear_backward(_d(dy), _d(x), _d(weight), has_bias=has_bias, activation=act,
+                                     aux=_d(aux) if activation != "none" else None,
+                                     output_mask=(need_dx, need_dw, has_bias))
+    return (_t(dx) if dx is not None else x.new_empty((0,)), _t(dw) if dw is not None else x.new_empty((0,)),
+            _t(db) if db is not None else x.new_empty((0,)))
+
+
+@_linear_bwd.register_fake
+def _(dy, x, weight, aux, has_bias, activation, need_dx, need_dw):
+    return (x.new_empty(x.shape if need_dx else (0,)), x.new_empty(weight.shape if need_dw else (0,)),
+            x.new_empty((weight.shape[0],) if has_bias else (0,)))
+
+
+def _linear_setup(ctx, inputs, output):
+    x, weight, bias, activation = inputs
+    y, aux = output
+    saved = y if activation == "relu" else aux  # relu's backward reads its output
+    ctx.save_for_backward(x, weight, saved)
+    ctx.has_bias = bias is not None
+    ctx.activation = activation
+
+
+def _linear_backward(ctx, dy, _daux):
+    x, weight, saved = ctx.saved_tensors
+    need_dx, need_dw = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+    if not (need_dx or need_dw or ctx.has_bias):
+        return None, None, None, None
+    dx, dw, db = _linear_bwd(dy, x, weight, saved, ctx.has_bias, ctx.activation, need_dx, need_dw)
+    return (dx if need_dx else None), (dw if need_dw else None), (db if ctx.has_bias else None), None
+
+
+_linear_fwd.register_autograd(_linear_backward, setup_context=_linear_setup)
+
+
+def linear(input: Tensor, weight: Tensor, bias: Optional[Tensor] = None, activation: Optional[str] = None) -> Tensor:
+    """act(input @ weight.T + bias) in one GEMM with a fused epilogue; activation
+    None, 'relu', 'gelu' (erf) or 'gelu_tanh'."""
+    act = "none" if activation is None else activation
+    if act not in _ACTS:
+        raise ValueError(f"linear: activation must be None, 'relu', 'gelu' or 'gelu_tanh', got {activation!r}")
+    return _linear_fwd(input, weight, bias, act)[0]
+
+
+# ---- cross-entropy ---------------------------------------------------------------------------------
+@torch.library.custom_op("baracuda::cross_entropy_fwd", mutates_args=())
+def _ce_fwd(x: Tensor, target: Tensor, weight: Optional[Tensor], ignore_index: int, reduction: str,
+            label_smoothing: float) -> Tuple[Tensor, Tensor]:
+    loss, lse = _bc.cross_entropy(_d(x), _d(target), _d(weight), ignore_index, reduction, label_smoothing,
+                                  return_lse=True)
+    return _t(loss), _t(lse)
+
+
+@_ce_fwd.register_fake
+def _(x, target, weight, ignore_index, reduction, label_smoothing):
+    loss = x.new_empty((x.shape[0],) if reduction == "none" else ())
+    return loss, x.new_empty((x.shape[0],), dtype=_stats_dtype(x))
+
+
+@torch.library.custom_op("baracuda::cross_entropy_bwd", mutates_args=())
+def _ce_bwd(dloss: Tensor, x: Tensor, target: Tensor, lse: Tensor, weight: Optional[Tensor], ignore_index: int,
+            reduction: str, label_smoothing: float) -> Tensor:
+    return _t(_bc.cross_entropy_backward(_d(dloss), _d(x), _d(target), _d(lse), _d(weight), ignore_index,
+                                         reduction, label_smoothing))
+
+
+@_ce_bwd.register_fake
+def _(dloss, x, target, lse, weight, ignore_index, reduction, label_smoothing):
+    return x.new_empty(x.shape)
+
+
+def _ce_setup(ctx, inputs, output):
+    x, target, weight, ignore_index, reduction, label_smoothing = inputs
+    ctx.save_for_backward(x, target, output[1], weight)
+    ctx.opts = (ignore_index, reduction, label_smoothing)
+
+
+def _ce_backward(ctx, dloss, _dlse):
+    x, target, lse, weight = ctx.saved_tensors
+    dx = _ce_bwd(dloss, x, target, lse, weight, *ctx.opts)
+    return dx, None, None, None, None, None
+
+
+_ce_fwd.register_autograd(_ce_backward, setup_context=_ce_setup)
+
+
+def cross_entropy(input: Tensor, target: Tensor, weight: Optional[Tensor] = None, ignore_index: int = -100,
+                  reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    """torch.nn.functional.cross_entropy for input [N, C] (class-index or
+    probability targets); the gradient flows to input only (not to weight or
+    probability targets)."""
+    if input.dim() != 2:
+        raise _bc.UnsupportedError(f"cross_entropy: input must be 2-D [N, C], got shape {tuple(input.shape)}")
+    return _ce_fwd(input, target, weight, int(ignore_index), reduction, float(label_smoothing))[0]
+
+
+# ---- fused linear + cross-entropy ---------------------------------------------------------------------
+@torch.library.custom_op("baracuda::linear_cross_entropy", mutates_args=())
+def _lce(h: Tensor, w: Tensor, bias: Optional[Tensor], target: Tensor, ignore_index: int, reduction: str,
+         label_smoothing: float, need_dh: bool, need_dw: bool, need_db: bool) -> Tuple[Tensor, Tensor, Tensor, Tensor]:
+    grads = need_dh or need_dw or need_db
+    r = _bc.linear_cross_entropy(_d(h), _d(w), _d(target), _d(bias), None, ignore_index, reduction, label_smoothing,
+                                 loss_dtype=None, return_grads=grads)
+    if not grads:
+        return _t(r), h.new_empty((0,)), h.new_empty((0,)), h.new_empty((0,))
+    loss, dh, dw, db = r
+    return (_t(loss), _t(dh) if need_dh else h.new_empty((0,)), _t(dw) if need_dw else h.new_empty((0,)),
+            _t(db) if (need_db and db is not None) else h.new_empty((0,)))
+
+
+@_lce.register_fake
+def _(h, w, bias, target, ignore_index, reduction, label_smoothing, need_dh, need_dw, need_db):
+    return (h.new_empty(()), h.new_empty(h.shape if need_dh else (0,)), h.new_empty(w.shape if need_dw else (0,)),
+            h.new_empty((w.shape[0],) if need_db else (0,)))
+
+
+def _lce_setup(ctx, inputs, output):
+    ctx.save_for_backward(output[1], output[2], output[3])
+    ctx.flags = inputs[7:10]
+
+
+def _lce_backward(ctx, dloss, _a, _b, _c):
+    dh, dw, db = ctx.saved_tensors
+    need_dh, need_dw, need_db = ctx.flags
+    return ((dh * dloss) if need_dh else None, (dw * dloss) if need_dw else None, (db * dloss) if need_db else None,
+            None, None, None, None, None, None, None)
+
+
+_lce.register_autograd(_lce_backward, setup_context=_lce_setup)
+
+
+def linear_cross_entropy(input: Tensor, weight: Tensor, target: Tensor, bias: Optional[Tensor] = None,
+                         ignore_index: int = -100, reduction: str = "mean", label_smoothing: float = 0.0) -> Tensor:
+    """cross_entropy(linear(input, weight, bias), target) without the [N, V]
+    logits (an LM head): input [N, D], weight [V, D]. The gradients are
+    computed in the forward (with d loss = 1) and scaled by the upstream
+    gradient in the backward, so only 'mean' and 'sum' reductions."""
+    if reduction not in ("mean", "sum"):
+        raise _bc.UnsupportedError("linear_cross_entropy: reduction must be 'mean' or 'sum' (the gradients are "
+                                   "formed in the forward)")
+    g = torch.is_grad_enabled()
+    need_dh = g and input.requires_grad
+    need_dw = g and weight.requires_grad
+    need_db = g and bias is not None and bias.requires_grad
+    return _lce(input, weight, bias, target, int(ignore_index), reduction, float(label_smoothing), need_dh, need_dw,
+                need_db)[0]
+
+
+# ---- flash attention ---------------------------------------------------------------------------------
+def _rows_view(t):
+    """Detached; copied only when the last axis is not unit-stride (the flash
+    kernels read [B, S, H, D] storage through its [B, H, S, D] view in place)."""
+    t = t.detach()
+    return t if t.stride(-1) == 1 else t.contiguous()
+
+
+@torch.library.custom_op("baracuda::flash_attention_fwd", mutates_args=())
+def _flash_fwd(q: Tensor, k: Tensor, v: Tensor, causal: bool, scale: Optional[float],
+               window_left: int, window_right: int) -> Tuple[Tensor, Tensor]:
+    y, lse = _bc.flash_attention(_rows_view(q), _rows_view(k), _rows_view(v), causal, scale,
+                                 window=(window_left, window_right), return_lse=True)
+    return _t(y), _t(lse)
+
+
+@_flash_fwd.register_fake
+def _(q, k, v, causal, scale, window_left, window_right):
+    return q.new_empty(q.shape), q.new_empty(q.shape[:3], dtype=torch.float32)
+
+
+@torch.library.custom_op("baracuda::flash_attention_bwd", mutates_args=())
+def _flash_bwd(dy: Tensor, q: Tensor, k: Tensor, v: Tensor, y: Tensor, lse: Tensor, causal: bool,
+               scale: Optional[float], window_left: int, window_right: int) -> Tuple[Tensor, Tensor, Tensor]:
+    dq, dk, dv = _bc.flash_attention_backward(_rows_view(dy), _rows_view(q), _rows_view(k), _rows_view(v),
+                                              _rows_view(y), _d(lse), causal, scale,
+                                              window=(window_left, window_right))
+    return _t(dq), _t(dk), _t(dv)
+
+
+@_flash_bwd.register_fake
+def _(dy, q, k, v, y, lse, causal, scale, window_left, window_right):
+    return q.new_empty(q.shape), k.new_empty(k.shape), v.new_empty(v.shape)
+
+
+def _flash_setup(ctx, inputs, output):
+    q, k, v, causal, scale, wl, wr = inputs
+    ctx.save_for_backward(q, k, v, output[0], output[1])
+    ctx.opts = (causal, scale, wl, wr)
+
+
+def _flash_backward(ctx, dy, _dlse):
+    q, k, v, y, lse = ctx.saved_tensors
+    dq, dk, dv = _flash_bwd(dy, q, k, v, y, lse, *ctx.opts)
+    return dq, dk, dv, None, None, None, None
+
+
+_flash_fwd.register_autograd(_flash_backward, setup_context=_flash_setup)
+
+
+def flash_attention(q: Tensor, k: Tensor, v: Tensor, causal: bool = False, scale: Optional[float] = None,
+                    window: Optional[Tuple[int, int]] = None) -> Tensor:
+    """torch.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal,
+    scale=scale, enable_gqa=True) without dropout or mask, on baracuda's flash
+    kernels: q [B, H, Q, D], k / v [B, Hk, K, D] (D in 32..256, a multiple of
+    8); window=(left, right) a sliding window. A row with no allowed key gives 0."""
+    wl, wr = (-1, -1) if window is None else (int(window[0]), int(window[1]))
+    return _flash_fwd(q, k, v, bool(causal), None if scale is None else float(scale), wl, wr)[0]
+
+
+# ---- rotary embeddings -------------------------------------------------------------------------------
+@torch.library.custom_op("baracuda::rope_fwd", mutates_args=())
+def _rope_fwd(q: Tensor, k: Tensor, positions: Optional[Tensor], theta: float, rotary_dim: int,
+              interleaved: bool) -> Tuple[Tensor, Tensor]:
+    qo, ko = _bc.rope(_d(q), _d(k), positions=_d(positions), theta=theta,
+                      rotary_dim=None if rotary_dim < 0 else rotary_dim, interleaved=interleaved)
+    return _t(qo), _t(ko)
+
+
+@_rope_fwd.register_fake
+def _(q, k, positions, theta, rotary_dim, interleaved):
+    return q.new_empty(q.shape), k.new_empty(k.shape)
+
+
+@torch.library.custom_op("baracuda::rope_bwd", mutates_args=())
+def _rope_bwd(dq: Tensor, dk: Tensor, positions: Optional[Tensor], theta: float, rotary_dim: int,
+              interleaved: bool) -> Tuple[Tensor, Tensor]:
+    gq, gk = _bc.rope_backward(_d(dq), _d(dk), positions=_d(positions), theta=theta,
+                               rotary_dim=None if rotary_dim < 0 else rotary_dim, interleaved=interleaved)
+    return _t(gq), _t(gk)
+
+
+@_rope_bwd.register_fake
+def _(dq, dk, positions, theta, rotary_dim, interleaved):
+    return dq.new_empty(dq.shape), dk.new_empty(dk.shape)
+
+
+def _rope_setup(ctx, inputs, output):
+    q, k, positions, theta, rotary_dim, interleaved = inputs
+    ctx.save_for_backward(positions)
+    ctx.opts = (theta, rotary_dim, interleaved)
+
+
+def _rope_backward(ctx, dqo, dko):
+    (positions,) = ctx.saved_tensors
+    dq, dk = _rope_bwd(dqo, dko, positions, *ctx.opts)
+    return dq, dk, None, None, None, None
+
+
+_rope_fwd.register_autograd(_rope_backward, setup_context=_rope_setup)
+
+
+def rope(q: Tensor, k: Tensor, positions: Optional[Tensor] = None, theta: float = 10000.0,
+         rotary_dim: Optional[int] = None, interleaved: bool = False) -> Tuple[Tensor, Tensor]:
+    """Rotary embeddings of q [B, H, S, D] and k [B, Hk, S, D] (Hugging Face's
+    rotate_half convention; interleaved=True: GPT-J's pairs). Returns (q, k)."""
+    return _rope_fwd(q, k, positions, float(theta), -1 if rotary_dim is None else int(rotary_dim),
+                     bool(interleaved))
+
+
 # ---- modules ------------------------------------------------------------------------------------------
 class RMSNorm(torch.nn.Module):
     """Drop-in for torch.nn.RMSNorm (same arguments, parameters and state_dict keys)."""
@@ -189,3 +472,123 @@ class LayerNorm(torch.nn.Module):
 
     def extra_repr(self):
         return f"{self.normalized_shape}, eps={self.eps}, elementwise_affine={self.elementwise_affine}"
+
+
+class Linear(torch.nn.Linear):
+    """Drop-in for torch.nn.Linear (same parameters and state_dict keys) with
+    an optional fused activation: act(x @ W.T + b) in one GEMM epilogue."""
+
+    def __init__(self, in_features, out_features, bias=True, device=None, dtype=None, activation=None):
+        super().__init__(in_features, out_features, bias=bias, device=device, dtype=dtype)
+        if (activation or "none") not in _ACTS:
+            raise ValueError(f"Linear: activation must be None, 'relu', 'gelu' or 'gelu_tanh', got {activation!r}")
+        self.activation = activation
+
+    def forward(self, x):
+        return linear(x, self.weight, self.bias, self.activation)
+
+    def extra_repr(self):
+        return super().extra_repr() + f", activation={self.activation}"
+
+
+class CrossEntropyLoss(torch.nn.Module):
+    """Drop-in for torch.nn.CrossEntropyLoss for [N, C] inputs."""
+
+    def __init__(self, weight=None, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+        super().__init__()
+        self.register_buffer("weight", weight)
+        self.ignore_index = ignore_index
+        self.reduction = reduction
+        self.label_smoothing = label_smoothing
+
+    def forward(self, input, target):
+        return cross_entropy(input, target, self.weight, self.ignore_index, self.reduction, self.label_smoothing)
+
+
+class LinearCrossEntropyLoss(torch.nn.Module):
+    """An LM head's loss without the logits: forward(input, weight, target,
+    bias=None) = CrossEntropyLoss()(linear(input, weight, bias), target)."""
+
+    def __init__(self, ignore_index=-100, reduction="mean", label_smoothing=0.0):
+        super().__init__()
+        self.ignore_index, self.reduction, self.label_smoothing = ignore_index, reduction, label_smoothing
+
+    def forward(self, input, weight, target, bias=None):
+        return linear_cross_entropy(input, weight, target, bias, self.ignore_index, self.reduction,
+                                    self.label_smoothing)
+
+
+class AdamW(torch.optim.Optimizer):
+    """Drop-in for torch.optim.AdamW (and Adam with decoupled_weight_decay=False)
+    on baracuda's multi-tensor AdamPlan: one launch per (device, dtype, step)
+    bucket of a parameter group. Same arguments and param-group / state_dict
+    layout (state: step, exp_avg, exp_avg_sq, max_exp_avg_sq), except that
+    the moments are kept in float32 whatever the parameters' dtype (torch: the
+    parameter's dtype; a loaded lower-precision state is widened). Parameters
+    and gradients must be dense and contiguous (sparse gradients are refused).
+    Host scalars: lr and the step count are passed per call (no device
+    scalars / graph capture through this class; the plan layer has them)."""
+
+    def __init__(self, params, lr=1e-3, betas=(0.9, 0.999), eps=1e-8, weight_decay=1e-2, amsgrad=False, *,
+                 maximize=False, decoupled_weight_decay=True):
+        if not 0.0 <= lr:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not 0.0 <= eps:
+            raise ValueError(f"Invalid epsilon value: {eps}")
+        if not (0.0 <= betas[0] < 1.0 and 0.0 <= betas[1] < 1.0):
+            raise ValueError(f"Invalid betas: {betas}")
+        defaults = dict(lr=lr, betas=betas, eps=eps, weight_decay=weight_decay, amsgrad=amsgrad, maximize=maximize,
+                        decoupled_weight_decay=decoupled_weight_decay)
+        super().__init__(params, defaults)
+        self._plans = {}
+
+    def _plan(self, group, shapes, dtype, device):
+        key = (tuple(shapes), dtype, device, group["amsgrad"], group["maximize"], float(group["weight_decay"]),
+               tuple(group["betas"]), float(group["eps"]), group["decoupled_weight_decay"])
+        p = self._plans.get(key)
+        if p is None:
+            P = _bc.plans
+            d = P.AdamDescriptor(shapes=list(shapes), param_dtype=str(dtype)[6:], amsgrad=group["amsgrad"],
+                                 maximize=group["maximize"], weight_decay=float(group["weight_decay"]),
+                                 beta1=float(group["betas"][0]), beta2=float(group["betas"][1]),
+                                 eps=float(group["eps"]), decoupled_weight_decay=group["decoupled_weight_decay"])
+            stream = None if device.type == "cpu" else torch.cuda.current_stream(device)
+            p = P.AdamPlan.select(d, stream=stream)
+            self._plans[key] = p
+        return p
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for group in self.param_groups:
+            buckets = {}
+            for p in group["params"]:
+                if p.grad is None:
+                    continue
+                if p.grad.is_sparse:
+                    raise RuntimeError("baracuda.torch.AdamW does not support sparse gradients")
+                st = self.state[p]
+                if len(st) == 0:
+                    st["step"] = torch.tensor(0.0)
+                    st["exp_avg"] = torch.zeros_like(p, dtype=torch.float32, memory_format=torch.contiguous_format)
+                    st["exp_avg_sq"] = torch.zeros_like(p, dtype=torch.float32,
+                                                        memory_format=torch.contiguous_format)
+                    if group["amsgrad"]:
+                        st["max_exp_avg_sq"] = torch.zeros_like(p, dtype=torch.float32,
+                                                                memory_format=torch.contiguous_format)
+                for name in ("exp_avg", "exp_avg_sq", "max_exp_avg_sq"):
+                    if name in st and st[name].dtype != torch.float32:
+                        st[name] = st[name].float()
+                st["step"] += 1
+                buckets.setdefault((p.device, p.dtype, int(st["step"].item())), []).append(p)
+            for (device, dtype, step), ps in buckets.items():
+                plan = self._plan(group, [tuple(p.shape) for p in ps], dtype, device)
+                sts = [self.state[p] for p in ps]
+                plan.run(params=[p.detach() for p in ps], grads=[p.grad.detach() for p in ps],
+                         exp_avg=[s["exp_avg"] for s in sts], exp_avg_sq=[s["exp_avg_sq"] for s in sts],
+                         max_exp_avg_sq=[s["max_exp_avg_sq"] for s in sts] if group["amsgrad"] else None,
+                         lr=float(group["lr"]), step=step)
+        return loss

@@ -59,7 +59,12 @@ struct Storage {
   void* ptr = nullptr;
   size_t bytes = 0;
   Device device;
-  void* stream = nullptr;  // CUDA: the stream it was allocated on, freed on (stream-ordered)
+  void* stream = nullptr;  // CUDA: the stream it was allocated on
+  // CUDA: the stream of the last baracuda call that used it. Every use is
+  // ordered after the previous one (an event wait when the streams differ),
+  // exports order the consumer after it, and the memory is freed on it
+  // (stream-ordered, after every use baracuda saw).
+  void* last = nullptr;
   Storage(Device d, size_t bytes, void* stream);
   ~Storage();
   Storage(const Storage&) = delete;
@@ -89,7 +94,8 @@ struct View {
 };
 // Imports `obj` (an Array, a View, or any object with __dlpack__), asking a
 // CUDA producer to make `stream` ready for it. `what` names the argument in errors.
-View import_tensor(nb::handle obj, const Stream& stream, const char* what);
+// `known`: the device __dlpack_device__ already reported (saves a second call).
+View import_tensor(nb::handle obj, const Stream& stream, const char* what, std::optional<Device> known = std::nullopt);
 // The device of `obj` without importing it (__dlpack_device__).
 Device device_of(nb::handle obj, const char* what);
 bool is_tensor_like(nb::handle obj);
@@ -109,5 +115,6 @@ nb::dict sku_to_py(const KernelSku& s);
 
 void bind_core(nb::module_& m);
 void bind_plans(nb::module_& m);
+void bind_plans_more(nb::module_& m);
 
 }  // namespace bpy

@@ -18,8 +18,10 @@ namespace bpy {
 
 // ---- errors ---------------------------------------------------------------------
 namespace {
-nb::object g_error_classes[7];  // by StatusCode
-nb::object g_torch_tensor;      // torch.Tensor, looked up once torch is imported
+// Strong references kept for the life of the process as plain handles (no
+// C++ destructor that would touch Python after the interpreter finalized).
+nb::handle g_error_classes[7];  // by StatusCode
+nb::handle g_torch_tensor;      // torch.Tensor, looked up once torch is imported
 
 nb::handle error_class(StatusCode c) {
   const auto i = static_cast<size_t>(c);
@@ -142,7 +144,7 @@ bool torch_loaded() {
   if (!modules.contains("torch")) return false;
   nb::object torch = modules["torch"];
   if (!nb::hasattr(torch, "Tensor")) return false;  // torch still importing
-  g_torch_tensor = torch.attr("Tensor");
+  g_torch_tensor = nb::object(torch.attr("Tensor")).release();
   return true;
 }
 bool is_torch_tensor(nb::handle h) {
@@ -221,7 +223,35 @@ nb::object dlpack_stream_arg(const Stream& s) {
 }
 
 // ---- memory -------------------------------------------------------------------------
-Storage::Storage(Device d, size_t n, void* s) : bytes(n), device(d), stream(s) {
+#if BARACUDA_WITH_CUDA
+namespace {
+// baracuda's own stream-ordered memory pool per device (not the device's
+// default pool: no side effect on other libraries), created on first use
+// with an unlimited release threshold, so freed blocks stay in the pool for
+// the next call instead of going back to the driver at every synchronization.
+// empty_cache() trims it.
+constexpr int kMaxDevices = 64;
+cudaMemPool_t g_pools[kMaxDevices] = {};
+cudaMemPool_t pool_for(int ordinal) {
+  if (ordinal < 0 || ordinal >= kMaxDevices) raise_invalid("cuda device ordinal out of range");
+  if (g_pools[ordinal]) return g_pools[ordinal];  // under the GIL: no race
+  cudaMemPoolProps props = {};
+  props.allocType = cudaMemAllocationTypePinned;
+  props.handleTypes = cudaMemHandleTypeNone;
+  props.location.type = cudaMemLocationTypeDevice;
+  props.location.id = ordinal;
+  cudaMemPool_t pool;
+  cuda_check(cudaMemPoolCreate(&pool, &props), "cudaMemPoolCreate");
+  uint64_t threshold = UINT64_MAX;
+  cuda_check(cudaMemPoolSetAttribute(pool, cudaMemPoolAttrReleaseThreshold, &threshold),
+             "cudaMemPoolSetAttribute(release threshold)");
+  g_pools[ordinal] = pool;
+  return pool;
+}
+}  // namespace
+#endif
+
+Storage::Storage(Device d, size_t n, void* s) : bytes(n), device(d), stream(s), last(s) {
   const size_t alloc = n == 0 ? 64 : (n + 63) / 64 * 64;  // never a null pointer, even for no elements
   if (d.is_cpu()) {
     ptr = std::aligned_alloc(64, alloc);
@@ -230,7 +260,8 @@ Storage::Storage(Device d, size_t n, void* s) : bytes(n), device(d), stream(s) {
   }
 #if BARACUDA_WITH_CUDA
   DeviceGuard g(d.ordinal);
-  cuda_check(cudaMallocAsync(&ptr, alloc, static_cast<cudaStream_t>(s)), "cudaMallocAsync");
+  cuda_check(cudaMallocFromPoolAsync(&ptr, alloc, pool_for(d.ordinal), static_cast<cudaStream_t>(s)),
+             "cudaMallocFromPoolAsync");
 #else
   raise_unsupported("baracuda was built without CUDA: cannot allocate on " + d.to_string());
 #endif
@@ -246,7 +277,7 @@ Storage::~Storage() {
   int old = -1;
   (void)cudaGetDevice(&old);
   if (old != device.ordinal) (void)cudaSetDevice(device.ordinal);
-  (void)cudaFreeAsync(ptr, static_cast<cudaStream_t>(stream));  // after the work on `stream` enqueued so far
+  (void)cudaFreeAsync(ptr, static_cast<cudaStream_t>(last));  // after every use baracuda saw (they are chained)
   if (old >= 0 && old != device.ordinal) (void)cudaSetDevice(old);
 #endif
 }
@@ -425,14 +456,14 @@ nb::object array_dlpack(const Array& a, nb::handle stream, nb::handle max_versio
       void* consumer = nullptr;
       if (!stream.is_none()) {
         const auto v = nb::cast<int64_t>(stream);
-        if (v == 0) throw nb::value_error("__dlpack__: stream=0 is ambiguous for CUDA (DLPack): use 1 or 2");
+        // 0 is not a valid CUDA value in DLPack; read as the legacy default stream (what it means to CUDA).
 #if BARACUDA_WITH_CUDA
         if (v == 2) consumer = static_cast<void*>(cudaStreamPerThread);
         else
 #endif
-        if (v != 1) consumer = reinterpret_cast<void*>(static_cast<uintptr_t>(v));
+        if (v != 0 && v != 1) consumer = reinterpret_cast<void*>(static_cast<uintptr_t>(v));
       }
-      order_streams(a.device(), a.storage->stream, consumer);
+      order_streams(a.device(), a.storage->last, consumer);
     }
   } else if (!stream.is_none() && nb::cast<int64_t>(stream) != -1) {
     throw nb::buffer_error("baracuda.Array.__dlpack__: stream must be None for a CPU array");
@@ -528,18 +559,26 @@ Device device_of(nb::handle obj, const char* what) {
   return device_from_dl(dd.first, dd.second, what);
 }
 
-View import_tensor(nb::handle obj, const Stream& stream, const char* what) {
+View import_tensor(nb::handle obj, const Stream& stream, const char* what, std::optional<Device> known) {
+  if (nb::isinstance<Array>(obj) || nb::isinstance<View>(obj)) {
+    const Device d = device_of(obj, what);
+    if (!(d == stream.device()))
+      raise_invalid(std::string(what) + ": the tensor is on " + d.to_string() + " but the call runs on " +
+                    stream.device().to_string());
+  }
   if (nb::isinstance<Array>(obj)) {
     const Array& a = nb::cast<const Array&>(obj);
-    if (a.device().is_cuda() && stream.is_cuda())
-      order_streams(a.device(), a.storage->stream, stream.native_handle());
+    if (a.device().is_cuda() && stream.is_cuda()) {
+      order_streams(a.device(), a.storage->last, stream.native_handle());
+      a.storage->last = stream.native_handle();  // this call's use: the next one waits for it
+    }
     View v;
     v.source = nb::borrow(obj);
     v.view = a.view();
     return v;
   }
   if (nb::isinstance<View>(obj)) return nb::cast<const View&>(obj);
-  const Device dev = device_of(obj, what);
+  const Device dev = known ? *known : device_of(obj, what);
   if (!(dev == stream.device()))
     raise_invalid(std::string(what) + ": the tensor is on " + dev.to_string() + " but the call runs on " +
                   stream.device().to_string());
@@ -547,10 +586,10 @@ View import_tensor(nb::handle obj, const Stream& stream, const char* what) {
   nb::object sarg = dlpack_stream_arg(stream);
   // Producers whose __dlpack__ has no max_version (the legacy protocol, e.g.
   // torch < 2.7): remembered by type, so the TypeError is paid once.
-  static std::vector<nb::object> legacy_types;
+  static std::vector<PyObject*> legacy_types;  // strong references, never released
   nb::handle type = nb::handle(reinterpret_cast<PyObject*>(Py_TYPE(obj.ptr())));
   const bool legacy = std::any_of(legacy_types.begin(), legacy_types.end(),
-                                  [&](const nb::object& t) { return t.is(type); });
+                                  [&](PyObject* t) { return t == type.ptr(); });
   nb::object cap;
   if (legacy) {
     cap = dev.is_cpu() ? fn() : fn(nb::arg("stream") = sarg);
@@ -560,7 +599,7 @@ View import_tensor(nb::handle obj, const Stream& stream, const char* what) {
     } catch (nb::python_error& e) {
       if (!e.matches(PyExc_TypeError)) throw;
       cap = dev.is_cpu() ? fn() : fn(nb::arg("stream") = sarg);  // a producer of the legacy protocol
-      legacy_types.push_back(nb::borrow(type));
+      legacy_types.push_back(nb::borrow(type).release().ptr());
     }
   }
   View v;
@@ -628,12 +667,18 @@ void bind_core(nb::module_& m) {
   m.def("_register_errors", [](nb::dict classes) {
     for (auto [k, v] : classes) {
       const int code = nb::cast<int>(k);
-      if (code >= 0 && code < 7) g_error_classes[code] = nb::borrow(v);
+      if (code >= 0 && code < 7) g_error_classes[code] = nb::borrow(v).release();
     }
   });
   m.def("version", []() { return std::string(version()); });
   m.def("cuda_available", []() { return cuda_available(); });
   m.def("cuda_device_count", []() { return cuda_device_count(); });
+  m.def("empty_cache", []() {
+#if BARACUDA_WITH_CUDA
+    for (cudaMemPool_t p : g_pools)
+      if (p) cuda_check(cudaMemPoolTrimTo(p, 0), "cudaMemPoolTrimTo");
+#endif
+  }, "Returns the unused memory of baracuda's CUDA memory pools to the driver (a no-op without CUDA).");
   #if BARACUDA_WITH_CUDA
   m.attr("WITH_CUDA") = true;
 #else
@@ -682,8 +727,9 @@ void bind_core(nb::module_& m) {
       .def_prop_ro("nbytes", [](const Array& a) { return shape_numel(a.shape) * static_cast<int64_t>(dtype_size(a.dtype)); })
       .def_prop_ro("data_ptr", [](const Array& a) { return reinterpret_cast<uintptr_t>(a.data()); })
       .def_prop_ro("stream", [](const Array& a) {
-        return a.device().is_cpu() ? Stream::cpu() : Stream::cuda(a.device().ordinal, a.storage->stream);
-      }, "the stream the memory was allocated on (and is freed on)")
+        return a.device().is_cpu() ? Stream::cpu() : Stream::cuda(a.device().ordinal, a.storage->last);
+      }, "the stream of the last baracuda call that used the array (allocated it, read or wrote it); consumers "
+         "are ordered after it and the memory is freed on it")
       .def("__len__", [](const Array& a) {
         if (a.shape.rank == 0) throw nb::type_error("len() of a 0-d array");
         return a.shape[0];
@@ -720,10 +766,12 @@ void bind_core(nb::module_& m) {
     std::vector<nb::handle> hs;
     for (nb::handle h : tensors) hs.push_back(h);
     std::optional<Device> dev;
+    std::vector<Device> devs(hs.size());
     size_t first = 0;
     for (size_t i = 0; i < hs.size(); ++i) {
       if (hs[i].is_none()) continue;
       Device d = device_of(hs[i], "tensor");
+      devs[i] = d;
       if (!dev) {
         dev = d;
         first = i;
@@ -735,10 +783,11 @@ void bind_core(nb::module_& m) {
     Stream s = dev ? resolve_stream(stream, *dev, hs)
                    : (stream.is_none() ? Stream::cpu() : stream_from_py(stream, std::nullopt));
     nb::list out;
-    for (nb::handle h : hs) {
+    for (size_t i = 0; i < hs.size(); ++i) {
+      nb::handle h = hs[i];
       if (h.is_none()) out.append(nb::none());
       else if (nb::isinstance<Array>(h) || nb::isinstance<View>(h)) out.append(h);  // imported when run
-      else out.append(nb::cast(import_tensor(h, s, "tensor")));
+      else out.append(nb::cast(import_tensor(h, s, "tensor", devs[i])));
     }
     return nb::make_tuple(s, out);
   }, nb::arg("tensors"), nb::arg("stream") = nb::none());
@@ -765,4 +814,5 @@ void bind_core(nb::module_& m) {
 NB_MODULE(_C, m) {
   bpy::bind_core(m);
   bpy::bind_plans(m);
+  bpy::bind_plans_more(m);
 }

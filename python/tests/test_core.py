@@ -213,3 +213,65 @@ def test_plan_cache():
     assert bc.plan_cache_size() == 1
     bc.sum(x, dim=1)
     assert bc.plan_cache_size() == 2
+
+
+def test_jax_cpu_if_available():
+    jax = pytest.importorskip("jax")
+    x = jax.numpy.arange(6, dtype=jax.numpy.float32)
+    if x.devices().pop().platform != "cpu":
+        pytest.skip("JAX's default device is not the CPU")
+    np.testing.assert_allclose(np_of(bc.mul(x, 2.0)), np.arange(6) * 2)
+    y = jax.dlpack.from_dlpack(bc.full((3,), 1.5))
+    np.testing.assert_allclose(np.asarray(y), [1.5, 1.5, 1.5])
+
+
+def test_array_numpy_conveniences():
+    a = bc.full((2, 2), 1.5, "float64")
+    assert np.asarray(a).sum() == 6.0
+    assert a.numpy().__array_interface__["data"][0] == a.data_ptr
+    assert a.tolist() == [[1.5, 1.5], [1.5, 1.5]]
+    assert len(a) == 2
+
+
+def test_bad_inputs_raise_never_crash():
+    x = np.ones((2, 3), np.float32)
+    cases = [
+        lambda: bc.sum(x, dim="a"),
+        lambda: bc.softmax(x, dim=1.5),
+        lambda: bc.sum(np.ones((1,) * 9, np.float32)),  # rank 9
+        lambda: bc.empty((-1, 2)),
+        lambda: bc.empty((2,), "float128"),
+        lambda: bc.full((2,), "x"),
+        lambda: bc.plans.ReducePlan.select(None),
+        lambda: bc.plans.ReducePlan.select(bc.plans.ReduceDescriptor(shape=(2, 3)), stream=3.5),
+        lambda: bc.plans.ReduceDescriptor(shape="ab"),
+        lambda: bc.plans.ReduceDescriptor(keepdim="yes"),
+        lambda: bc.plans.ReduceDescriptor(dtype=None),
+        lambda: bc.plans.ReducePlan().run(x=x),
+        lambda: bc.layer_norm(x, ()),
+        lambda: bc.layer_norm(x, (3,), weight=np.ones(4, np.float32)),
+        lambda: bc.linear(x, np.ones(3, np.float32)),
+        lambda: bc.cross_entropy(x, np.ones(2, np.float32)),
+        lambda: bc.matmul(x, None),
+        lambda: bc.add(x, "s"),
+        lambda: bc.add(x, np.ones((2, 3), np.float64), out=np.zeros((2, 3), np.int8)),
+        lambda: bc.Stream.from_py("tpu"),
+        lambda: x.__class__ and bc.exp(x, out=x.T),  # output overlapping the input in another layout
+    ]
+    for i, f in enumerate(cases):
+        with pytest.raises((bc.Error, TypeError, ValueError)):
+            f()
+            pytest.fail(f"case {i} did not raise")
+
+
+def test_plan_can_implement_and_sku_for():
+    P = bc.plans
+    plan = P.SoftmaxPlan.select(P.SoftmaxDescriptor(dtype="float64", shape=(3, 4)))
+    x = np.ones((3, 4))
+    y = np.zeros((3, 4))
+    assert plan.can_implement(x=x, y=y) is True
+    with pytest.raises(bc.InvalidProblemError):
+        plan.can_implement(x=x, y=np.zeros((4, 3)))
+    sku = plan.sku_for(x=x, y=y)
+    assert sku["op"].startswith("softmax") and sku["backend"] == "cpu-reference"
+    assert (y == 0).all()  # nothing ran

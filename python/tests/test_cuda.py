@@ -4,6 +4,9 @@ build of baracuda. Run on the GPU machine:
     PYTHONPATH=<build>/python python -m pytest python/tests -q
 """
 import math
+import os
+
+os.environ.setdefault("XLA_PYTHON_CLIENT_PREALLOCATE", "false")  # JAX beside torch on one GPU
 
 import numpy as np
 import pytest
@@ -46,7 +49,8 @@ def test_binary(name, dtype):
     a = torch.randn(8, 1, 65, device=DEV, dtype=dtype)
     b = torch.rand(7, 1, device=DEV, dtype=dtype) + 0.5
     check(getattr(bc, name)(a, b), getattr(torch, name)(a, b))
-    check(getattr(bc, name)(a, 2.5), getattr(torch, name)(a, 2.5))
+    scalar = torch.tensor(2.5, device=DEV, dtype=dtype)  # torch.maximum / minimum take no Python number
+    check(getattr(bc, name)(a, 2.5), getattr(torch, name)(a, scalar))
 
 
 @pytest.mark.parametrize("dtype", DTYPES + [torch.float64])
@@ -206,7 +210,7 @@ def test_plan_layer_cuda():
     P = bc.plans
     s = torch.cuda.current_stream()
     plan = P.SoftmaxPlan.select(P.SoftmaxDescriptor(dtype="float32", shape=(4, 300000)), stream=s)
-    assert plan.device == "cuda:0" and plan.sku["backend"] == "bespoke"
+    assert plan.device == "cuda:0" and plan.sku["backend"] == "bespoke-cuda"
     x = torch.randn(4, 300000, device=DEV)
     y = torch.empty_like(x)
     ws = None
@@ -232,3 +236,154 @@ def test_torch_modules_cuda(dtype):
         y2.backward(g)
         check(x.grad, x2.grad, scale=20)
         check(m.weight.grad, r.weight.grad, scale=50)
+
+
+def test_cupy_zero_copy_and_stream():
+    cp = pytest.importorskip("cupy")
+    x = cp.arange(1024, dtype=cp.float32) / 1024
+    y = bc.exp(x)  # not a torch tensor: the legacy default stream
+    assert y.stream.handle == 0
+    cy = cp.from_dlpack(y)
+    assert cy.data.ptr == y.data_ptr
+    cp.testing.assert_allclose(cy, cp.exp(x), rtol=1e-6)
+    s = cp.cuda.Stream(non_blocking=True)
+    y2 = bc.mul(x, 2.0, stream=s)
+    assert y2.stream.handle == s.ptr
+    with s:
+        r = cp.from_dlpack(y2)
+        cp.testing.assert_allclose(r, x * 2)
+
+
+def test_jax_zero_copy():
+    jax = pytest.importorskip("jax")
+    jnp = jax.numpy
+    try:
+        gpu = jax.devices("gpu")[0]
+    except Exception:
+        pytest.skip("JAX has no GPU backend here")
+    x = jax.device_put(jnp.arange(1024, dtype=jnp.float32) / 1024, gpu)
+    y = bc.exp(x)
+    assert y.device == "cuda:0"
+    jy = jax.dlpack.from_dlpack(y)
+    np.testing.assert_allclose(np.asarray(jy), np.exp(np.arange(1024, dtype=np.float32) / 1024), rtol=1e-6)
+    assert jy.unsafe_buffer_pointer() == y.data_ptr
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+@pytest.mark.parametrize("act", [None, "relu", "gelu", "gelu_tanh"])
+def test_torch_linear_and_ce_cuda(dtype, act):
+    import baracuda.torch as bt
+    m = bt.Linear(256, 512, activation=act, device=DEV, dtype=dtype)
+    r = torch.nn.Linear(256, 512, device=DEV, dtype=dtype)
+    r.load_state_dict(m.state_dict())
+    fn = {None: lambda t: t, "relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda t: F.gelu(t, approximate="tanh")}
+    x = torch.randn(64, 256, device=DEV, dtype=dtype, requires_grad=True)
+    x2 = x.detach().clone().requires_grad_()
+    t = torch.randint(0, 512, (64,), device=DEV)
+    loss = bt.CrossEntropyLoss(label_smoothing=0.1)(m(x), t)
+    ref = F.cross_entropy(fn[act](r(x2)), t, label_smoothing=0.1)
+    check(loss, ref.detach(), scale=20)
+    loss.backward()
+    ref.backward()
+    check(x.grad, x2.grad, scale=50)
+    check(m.weight.grad, r.weight.grad, scale=50)
+    check(m.bias.grad, r.bias.grad, scale=50)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float16, torch.bfloat16])
+@pytest.mark.parametrize("causal", [False, True])
+def test_flash_attention_fwd_bwd(dtype, causal):
+    B, H, Hk, S, D = 2, 8, 2, 256, 64
+    q = torch.randn(B, S, H, D, device=DEV, dtype=dtype).transpose(1, 2).requires_grad_()  # [B,S,H,D] storage
+    k = torch.randn(B, Hk, S, D, device=DEV, dtype=dtype, requires_grad=True)
+    v = torch.randn(B, Hk, S, D, device=DEV, dtype=dtype, requires_grad=True)
+    ref = F.scaled_dot_product_attention(q, k.repeat_interleave(H // Hk, 1), v.repeat_interleave(H // Hk, 1),
+                                         is_causal=causal)
+    y, lse = bc.flash_attention(q.detach(), k.detach(), v.detach(), causal, return_lse=True)
+    check(y, ref.detach(), scale=10)
+    g = torch.randn_like(ref)
+    ref.backward(g)
+    dq, dk, dv = bc.flash_attention_backward(g, q.detach(), k.detach(), v.detach(), y, lse, causal)
+    check(dq, q.grad.contiguous(), scale=20)
+    check(dk, k.grad, scale=20)
+    check(dv, v.grad, scale=20)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_rope_cuda_matches_cpu(dtype):
+    q = torch.randn(2, 4, 16, 64, dtype=dtype)
+    k = torch.randn(2, 2, 16, 64, dtype=dtype)
+    qc, kc = bc.rope(q, k)
+    qg, kg = bc.rope(q.to(DEV), k.to(DEV))
+    check(T(qg).cpu(), T(qc), scale=2)
+    check(T(kg).cpu(), T(kc), scale=2)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_torch_flash_attention_and_rope_cuda(dtype):
+    import baracuda.torch as bt
+    B, H, S, D = 2, 4, 128, 64
+    q = torch.randn(B, S, H, D, device=DEV, dtype=dtype).transpose(1, 2).requires_grad_()
+    k = torch.randn(B, H, S, D, device=DEV, dtype=dtype, requires_grad=True)
+    v = torch.randn(B, H, S, D, device=DEV, dtype=dtype, requires_grad=True)
+    qr, kr = bt.rope(q, k)
+    y = bt.flash_attention(qr, kr, v, causal=True)
+    q2, k2, v2 = (t.detach().clone().requires_grad_() for t in (q, k, v))
+    qr2, kr2 = bt.rope(q2, k2)  # the same rotation, then torch's attention as the reference
+    ref = F.scaled_dot_product_attention(qr2, kr2, v2, is_causal=True)
+    check(y, ref.detach(), scale=10)
+    g = torch.randn_like(ref)
+    y.backward(g)
+    ref.backward(g)
+    check(q.grad, q2.grad, scale=20)
+    check(k.grad, k2.grad, scale=20)
+    check(v.grad, v2.grad, scale=20)
+
+
+def test_array_uses_chained_across_streams():
+    """An Array written on s1 and read by a baracuda call on s2: the call waits."""
+    s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()
+    n = 1 << 22
+    x = torch.ones(n, device=DEV)
+    torch.cuda.synchronize()
+    with torch.cuda.stream(s1):
+        torch.cuda._sleep(50_000_000)
+        y = bc.mul(x, 3.0)  # on s1, behind the sleep
+    z = bc.add(y, 1.0, stream=s2)  # must wait for s1
+    assert y.stream.handle == s2.cuda_stream and z.stream.handle == s2.cuda_stream
+    s2.synchronize()
+    assert torch.all(T(z) == 4.0).item()
+
+
+def test_torch_adamw_cuda():
+    import baracuda.torch as bt
+    torch.manual_seed(0)
+    ref = [torch.randn(256, 128, device=DEV, requires_grad=True), torch.randn(77, device=DEV, requires_grad=True)]
+    ours = [p.detach().clone().requires_grad_() for p in ref]
+    o1 = torch.optim.AdamW(ref, lr=1e-2, weight_decay=0.1)
+    o2 = bt.AdamW(ours, lr=1e-2, weight_decay=0.1)
+    for _ in range(5):
+        for a, b in zip(ref, ours):
+            a.grad = torch.randn_like(a)
+            b.grad = a.grad.clone()
+        o1.step()
+        o2.step()
+    for a, b in zip(ref, ours):
+        torch.testing.assert_close(a, b, rtol=1e-5, atol=1e-6)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16])
+def test_linear_cross_entropy_cuda(dtype):
+    import baracuda.torch as bt
+    N, D, V = 512, 256, 32000
+    h = torch.randn(N, D, device=DEV, dtype=dtype, requires_grad=True)
+    w = (torch.randn(V, D, device=DEV, dtype=dtype) * 0.05).requires_grad_()
+    t = torch.randint(0, V, (N,), device=DEV)
+    h2, w2 = h.detach().clone().requires_grad_(), w.detach().clone().requires_grad_()
+    loss = bt.LinearCrossEntropyLoss()(h, w, t)
+    ref = F.cross_entropy(F.linear(h2, w2).float(), t)
+    check(loss.float(), ref.detach(), torch.float32 if dtype == torch.float32 else torch.bfloat16, scale=10)
+    (loss * 2).backward()
+    (ref * 2).backward()
+    check(h.grad, h2.grad, scale=50)
+    check(w.grad, w2.grad, scale=50)

@@ -389,3 +389,13 @@ def test_against_torch(rng):
     h = torch.randn(16, 32, dtype=torch.bfloat16)
     assert torch.allclose(T(bc.softmax(h)).float(), torch.softmax(h.float(), -1), atol=1e-2)
     assert T(bc.silu(h)).dtype == torch.bfloat16
+
+
+def test_numpy_scalars_are_host_scalars():
+    x = np.ones(3, np.float32)
+    y = bc.add(x, np.float32(2.5))
+    assert y.dtype == "float32"
+    close(y, x + 2.5)
+    assert bc.add(x, np.int64(2)).dtype == "float32"
+    assert bc.mul(np.arange(3), np.bool_(True)).dtype == "int64"
+    assert bc.add(np.arange(3, dtype=np.int32), np.int64(1)).dtype == "int32"  # a scalar does not widen

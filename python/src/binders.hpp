@@ -1,0 +1,327 @@
+// The generic binders of the plan layer (descriptors with keyword
+// construction, plans with select / run by keyword), shared by the TUs that
+// bind the families (plans.cpp, plans_more.cpp).
+#pragma once
+#include <nanobind/stl/function.h>
+#include <nanobind/stl/pair.h>
+
+#include <algorithm>
+#include <cctype>
+#include <functional>
+
+#include "common.hpp"
+
+namespace bpy {
+
+// ---- enums: bound as Python enums, also accepted as strings ------------------------
+// One table per enum for the whole module (a template's static local is
+// shared by every TU: an enum bound in one TU is read by the others).
+template <class E>
+std::vector<std::pair<std::string, E>>& enum_names() {
+  static std::vector<std::pair<std::string, E>> names;
+  return names;
+}
+
+namespace {
+std::string lower(std::string s) {
+  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return s;
+}
+template <class E>
+E enum_from_py(nb::handle h, const char* what) {
+  if (nb::isinstance<nb::str>(h)) {
+    const std::string s = lower(nb::cast<std::string>(h));
+    for (const auto& [n, e] : enum_names<E>())
+      if (lower(n) == s) return e;
+    std::string all;
+    for (const auto& [n, e] : enum_names<E>()) all += (all.empty() ? "" : ", ") + n;
+    raise_invalid(std::string(what) + ": unknown value '" + s + "' (one of: " + all + ")");
+  }
+  try {
+    return nb::cast<E>(h);
+  } catch (const nb::cast_error&) {
+    throw nb::type_error((std::string(what) + ": expected the enum or its name as a string").c_str());
+  }
+}
+template <class E>
+void bind_enum(nb::module_& m, const char* name, std::vector<std::pair<std::string, E>> values) {
+  nb::enum_<E> e(m, name);
+  for (const auto& [n, v] : values) e.value(n.c_str(), v);
+  enum_names<E>() = std::move(values);
+}
+
+// ---- field conversions ------------------------------------------------------------
+template <class T>
+struct is_optional : std::false_type {};
+template <class T>
+struct is_optional<std::optional<T>> : std::true_type {
+  using type = T;
+};
+
+template <class T>
+struct is_vector : std::false_type {};
+template <class T>
+struct is_vector<std::vector<T>> : std::true_type {
+  using type = T;
+};
+
+template <class T>
+T from_py(nb::handle h, const char* what) {
+  if constexpr (std::is_same_v<T, Dims>) {
+    return dims_from_py(h, what);
+  } else if constexpr (std::is_same_v<T, std::vector<Dims>>) {
+    std::vector<Dims> out;
+    if (!nb::isinstance<nb::sequence>(h) || nb::isinstance<nb::str>(h))
+      throw nb::type_error((std::string(what) + ": expected a list of shapes").c_str());
+    for (nb::handle x : h) out.push_back(dims_from_py(x, what));
+    return out;
+  } else if constexpr (std::is_same_v<T, DType>) {
+    return dtype_from_py(h);
+  } else if constexpr (is_optional<T>::value) {
+    if (h.is_none()) return std::nullopt;
+    return from_py<typename is_optional<T>::type>(h, what);
+  } else if constexpr (std::is_enum_v<T>) {
+    return enum_from_py<T>(h, what);
+  } else if constexpr (std::is_same_v<T, bool>) {
+    if (!PyBool_Check(h.ptr()) && !nb::isinstance<nb::int_>(h))
+      throw nb::type_error((std::string(what) + ": expected a bool").c_str());
+    return PyObject_IsTrue(h.ptr()) == 1;
+  } else {
+    try {
+      return nb::cast<T>(h);
+    } catch (const nb::cast_error&) {
+      throw nb::type_error((std::string(what) + ": wrong type").c_str());
+    }
+  }
+}
+template <class T>
+nb::object to_py(const T& v) {
+  if constexpr (std::is_same_v<T, Dims>) {
+    return dims_to_py(v);
+  } else if constexpr (std::is_same_v<T, std::vector<Dims>>) {
+    nb::list l;
+    for (const Dims& d : v) l.append(dims_to_py(d));
+    return l;
+  } else if constexpr (std::is_same_v<T, DType>) {
+    return nb::str(dtype_py_name(v));
+  } else if constexpr (is_optional<T>::value) {
+    if (!v) return nb::none();
+    return to_py(*v);
+  } else {
+    return nb::cast(v);
+  }
+}
+
+// ---- descriptors --------------------------------------------------------------------
+template <class D>
+struct DescBinder {
+  using Setter = std::function<void(D&, nb::handle)>;
+  using Getter = std::function<nb::object(const D&)>;
+  struct Field {
+    std::string name;
+    Setter set;
+    Getter get;
+  };
+  nb::class_<D> cls;
+  std::shared_ptr<std::vector<Field>> fields = std::make_shared<std::vector<Field>>();
+  std::string name;
+
+  DescBinder(nb::module_& m, const char* n) : cls(m, n), name(n) {
+    auto fs = fields;
+    std::string cname = n;
+    cls.def("__init__", [fs, cname](D* self, nb::kwargs kw) {
+      new (self) D();
+      for (auto [k, v] : kw) {
+        const std::string key = nb::cast<std::string>(k);
+        auto it = std::find_if(fs->begin(), fs->end(), [&](const Field& f) { return f.name == key; });
+        if (it == fs->end()) {
+          std::string all;
+          for (const auto& f : *fs) all += (all.empty() ? "" : ", ") + f.name;
+          throw nb::type_error((cname + ": unknown field '" + key + "' (fields: " + all + ")").c_str());
+        }
+        it->set(*self, v);
+      }
+    });
+    cls.def("__repr__", [fs, cname](const D& d) {
+      std::string s = cname + "(";
+      bool first = true;
+      for (const auto& f : *fs) {
+        s += (first ? "" : ", ") + f.name + "=" + nb::cast<std::string>(nb::repr(f.get(d)));
+        first = false;
+      }
+      return s + ")";
+    });
+    cls.def("__copy__", [](const D& d) { return D(d); });
+  }
+  template <class T>
+  DescBinder& field(const char* fname, T D::*pm) {
+    std::string what = name + "." + fname;
+    Setter set = [pm, what](D& d, nb::handle h) { d.*pm = from_py<T>(h, what.c_str()); };
+    Getter get = [pm](const D& d) { return to_py(d.*pm); };
+    cls.def_prop_rw(fname, get, set);
+    fields->push_back({fname, set, get});
+    return *this;
+  }
+};
+
+// ---- plans ---------------------------------------------------------------------------
+PlanPreference preference_from_py(nb::handle h) {
+  if (h.is_none()) return {};
+  return nb::cast<PlanPreference>(h);
+}
+Stream select_stream(nb::handle h) {
+  if (h.is_none()) return Stream::cpu();
+  return stream_from_py(h, std::nullopt);
+}
+
+Scalar scalar_from_py(nb::handle h, const char* what) {
+  if (PyBool_Check(h.ptr())) return Scalar(h.ptr() == Py_True);
+  if (nb::isinstance<nb::int_>(h)) return Scalar(static_cast<long long>(nb::cast<int64_t>(h)));
+  if (nb::isinstance<nb::float_>(h)) return Scalar(nb::cast<double>(h));
+  throw nb::type_error((std::string(what) + ": expected a Python number (bool, int or float)").c_str());
+}
+
+template <class A>
+struct ArgField {
+  std::string name;
+  TensorRef A::*ref = nullptr;
+  TensorMut A::*mut = nullptr;
+  std::optional<Scalar> A::*scalar = nullptr;
+};
+
+// The run() of a plan: tensors by keyword (the Args struct's field names).
+//
+// What a call of the plan with tensors does: run() it, or only make run()'s
+// checks (can_implement), or name what run() would launch (sku_for).
+enum class PlanCall { Run, CanImplement, SkuFor };
+
+template <class P, class A>
+nb::object plan_run(const P& plan, const std::vector<ArgField<A>>& fields, nb::handle stream_arg, nb::handle ws_arg,
+                    const nb::kwargs& kw, PlanCall call = PlanCall::Run) {
+  std::vector<std::pair<const ArgField<A>*, nb::handle>> given;
+  std::vector<nb::handle> inputs;
+  for (auto [k, v] : kw) {
+    const std::string key = nb::cast<std::string>(k);
+    auto it = std::find_if(fields.begin(), fields.end(), [&](const ArgField<A>& f) { return f.name == key; });
+    if (it == fields.end()) {
+      std::string all;
+      for (const auto& f : fields) all += (all.empty() ? "" : ", ") + f.name;
+      throw nb::type_error((std::string(plan.name()) + ".run: unknown argument '" + key + "' (arguments: " + all +
+                            ", stream, workspace)")
+                               .c_str());
+    }
+    if (v.is_none()) continue;  // not given
+    given.push_back({&*it, v});
+    if (!it->scalar) inputs.push_back(v);
+  }
+  if (plan.empty()) check(Status(StatusCode::InvalidProblem, std::string(plan.name()) + ": the plan is empty"));
+  const Stream s = resolve_stream(stream_arg, plan.device(), inputs);
+  A args{};
+  std::vector<View> keep;
+  keep.reserve(given.size());
+  for (const auto& [f, v] : given) {
+    const std::string what = std::string(plan.name()) + ".run: " + f->name;
+    if (f->scalar) {
+      args.*(f->scalar) = scalar_from_py(v, what.c_str());
+      continue;
+    }
+    keep.push_back(import_tensor(v, s, what.c_str()));
+    const View& view = keep.back();
+    if (f->mut) {
+      if (view.read_only) raise_invalid(what + ": the tensor is read-only (an output must be writable)");
+      args.*(f->mut) = view.view;
+    } else {
+      args.*(f->ref) = TensorRef(view.view);
+    }
+  }
+  if (call == PlanCall::CanImplement) {
+    check(plan.can_implement(args));
+    return nb::bool_(true);
+  }
+  std::optional<ScopedWorkspace> own_ws;
+  std::optional<View> ws_view;
+  const Workspace ws = workspace_from_py(ws_arg, plan.workspace_size(), s, own_ws, ws_view);
+  if (call == PlanCall::SkuFor) return sku_to_py(unwrap(plan.sku_for(s, ws, args)));
+  Status st;
+  {
+    nb::gil_scoped_release release;
+    st = plan.run(s, ws, args);
+  }
+  check(st);
+  return nb::none();
+}
+
+template <class P, class D, class A>
+struct PlanBinder {
+  nb::class_<P> cls;
+  std::shared_ptr<std::vector<ArgField<A>>> fields = std::make_shared<std::vector<ArgField<A>>>();
+
+  PlanBinder(nb::module_& m, const char* name) : cls(m, name) {
+    cls.def_static(
+        "select",
+        [](const D& d, nb::handle stream, nb::handle pref) {
+          const Stream s = select_stream(stream);
+          const PlanPreference p = preference_from_py(pref);
+          std::optional<Result<P>> r;
+          {
+            nb::gil_scoped_release release;
+            r.emplace(P::select(s, d, p));
+          }
+          return unwrap(std::move(*r));
+        },
+        nb::arg("desc"), nb::arg("stream") = nb::none(), nb::arg("preference") = nb::none(),
+        "Selects the plan for `desc` on `stream`'s device (None: the CPU).");
+    cls.def_prop_ro("workspace_size", [](const P& p) { return p.workspace_size(); });
+    cls.def_prop_ro("sku", [](const P& p) { return sku_to_py(p.sku()); });
+    cls.def_prop_ro("device", [](const P& p) { return device_to_py(p.device()); });
+    cls.def_prop_ro("name", [](const P& p) { return std::string(p.name()); });
+    cls.def_prop_ro("empty", [](const P& p) { return p.empty(); });
+    cls.def_prop_ro("descriptor", [](const P& p) { return D(p.descriptor()); });
+    auto fs = fields;
+    cls.def(
+        "run",
+        [fs](const P& p, nb::handle stream, nb::handle workspace, nb::kwargs kw) {
+          plan_run<P, A>(p, *fs, stream, workspace, kw);
+        },
+        nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("workspace") = nb::none(), nb::arg("kwargs"),
+        "Runs the plan. Tensors by keyword (any DLPack object); stream: None = the default for the tensors' "
+        "device; workspace: None = allocated for the call (stream-ordered) when workspace_size > 0.");
+    cls.def(
+        "can_implement",
+        [fs](const P& p, nb::handle stream, nb::kwargs kw) {
+          return plan_run<P, A>(p, *fs, stream, nb::none(), kw, PlanCall::CanImplement);
+        },
+        nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("kwargs"),
+        "run()'s checks of these tensors without running: True, or the error run() would raise.");
+    cls.def(
+        "sku_for",
+        [fs](const P& p, nb::handle stream, nb::handle workspace, nb::kwargs kw) {
+          return plan_run<P, A>(p, *fs, stream, workspace, kw, PlanCall::SkuFor);
+        },
+        nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("workspace") = nb::none(), nb::arg("kwargs"),
+        "What run() would launch for exactly these tensors (the sku dict), launching nothing.");
+    cls.def("__repr__", [](const P& p) {
+      return std::string(p.name()) + "(" + (p.empty() ? std::string("empty") : p.sku().to_string()) + ")";
+    });
+  }
+  PlanBinder& in(const char* n, TensorRef A::*pm) {
+    fields->push_back({n, pm, nullptr, nullptr});
+    return *this;
+  }
+  PlanBinder& out(const char* n, TensorMut A::*pm) {
+    fields->push_back({n, nullptr, pm, nullptr});
+    return *this;
+  }
+  PlanBinder& scalar(const char* n, std::optional<Scalar> A::*pm) {
+    fields->push_back({n, nullptr, nullptr, pm});
+    return *this;
+  }
+  template <class F>
+  PlanBinder& prop(const char* n, F f) {
+    cls.def_prop_ro(n, f);
+    return *this;
+  }
+};
+
+}  // namespace
+}  // namespace bpy

@@ -1,0 +1,320 @@
+// baracuda._C: the plan layer of flash attention, rotary embeddings,
+// embedding, fused linear cross-entropy and the Adam / AdamW optimizer (binders.hpp: the generic binders).
+#include "binders.hpp"
+
+namespace bpy {
+namespace {
+
+void bind_attention(nb::module_& m) {
+  bind_enum<DiagonalAlign>(m, "DiagonalAlign",
+                           {{"TopLeft", DiagonalAlign::TopLeft}, {"BottomRight", DiagonalAlign::BottomRight}});
+  enum_names<DiagonalAlign>().push_back({"top_left", DiagonalAlign::TopLeft});
+  enum_names<DiagonalAlign>().push_back({"bottom_right", DiagonalAlign::BottomRight});
+  bind_enum<AlibiMode>(m, "AlibiMode", {{"None_", AlibiMode::None}, {"PerHead", AlibiMode::PerHead},
+                                        {"PerBatchHead", AlibiMode::PerBatchHead}});
+  enum_names<AlibiMode>().push_back({"none", AlibiMode::None});
+  DescBinder<FlashSdpaDescriptor>(m, "FlashSdpaDescriptor")
+      .field("dtype", &FlashSdpaDescriptor::dtype)
+      .field("batch", &FlashSdpaDescriptor::batch)
+      .field("heads", &FlashSdpaDescriptor::heads)
+      .field("kv_heads", &FlashSdpaDescriptor::kv_heads)
+      .field("q_len", &FlashSdpaDescriptor::q_len)
+      .field("kv_len", &FlashSdpaDescriptor::kv_len)
+      .field("head_dim", &FlashSdpaDescriptor::head_dim)
+      .field("scale", &FlashSdpaDescriptor::scale)
+      .field("causal", &FlashSdpaDescriptor::causal)
+      .field("align", &FlashSdpaDescriptor::align)
+      .field("window_left", &FlashSdpaDescriptor::window_left)
+      .field("window_right", &FlashSdpaDescriptor::window_right)
+      .field("softcap", &FlashSdpaDescriptor::softcap)
+      .field("alibi", &FlashSdpaDescriptor::alibi)
+      .field("has_mask", &FlashSdpaDescriptor::has_mask)
+      .field("varlen", &FlashSdpaDescriptor::varlen)
+      .field("total_q", &FlashSdpaDescriptor::total_q)
+      .field("total_kv", &FlashSdpaDescriptor::total_kv)
+      .field("save_lse", &FlashSdpaDescriptor::save_lse);
+  PlanBinder<FlashSdpaPlan, FlashSdpaDescriptor, FlashSdpaArgs>(m, "FlashSdpaPlan")
+      .in("q", &FlashSdpaArgs::q)
+      .in("k", &FlashSdpaArgs::k)
+      .in("v", &FlashSdpaArgs::v)
+      .in("mask", &FlashSdpaArgs::mask)
+      .in("alibi_slopes", &FlashSdpaArgs::alibi_slopes)
+      .in("cu_seqlens_q", &FlashSdpaArgs::cu_seqlens_q)
+      .in("cu_seqlens_kv", &FlashSdpaArgs::cu_seqlens_kv)
+      .out("y", &FlashSdpaArgs::y)
+      .out("lse", &FlashSdpaArgs::lse)
+      .prop("scale", [](const FlashSdpaPlan& p) { return p.scale(); })
+      .prop("q_shape", [](const FlashSdpaPlan& p) { return dims_to_py(p.q_shape()); })
+      .prop("kv_shape", [](const FlashSdpaPlan& p) { return dims_to_py(p.kv_shape()); })
+      .prop("y_shape", [](const FlashSdpaPlan& p) { return dims_to_py(p.y_shape()); })
+      .prop("lse_shape", [](const FlashSdpaPlan& p) { return dims_to_py(p.lse_shape()); });
+  PlanBinder<FlashSdpaBackwardPlan, FlashSdpaDescriptor, FlashSdpaBackwardArgs>(m, "FlashSdpaBackwardPlan")
+      .in("dy", &FlashSdpaBackwardArgs::dy)
+      .in("q", &FlashSdpaBackwardArgs::q)
+      .in("k", &FlashSdpaBackwardArgs::k)
+      .in("v", &FlashSdpaBackwardArgs::v)
+      .in("y", &FlashSdpaBackwardArgs::y)
+      .in("lse", &FlashSdpaBackwardArgs::lse)
+      .in("mask", &FlashSdpaBackwardArgs::mask)
+      .in("alibi_slopes", &FlashSdpaBackwardArgs::alibi_slopes)
+      .in("cu_seqlens_q", &FlashSdpaBackwardArgs::cu_seqlens_q)
+      .in("cu_seqlens_kv", &FlashSdpaBackwardArgs::cu_seqlens_kv)
+      .out("dq", &FlashSdpaBackwardArgs::dq)
+      .out("dk", &FlashSdpaBackwardArgs::dk)
+      .out("dv", &FlashSdpaBackwardArgs::dv)
+      .prop("scale", [](const FlashSdpaBackwardPlan& p) { return p.scale(); });
+}
+
+void bind_rope(nb::module_& m) {
+  bind_enum<RopePairs>(m, "RopePairs", {{"Interleaved", RopePairs::Interleaved}, {"HalfSplit", RopePairs::HalfSplit}});
+  enum_names<RopePairs>().push_back({"half_split", RopePairs::HalfSplit});
+  bind_enum<RopePositions>(m, "RopePositions", {{"None_", RopePositions::None},
+                                                {"PerSequence", RopePositions::PerSequence},
+                                                {"PerBatch", RopePositions::PerBatch}});
+  enum_names<RopePositions>().push_back({"none", RopePositions::None});
+  enum_names<RopePositions>().push_back({"per_sequence", RopePositions::PerSequence});
+  enum_names<RopePositions>().push_back({"per_batch", RopePositions::PerBatch});
+  DescBinder<RopeDescriptor>(m, "RopeDescriptor")
+      .field("dtype", &RopeDescriptor::dtype)
+      .field("batch", &RopeDescriptor::batch)
+      .field("heads", &RopeDescriptor::heads)
+      .field("kv_heads", &RopeDescriptor::kv_heads)
+      .field("seq_len", &RopeDescriptor::seq_len)
+      .field("head_dim", &RopeDescriptor::head_dim)
+      .field("rotary_dim", &RopeDescriptor::rotary_dim)
+      .field("has_k", &RopeDescriptor::has_k)
+      .field("pairs", &RopeDescriptor::pairs)
+      .field("theta", &RopeDescriptor::theta)
+      .field("positions", &RopeDescriptor::positions)
+      .field("position_dtype", &RopeDescriptor::position_dtype)
+      .field("use_cache", &RopeDescriptor::use_cache)
+      .field("cache_len", &RopeDescriptor::cache_len);
+  PlanBinder<RopePlan, RopeDescriptor, RopeArgs>(m, "RopePlan")
+      .in("q", &RopeArgs::q)
+      .in("k", &RopeArgs::k)
+      .in("positions", &RopeArgs::positions)
+      .in("cos", &RopeArgs::cos)
+      .in("sin", &RopeArgs::sin)
+      .out("q_out", &RopeArgs::q_out)
+      .out("k_out", &RopeArgs::k_out)
+      .prop("q_shape", [](const RopePlan& p) { return dims_to_py(p.q_shape()); })
+      .prop("k_shape", [](const RopePlan& p) { return dims_to_py(p.k_shape()); })
+      .prop("cache_shape", [](const RopePlan& p) { return dims_to_py(p.cache_shape()); })
+      .prop("cache_dtype", [](const RopePlan& p) { return dtype_py_name(p.cache_dtype()); });
+  PlanBinder<RopeBackwardPlan, RopeDescriptor, RopeBackwardArgs>(m, "RopeBackwardPlan")
+      .in("dy_q", &RopeBackwardArgs::dy_q)
+      .in("dy_k", &RopeBackwardArgs::dy_k)
+      .in("positions", &RopeBackwardArgs::positions)
+      .in("cos", &RopeBackwardArgs::cos)
+      .in("sin", &RopeBackwardArgs::sin)
+      .out("dq", &RopeBackwardArgs::dq)
+      .out("dk", &RopeBackwardArgs::dk);
+}
+
+void bind_embedding(nb::module_& m) {
+  DescBinder<EmbeddingDescriptor>(m, "EmbeddingDescriptor")
+      .field("dtype", &EmbeddingDescriptor::dtype)
+      .field("index_dtype", &EmbeddingDescriptor::index_dtype)
+      .field("num_embeddings", &EmbeddingDescriptor::num_embeddings)
+      .field("embedding_dim", &EmbeddingDescriptor::embedding_dim)
+      .field("index_shape", &EmbeddingDescriptor::index_shape)
+      .field("has_padding_idx", &EmbeddingDescriptor::has_padding_idx)
+      .field("padding_idx", &EmbeddingDescriptor::padding_idx);
+  // check_indices(workspace, stream=None): the out-of-range index the last
+  // run() with this workspace met (CUDA: synchronizes the stream).
+  auto check_indices = [](const auto& p, nb::handle ws_arg, nb::handle stream_arg) {
+    const Stream s = resolve_stream(stream_arg, p.device(), {});
+    std::optional<ScopedWorkspace> own;
+    std::optional<View> keep;
+    if (ws_arg.is_none() && p.workspace_size() > 0)
+      raise_invalid(std::string(p.name()) + ".check_indices: pass the workspace the run() used");
+    const Workspace ws = workspace_from_py(ws_arg, 0, s, own, keep);
+    Status st;
+    {
+      nb::gil_scoped_release release;
+      st = p.check_indices(s, ws);
+    }
+    check(st);
+  };
+  PlanBinder<EmbeddingPlan, EmbeddingDescriptor, EmbeddingArgs> fwd(m, "EmbeddingPlan");
+  fwd.in("weight", &EmbeddingArgs::weight)
+      .in("indices", &EmbeddingArgs::indices)
+      .out("out", &EmbeddingArgs::out)
+      .prop("out_shape", [](const EmbeddingPlan& p) { return dims_to_py(p.out_shape()); });
+  fwd.cls.def("check_indices", [check_indices](const EmbeddingPlan& p, nb::handle ws, nb::handle s) { check_indices(p, ws, s); },
+              nb::arg("workspace") = nb::none(), nb::arg("stream") = nb::none());
+  bind_enum<EmbeddingGradLayout>(m, "EmbeddingGradLayout",
+                                 {{"Dense", EmbeddingGradLayout::Dense}, {"Compact", EmbeddingGradLayout::Compact}});
+  DescBinder<EmbeddingBackwardDescriptor>(m, "EmbeddingBackwardDescriptor")
+      .field("forward", &EmbeddingBackwardDescriptor::forward)
+      .field("grad_dtype", &EmbeddingBackwardDescriptor::grad_dtype)
+      .field("layout", &EmbeddingBackwardDescriptor::layout);
+  PlanBinder<EmbeddingBackwardPlan, EmbeddingBackwardDescriptor, EmbeddingBackwardArgs> bwd(m, "EmbeddingBackwardPlan");
+  bwd.in("indices", &EmbeddingBackwardArgs::indices)
+      .in("dout", &EmbeddingBackwardArgs::dout)
+      .out("dweight", &EmbeddingBackwardArgs::dweight)
+      .out("unique_rows", &EmbeddingBackwardArgs::unique_rows)
+      .out("dweight_compact", &EmbeddingBackwardArgs::dweight_compact)
+      .out("count", &EmbeddingBackwardArgs::count)
+      .prop("dweight_shape", [](const EmbeddingBackwardPlan& p) { return dims_to_py(p.dweight_shape()); });
+  bwd.cls.def("check_indices",
+              [check_indices](const EmbeddingBackwardPlan& p, nb::handle ws, nb::handle s) { check_indices(p, ws, s); },
+              nb::arg("workspace") = nb::none(), nb::arg("stream") = nb::none());
+}
+
+void bind_fused_linear_ce(nb::module_& m) {
+  using D = FusedLinearCrossEntropyDescriptor;
+  using A = FusedLinearCrossEntropyArgs;
+  DescBinder<D>(m, "FusedLinearCrossEntropyDescriptor")
+      .field("dtype", &D::dtype)
+      .field("rows", &D::rows)
+      .field("in_features", &D::in_features)
+      .field("classes", &D::classes)
+      .field("has_bias", &D::has_bias)
+      .field("target", &D::target)
+      .field("index_dtype", &D::index_dtype)
+      .field("ignore_index", &D::ignore_index)
+      .field("label_smoothing", &D::label_smoothing)
+      .field("has_weight", &D::has_weight)
+      .field("reduction", &D::reduction)
+      .field("z_loss", &D::z_loss)
+      .field("loss_dtype", &D::loss_dtype)
+      .field("need_dh", &D::need_dh)
+      .field("need_dw", &D::need_dw)
+      .field("need_db", &D::need_db)
+      .field("workspace_limit", &D::workspace_limit)
+      .field("chunk_rows", &D::chunk_rows);
+  PlanBinder<FusedLinearCrossEntropyPlan, D, A>(m, "FusedLinearCrossEntropyPlan")
+      .in("hidden", &A::hidden)
+      .in("weight", &A::weight)
+      .in("bias", &A::bias)
+      .in("target", &A::target)
+      .in("class_weight", &A::class_weight)
+      .in("dloss", &A::dloss)
+      .out("loss", &A::loss)
+      .out("lse", &A::lse)
+      .out("dhidden", &A::dhidden)
+      .out("dweight", &A::dweight)
+      .out("dbias", &A::dbias)
+      .prop("loss_shape", [](const FusedLinearCrossEntropyPlan& p) { return dims_to_py(p.loss_shape()); })
+      .prop("lse_dtype", [](const FusedLinearCrossEntropyPlan& p) { return dtype_py_name(p.lse_dtype()); })
+      .prop("chunk_rows", [](const FusedLinearCrossEntropyPlan& p) { return p.chunk_rows(); })
+      .prop("chunks", [](const FusedLinearCrossEntropyPlan& p) { return p.chunks(); })
+      .prop("logits_bytes", [](const FusedLinearCrossEntropyPlan& p) { return p.logits_bytes(); });
+}
+
+// AdamPlan: tensor lists, so its run() is written out here rather than by
+// PlanBinder: run(params=[...], grads=[...], exp_avg=[...], exp_avg_sq=[...],
+// max_exp_avg_sq=None, master=None, lr=1e-3, step=1, lr_tensor=None,
+// step_tensor=None, grad_scale=None, found_inf=None, seed=0, offset=0,
+// stream=None).
+void bind_optim(nb::module_& m) {
+  using D = AdamDescriptor;
+  DescBinder<D>(m, "AdamDescriptor")
+      .field<std::vector<Dims>>("shapes", &D::shapes)
+      .field<DType>("param_dtype", &D::param_dtype)
+      .field<bool>("master_weights", &D::master_weights)
+      .field<bool>("stochastic_rounding", &D::stochastic_rounding)
+      .field<bool>("maximize", &D::maximize)
+      .field<bool>("device_scalars", &D::device_scalars)
+      .field<bool>("has_grad_scale", &D::has_grad_scale)
+      .field<bool>("has_found_inf", &D::has_found_inf)
+      .field<double>("weight_decay", &D::weight_decay)
+      .field("decoupled_weight_decay", &D::decoupled_weight_decay)
+      .field("amsgrad", &D::amsgrad)
+      .field("beta1", &D::beta1)
+      .field("beta2", &D::beta2)
+      .field("eps", &D::eps);
+  nb::class_<AdamPlan> cls(m, "AdamPlan");
+  cls.def_static(
+         "select",
+         [](const D& d, nb::handle stream, nb::handle pref) {
+           const Stream s = select_stream(stream);
+           const PlanPreference p = preference_from_py(pref);
+           std::optional<Result<AdamPlan>> r;
+           {
+             nb::gil_scoped_release release;
+             r.emplace(AdamPlan::select(s, d, p));
+           }
+           return unwrap(std::move(*r));
+         },
+         nb::arg("desc"), nb::arg("stream") = nb::none(), nb::arg("preference") = nb::none())
+      .def_prop_ro("workspace_size", [](const AdamPlan& p) { return p.workspace_size(); })
+      .def_prop_ro("sku", [](const AdamPlan& p) { return sku_to_py(p.sku()); })
+      .def_prop_ro("device", [](const AdamPlan& p) { return device_to_py(p.device()); })
+      .def_prop_ro("name", [](const AdamPlan& p) { return std::string(p.name()); })
+      .def_prop_ro("descriptor", [](const AdamPlan& p) { return D(p.descriptor()); })
+      .def(
+          "run",
+          [](const AdamPlan& p, nb::handle params, nb::handle grads, nb::handle exp_avg, nb::handle exp_avg_sq,
+             nb::handle max_exp_avg_sq, nb::handle master, double lr, int64_t step, nb::handle lr_tensor,
+             nb::handle step_tensor, nb::handle grad_scale, nb::handle found_inf, uint64_t seed, uint64_t offset,
+             nb::handle stream_arg) {
+            std::vector<nb::handle> inputs;
+            for (nb::handle l : {params, grads})
+              if (!l.is_none())
+                for (nb::handle t : l) inputs.push_back(t);
+            const Stream s = resolve_stream(stream_arg, p.device(), inputs);
+            std::vector<View> keep;
+            AdamArgs a;
+            auto list = [&](nb::handle l, const char* what, bool mut, auto& out) {
+              if (l.is_none()) return;
+              if (!nb::isinstance<nb::sequence>(l) || nb::isinstance<nb::str>(l))
+                throw nb::type_error((std::string("AdamPlan.run: ") + what + ": expected a list of tensors").c_str());
+              for (nb::handle t : l) {
+                keep.push_back(import_tensor(t, s, (std::string("AdamPlan.run: ") + what).c_str()));
+                if (mut && keep.back().read_only)
+                  raise_invalid(std::string("AdamPlan.run: ") + what + ": a tensor is read-only");
+                out.push_back(keep.back().view);
+              }
+            };
+            keep.reserve(64);
+            std::vector<TensorMut> g;
+            list(params, "params", true, a.params);
+            list(grads, "grads", false, g);
+            for (const auto& v : g) a.grads.push_back(TensorRef(v));
+            list(exp_avg, "exp_avg", true, a.exp_avg);
+            list(exp_avg_sq, "exp_avg_sq", true, a.exp_avg_sq);
+            list(max_exp_avg_sq, "max_exp_avg_sq", true, a.max_exp_avg_sq);
+            list(master, "master", true, a.master);
+            a.lr = lr;
+            a.step = step;
+            auto one = [&](nb::handle t, const char* what) -> std::optional<TensorMut> {
+              if (t.is_none()) return std::nullopt;
+              keep.push_back(import_tensor(t, s, (std::string("AdamPlan.run: ") + what).c_str()));
+              return keep.back().view;
+            };
+            if (auto v = one(lr_tensor, "lr_tensor")) a.lr_tensor = *v;
+            if (auto v = one(step_tensor, "step_tensor")) a.step_tensor = *v;
+            if (auto v = one(grad_scale, "grad_scale")) a.grad_scale = *v;
+            if (auto v = one(found_inf, "found_inf")) a.found_inf = *v;
+            a.seed = RandomSeed{seed, offset};
+            std::optional<ScopedWorkspace> own;
+            std::optional<View> ws_keep;
+            const Workspace ws = workspace_from_py(nb::none(), p.workspace_size(), s, own, ws_keep);
+            Status st;
+            {
+              nb::gil_scoped_release release;
+              st = p.run(s, ws, a);
+            }
+            check(st);
+          },
+          nb::kw_only(), nb::arg("params"), nb::arg("grads"), nb::arg("exp_avg"), nb::arg("exp_avg_sq"),
+          nb::arg("max_exp_avg_sq") = nb::none(), nb::arg("master") = nb::none(), nb::arg("lr") = 1e-3,
+          nb::arg("step") = 1, nb::arg("lr_tensor") = nb::none(), nb::arg("step_tensor") = nb::none(),
+          nb::arg("grad_scale") = nb::none(), nb::arg("found_inf") = nb::none(), nb::arg("seed") = 0,
+          nb::arg("offset") = 0, nb::arg("stream") = nb::none(),
+          "One optimizer step over the lists (updated in place).");
+}
+
+}  // namespace
+
+void bind_plans_more(nb::module_& m) {
+  bind_attention(m);
+  bind_rope(m);
+  bind_embedding(m);
+  bind_fused_linear_ce(m);
+  bind_optim(m);
+}
+
+}  // namespace bpy
