@@ -630,7 +630,7 @@ def cross_entropy_backward(grad_loss, input, target, lse, weight=None, ignore_in
 
 
 def linear_cross_entropy(hidden, weight, target, bias=None, class_weight=None, ignore_index=-100,
-                         reduction="mean", label_smoothing=0.0, *, z_loss=0.0, loss_dtype="float32",
+                         reduction="mean", label_smoothing=0.0, *, z_loss=0.0, loss_dtype=None,
                          return_grads=False, grad_loss=1.0, stream=None):
     """cross_entropy(hidden @ weight.T + bias, target) without materializing the
     [N, V] logits (row chunks): hidden [N, D], weight [V, D], bias [V],
@@ -641,8 +641,8 @@ def linear_cross_entropy(hidden, weight, target, bias=None, class_weight=None, i
     sum loss; 1.0 = d loss), computed in the same pass — the LM-head fusion:
     call it once in the forward with the seed gradient, then scale. dbias is
     None without a bias. reduction 'none' with return_grads needs grad_loss
-    as a tensor [N]. The loss is float32 unless loss_dtype=None (the inputs'
-    dtype)."""
+    as a tensor [N]. The loss has the inputs' dtype (as cross_entropy), or
+    loss_dtype="float32"."""
     P = _plans()
     s, (hv, wv, tv, bv, cv) = _C.prepare((hidden, weight, target, bias, class_weight), stream)
     from ._errors import InvalidProblemError
