@@ -399,3 +399,24 @@ def test_numpy_scalars_are_host_scalars():
     assert bc.add(x, np.int64(2)).dtype == "float32"
     assert bc.mul(np.arange(3), np.bool_(True)).dtype == "int64"
     assert bc.add(np.arange(3, dtype=np.int32), np.int64(1)).dtype == "int32"  # a scalar does not widen
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_linear_cross_entropy_fd(reduction, rng):
+    h = rng.standard_normal((5, 6))
+    w = rng.standard_normal((7, 6))
+    b = rng.standard_normal(7)
+    t = rng.integers(0, 7, 5)
+    t[1] = -100
+    loss = bc.linear_cross_entropy(h, w, t, b, reduction=reduction, label_smoothing=0.1)
+    close(loss, _ce_ref(h @ w.T + b, t, reduction, smoothing=0.1), rtol=1e-12)
+    loss2, dh, dw, db = bc.linear_cross_entropy(h, w, t, b, reduction=reduction, label_smoothing=0.1,
+                                                return_grads=True, grad_loss=2.0)
+    close(loss2, np_of(loss), rtol=0, atol=0)
+    f = lambda hh, ww, bb: bc.linear_cross_entropy(hh, ww, t, bb, reduction=reduction, label_smoothing=0.1)  # noqa
+    g = np.float64(2.0)
+    close(dh, fd_grad(lambda x: f(x, w, b), h, g), rtol=1e-6, atol=1e-8)
+    close(dw, fd_grad(lambda x: f(h, x, b), w, g), rtol=1e-6, atol=1e-8)
+    close(db, fd_grad(lambda x: f(h, w, x), b, g), rtol=1e-6, atol=1e-8)
+    with pytest.raises(bc.InvalidProblemError):
+        bc.linear_cross_entropy(h, w, t, reduction="none", return_grads=True)
