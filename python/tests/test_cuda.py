@@ -393,3 +393,14 @@ def test_linear_cross_entropy_cuda(dtype):
     (ref * 2).backward()
     check(h.grad, h2.grad, scale=50)
     check(w.grad, w2.grad, scale=50)
+
+
+def test_random_same_bits_on_cpu_and_cuda():
+    for dt in ("float32", "bfloat16"):
+        a = T(bc.normal((4097,), seed=7, offset=3, dtype=dt))
+        b = T(bc.normal((4097,), seed=7, offset=3, dtype=dt, stream=torch.cuda.current_stream())).cpu()
+        assert torch.equal(a, b)
+    x = torch.randn(300, 70, device=DEV)
+    y, m = bc.dropout(x, 0.1, seed=11, return_mask=True)
+    yc = bc.dropout(x.cpu(), 0.1, seed=11)
+    assert torch.equal(T(y).cpu(), T(yc))
