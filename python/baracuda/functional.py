@@ -28,6 +28,8 @@ __all__ = [
     "cross_entropy", "cross_entropy_backward", "linear_cross_entropy",
     # attention, rotary embeddings
     "flash_attention", "flash_attention_backward", "rope", "rope_backward",
+    # random numbers, dropout (explicit seeds)
+    "uniform", "normal", "dropout", "dropout_backward",
     "zeros",
 ]
 
@@ -630,7 +632,7 @@ def cross_entropy_backward(grad_loss, input, target, lse, weight=None, ignore_in
 
 
 def linear_cross_entropy(hidden, weight, target, bias=None, class_weight=None, ignore_index=-100,
-                         reduction="mean", label_smoothing=0.0, *, z_loss=0.0, loss_dtype="float32",
+                         reduction="mean", label_smoothing=0.0, *, z_loss=0.0, loss_dtype=None,
                          return_grads=False, grad_loss=1.0, stream=None):
     """cross_entropy(hidden @ weight.T + bias, target) without materializing the
     [N, V] logits (row chunks): hidden [N, D], weight [V, D], bias [V],
@@ -641,8 +643,8 @@ def linear_cross_entropy(hidden, weight, target, bias=None, class_weight=None, i
     sum loss; 1.0 = d loss), computed in the same pass — the LM-head fusion:
     call it once in the forward with the seed gradient, then scale. dbias is
     None without a bias. reduction 'none' with return_grads needs grad_loss
-    as a tensor [N]. The loss is float32 unless loss_dtype=None (the inputs'
-    dtype)."""
+    as a tensor [N]. The loss has the inputs' dtype (as cross_entropy), or
+    loss_dtype="float32"."""
     P = _plans()
     s, (hv, wv, tv, bv, cv) = _C.prepare((hidden, weight, target, bias, class_weight), stream)
     from ._errors import InvalidProblemError
@@ -781,3 +783,67 @@ def rope_backward(grad_q, grad_k=None, *, positions=None, theta=10000.0, rotary_
     dk = _C.empty(kv.shape, kv.dtype, s) if kv is not None else None
     plan.run(stream=s, dy_q=qv, dy_k=kv, positions=pv, dq=dq, dk=dk)
     return dq if kv is None else (dq, dk)
+
+
+# ---- random numbers and dropout ------------------------------------------------------------------------------
+# No global generator: every call takes its Philox key `seed` and counter
+# `offset` (the same bits on the CPU and on CUDA for the same seed / offset).
+def _random(dist, shape, dtype, seed, offset, stream, **params):
+    P = _plans()
+    s = _C.Stream.from_py(stream) if stream is not None else _C.Stream.cpu()
+    shape = _axes(shape) if not isinstance(shape, tuple) else tuple(_op.index(d) for d in shape)
+    dtype = _dtype_name(dtype)
+    key = (dist, shape, dtype, tuple(sorted(params.items())))
+    plan = _plan(P.RandomPlan, key, lambda: P.RandomDescriptor(distribution=dist, dtype=dtype, shape=shape, **params), s)
+    out = _C.empty(shape, dtype, s)
+    plan.run(stream=s, seed=(int(seed), int(offset)), out=out)
+    return out
+
+
+def uniform(shape, low=0.0, high=1.0, *, seed, offset=0, dtype="float32", stream=None):
+    """Uniform [low, high) samples (torch.rand / Tensor.uniform_), Philox
+    keyed by (seed, offset); on the stream's device (default: the CPU)."""
+    return _random("uniform", shape, dtype, seed, offset, stream, low=float(low), high=float(high))
+
+
+def normal(shape, mean=0.0, std=1.0, *, seed, offset=0, dtype="float32", stream=None):
+    """Normal(mean, std) samples (torch.randn / Tensor.normal_), as uniform."""
+    return _random("normal", shape, dtype, seed, offset, stream, mean=float(mean), std=float(std))
+
+
+def dropout(input, p=0.5, training=True, *, seed, offset=0, return_mask=False, out=None, stream=None):
+    """torch.nn.functional.dropout: zero each element with probability p and
+    scale the kept ones by 1 / (1 - p); the keep decisions are Philox(seed,
+    offset), so dropout_backward regenerates them from the same (seed,
+    offset) — or reads the 1-bit mask (return_mask=True: (out, mask), mask
+    uint8 [ceil(numel / 8)]). training=False returns the input unchanged."""
+    if not training or p == 0:
+        return (input, None) if return_mask else input
+    P = _plans()
+    s, (xv, ov) = _C.prepare((input, out), stream)
+    if xv is None:
+        raise TypeError("dropout: expected a tensor, got None")
+    key = (xv.dtype, xv.shape, float(p), bool(return_mask))
+    plan = _plan(P.DropoutPlan, key, lambda: P.DropoutDescriptor(dtype=xv.dtype, shape=xv.shape, p=float(p),
+                                                                 save_mask=bool(return_mask)), s)
+    y = _out(out, ov, xv.shape, xv.dtype, s)
+    mask = _C.empty(plan.mask_shape, "uint8", s) if return_mask else None
+    plan.run(stream=s, seed=(int(seed), int(offset)), x=xv, out=y, mask=mask)
+    y = _result(out, y)
+    return (y, mask) if return_mask else y
+
+
+def dropout_backward(grad_output, p=0.5, *, seed=None, offset=0, mask=None, out=None, stream=None):
+    """The gradient of dropout: from the forward's (seed, offset), or from its
+    mask (then seed is not needed)."""
+    from ._errors import InvalidProblemError
+    P = _plans()
+    s, (dyv, mv, ov) = _C.prepare((grad_output, mask, out), stream)
+    if mv is None and seed is None:
+        raise InvalidProblemError("dropout_backward: give the forward's seed (and offset) or its mask")
+    key = (dyv.dtype, dyv.shape, float(p), mv is not None)
+    plan = _plan(P.DropoutBackwardPlan, key, lambda: P.DropoutBackwardDescriptor(
+        dtype=dyv.dtype, shape=dyv.shape, p=float(p), use_mask=mv is not None), s)
+    dx = _out(out, ov, dyv.shape, dyv.dtype, s)
+    plan.run(stream=s, seed=(int(seed or 0), int(offset)), dy=dyv, mask=mv, dx=dx)
+    return _result(out, dx)

@@ -18,4 +18,6 @@ from ._C import (  # noqa: F401
     RopePairs, RopePositions, RopeDescriptor, RopePlan, RopeBackwardPlan,
     EmbeddingDescriptor, EmbeddingPlan, EmbeddingGradLayout, EmbeddingBackwardDescriptor, EmbeddingBackwardPlan,
     AdamDescriptor, AdamPlan, FusedLinearCrossEntropyDescriptor, FusedLinearCrossEntropyPlan,
+    RandomDistribution, RandomDescriptor, RandomPlan, DropoutDescriptor, DropoutPlan, DropoutBackwardDescriptor,
+    DropoutBackwardPlan,
 )

@@ -187,7 +187,15 @@ struct ArgField {
   TensorRef A::*ref = nullptr;
   TensorMut A::*mut = nullptr;
   std::optional<Scalar> A::*scalar = nullptr;
+  RandomSeed A::*seed = nullptr;  // a random plan's seed: an int, or (seed, offset)
 };
+
+inline RandomSeed seed_from_py(nb::handle h, const std::string& what) {
+  if (nb::isinstance<nb::int_>(h)) return RandomSeed{nb::cast<uint64_t>(h), 0};
+  if (nb::isinstance<nb::tuple>(h) && nb::len(h) == 2)
+    return RandomSeed{nb::cast<uint64_t>(h[0]), nb::cast<uint64_t>(h[1])};
+  throw nb::type_error((what + ": expected a non-negative int seed or a (seed, offset) tuple").c_str());
+}
 
 // The run() of a plan: tensors by keyword (the Args struct's field names).
 //
@@ -198,6 +206,7 @@ enum class PlanCall { Run, CanImplement, SkuFor };
 template <class P, class A>
 nb::object plan_run(const P& plan, const std::vector<ArgField<A>>& fields, nb::handle stream_arg, nb::handle ws_arg,
                     const nb::kwargs& kw, PlanCall call = PlanCall::Run) {
+  const char* verb = call == PlanCall::Run ? ".run: " : call == PlanCall::CanImplement ? ".can_implement: " : ".sku_for: ";
   std::vector<std::pair<const ArgField<A>*, nb::handle>> given;
   std::vector<nb::handle> inputs;
   for (auto [k, v] : kw) {
@@ -206,13 +215,13 @@ nb::object plan_run(const P& plan, const std::vector<ArgField<A>>& fields, nb::h
     if (it == fields.end()) {
       std::string all;
       for (const auto& f : fields) all += (all.empty() ? "" : ", ") + f.name;
-      throw nb::type_error((std::string(plan.name()) + ".run: unknown argument '" + key + "' (arguments: " + all +
+      throw nb::type_error((std::string(plan.name()) + verb + "unknown argument '" + key + "' (arguments: " + all +
                             ", stream, workspace)")
                                .c_str());
     }
     if (v.is_none()) continue;  // not given
     given.push_back({&*it, v});
-    if (!it->scalar) inputs.push_back(v);
+    if (!it->scalar && !it->seed) inputs.push_back(v);
   }
   if (plan.empty()) check(Status(StatusCode::InvalidProblem, std::string(plan.name()) + ": the plan is empty"));
   const Stream s = resolve_stream(stream_arg, plan.device(), inputs);
@@ -220,9 +229,13 @@ nb::object plan_run(const P& plan, const std::vector<ArgField<A>>& fields, nb::h
   std::vector<View> keep;
   keep.reserve(given.size());
   for (const auto& [f, v] : given) {
-    const std::string what = std::string(plan.name()) + ".run: " + f->name;
+    const std::string what = std::string(plan.name()) + verb + f->name;
     if (f->scalar) {
       args.*(f->scalar) = scalar_from_py(v, what.c_str());
+      continue;
+    }
+    if (f->seed) {
+      args.*(f->seed) = seed_from_py(v, what);
       continue;
     }
     keep.push_back(import_tensor(v, s, what.c_str()));
@@ -305,15 +318,19 @@ struct PlanBinder {
     });
   }
   PlanBinder& in(const char* n, TensorRef A::*pm) {
-    fields->push_back({n, pm, nullptr, nullptr});
+    fields->push_back({n, pm, nullptr, nullptr, nullptr});
     return *this;
   }
   PlanBinder& out(const char* n, TensorMut A::*pm) {
-    fields->push_back({n, nullptr, pm, nullptr});
+    fields->push_back({n, nullptr, pm, nullptr, nullptr});
     return *this;
   }
   PlanBinder& scalar(const char* n, std::optional<Scalar> A::*pm) {
     fields->push_back({n, nullptr, nullptr, pm});
+    return *this;
+  }
+  PlanBinder& seed(const char* n, RandomSeed A::*pm) {
+    fields->push_back({n, nullptr, nullptr, nullptr, pm});
     return *this;
   }
   template <class F>

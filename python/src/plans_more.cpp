@@ -1,5 +1,6 @@
 // baracuda._C: the plan layer of flash attention, rotary embeddings,
-// embedding, fused linear cross-entropy and the Adam / AdamW optimizer (binders.hpp: the generic binders).
+// embedding, fused linear cross-entropy, random numbers / dropout and the
+// Adam / AdamW optimizer (binders.hpp: the generic binders).
 #include "binders.hpp"
 
 namespace bpy {
@@ -203,6 +204,61 @@ void bind_fused_linear_ce(nb::module_& m) {
       .prop("logits_bytes", [](const FusedLinearCrossEntropyPlan& p) { return p.logits_bytes(); });
 }
 
+void bind_random(nb::module_& m) {
+  bind_enum<RandomDistribution>(m, "RandomDistribution",
+                                {{"Uniform", RandomDistribution::Uniform}, {"Normal", RandomDistribution::Normal},
+                                 {"TruncatedNormal", RandomDistribution::TruncatedNormal},
+                                 {"Bernoulli", RandomDistribution::Bernoulli}, {"RandInt", RandomDistribution::RandInt}});
+  enum_names<RandomDistribution>().push_back({"truncated_normal", RandomDistribution::TruncatedNormal});
+  DescBinder<RandomDescriptor>(m, "RandomDescriptor")
+      .field("distribution", &RandomDescriptor::distribution)
+      .field("dtype", &RandomDescriptor::dtype)
+      .field("shape", &RandomDescriptor::shape)
+      .field("low", &RandomDescriptor::low)
+      .field("high", &RandomDescriptor::high)
+      .field("mean", &RandomDescriptor::mean)
+      .field("std", &RandomDescriptor::std)
+      .field("a", &RandomDescriptor::a)
+      .field("b", &RandomDescriptor::b)
+      .field("p", &RandomDescriptor::p)
+      .field("p_tensor", &RandomDescriptor::p_tensor)
+      .field("p_dtype", &RandomDescriptor::p_dtype)
+      .field("int_low", &RandomDescriptor::int_low)
+      .field("int_high", &RandomDescriptor::int_high)
+      .field("device_offset", &RandomDescriptor::device_offset);
+  PlanBinder<RandomPlan, RandomDescriptor, RandomArgs>(m, "RandomPlan")
+      .seed("seed", &RandomArgs::seed)
+      .in("p", &RandomArgs::p)
+      .out("out", &RandomArgs::out)
+      .out("offset", &RandomArgs::offset)
+      .prop("out_shape", [](const RandomPlan& p) { return dims_to_py(p.out_shape()); });
+  DescBinder<DropoutDescriptor>(m, "DropoutDescriptor")
+      .field("dtype", &DropoutDescriptor::dtype)
+      .field("shape", &DropoutDescriptor::shape)
+      .field("p", &DropoutDescriptor::p)
+      .field("save_mask", &DropoutDescriptor::save_mask)
+      .field("device_offset", &DropoutDescriptor::device_offset);
+  PlanBinder<DropoutPlan, DropoutDescriptor, DropoutArgs>(m, "DropoutPlan")
+      .seed("seed", &DropoutArgs::seed)
+      .in("x", &DropoutArgs::x)
+      .out("out", &DropoutArgs::out)
+      .out("mask", &DropoutArgs::mask)
+      .out("offset", &DropoutArgs::offset)
+      .prop("mask_shape", [](const DropoutPlan& p) { return dims_to_py(p.mask_shape()); });
+  DescBinder<DropoutBackwardDescriptor>(m, "DropoutBackwardDescriptor")
+      .field("dtype", &DropoutBackwardDescriptor::dtype)
+      .field("shape", &DropoutBackwardDescriptor::shape)
+      .field("p", &DropoutBackwardDescriptor::p)
+      .field("use_mask", &DropoutBackwardDescriptor::use_mask)
+      .field("device_offset", &DropoutBackwardDescriptor::device_offset);
+  PlanBinder<DropoutBackwardPlan, DropoutBackwardDescriptor, DropoutBackwardArgs>(m, "DropoutBackwardPlan")
+      .seed("seed", &DropoutBackwardArgs::seed)
+      .in("dy", &DropoutBackwardArgs::dy)
+      .in("mask", &DropoutBackwardArgs::mask)
+      .in("offset", &DropoutBackwardArgs::offset)
+      .out("dx", &DropoutBackwardArgs::dx);
+}
+
 // AdamPlan: tensor lists, so its run() is written out here rather than by
 // PlanBinder: run(params=[...], grads=[...], exp_avg=[...], exp_avg_sq=[...],
 // max_exp_avg_sq=None, master=None, lr=1e-3, step=1, lr_tensor=None,
@@ -314,6 +370,7 @@ void bind_plans_more(nb::module_& m) {
   bind_rope(m);
   bind_embedding(m);
   bind_fused_linear_ce(m);
+  bind_random(m);
   bind_optim(m);
 }
 

@@ -399,3 +399,50 @@ def test_numpy_scalars_are_host_scalars():
     assert bc.add(x, np.int64(2)).dtype == "float32"
     assert bc.mul(np.arange(3), np.bool_(True)).dtype == "int64"
     assert bc.add(np.arange(3, dtype=np.int32), np.int64(1)).dtype == "int32"  # a scalar does not widen
+
+
+@pytest.mark.parametrize("reduction", ["mean", "sum"])
+def test_linear_cross_entropy_fd(reduction, rng):
+    h = rng.standard_normal((5, 6))
+    w = rng.standard_normal((7, 6))
+    b = rng.standard_normal(7)
+    t = rng.integers(0, 7, 5)
+    t[1] = -100
+    loss = bc.linear_cross_entropy(h, w, t, b, reduction=reduction, label_smoothing=0.1)
+    close(loss, _ce_ref(h @ w.T + b, t, reduction, smoothing=0.1), rtol=1e-12)
+    loss2, dh, dw, db = bc.linear_cross_entropy(h, w, t, b, reduction=reduction, label_smoothing=0.1,
+                                                return_grads=True, grad_loss=2.0)
+    close(loss2, np_of(loss), rtol=0, atol=0)
+    f = lambda hh, ww, bb: bc.linear_cross_entropy(hh, ww, t, bb, reduction=reduction, label_smoothing=0.1)  # noqa
+    g = np.float64(2.0)
+    close(dh, fd_grad(lambda x: f(x, w, b), h, g), rtol=1e-6, atol=1e-8)
+    close(dw, fd_grad(lambda x: f(h, x, b), w, g), rtol=1e-6, atol=1e-8)
+    close(db, fd_grad(lambda x: f(h, w, x), b, g), rtol=1e-6, atol=1e-8)
+    with pytest.raises(bc.InvalidProblemError):
+        bc.linear_cross_entropy(h, w, t, reduction="none", return_grads=True)
+
+
+# ---- random numbers, dropout ---------------------------------------------------------------------------
+def test_random_and_dropout():
+    u = np_of(bc.uniform((20000,), -1.0, 3.0, seed=1))
+    assert u.dtype == np.float32 and u.min() >= -1 and u.max() < 3 and abs(u.mean() - 1) < 0.05
+    n = np_of(bc.normal((50000,), 2.0, 3.0, seed=2, dtype="float64"))
+    assert abs(n.mean() - 2) < 0.05 and abs(n.std() - 3) < 0.05
+    np.testing.assert_array_equal(np_of(bc.uniform((7,), seed=3, offset=4)), np_of(bc.uniform((7,), seed=3, offset=4)))
+    assert not np.array_equal(np_of(bc.uniform((7,), seed=3)), np_of(bc.uniform((7,), seed=4)))
+    x = np.random.default_rng(0).standard_normal((64, 50)).astype(np.float32)
+    y, mask = bc.dropout(x, 0.25, seed=9, return_mask=True)
+    y = np_of(y)
+    kept = y != 0
+    assert 0.2 < 1 - kept.mean() < 0.3
+    close(y[kept], x[kept] / 0.75, rtol=1e-6)
+    g = np.ones_like(x)
+    close(bc.dropout_backward(g, 0.25, seed=9), np.where(kept, 1 / 0.75, 0), rtol=1e-6)
+    close(bc.dropout_backward(g, 0.25, mask=mask), np.where(kept, 1 / 0.75, 0), rtol=1e-6)
+    assert bc.dropout(x, 0.5, training=False, seed=0) is x
+    with pytest.raises(bc.InvalidProblemError):
+        bc.dropout_backward(g, 0.25)
+    with pytest.raises(bc.InvalidProblemError):
+        bc.dropout(x, 1.5, seed=0)
+    with pytest.raises(TypeError):
+        bc.dropout(x, 0.5)  # the seed is required
