@@ -53,23 +53,30 @@ struct SbwGrads {
 };
 
 // The model in Acc (float for f16 / bf16 / f32, double for f64), each output
-// rounded once to dtype. Every index must be valid.
+// rounded once to dtype. An index outside [0, self.size(dim)) contributes
+// nothing and gets grad_src 0 (the CUDA semantics).
 template <class Acc>
 SbwGrads sbw_model(const ScatterReduceBackwardDescriptor& d, const std::vector<double>& grad,
                    const std::vector<double>& self, const std::vector<int64_t>& idx, const std::vector<double>& src,
                    const std::vector<double>& result) {
   const int64_t dim = resolved_dim(d.dim, d.self_shape.rank);
-  const size_t m = static_cast<size_t>(numel(d.self_shape)), n = idx.size();
+  const size_t m = static_cast<size_t>(numel(d.self_shape));
   const bool inc = d.include_self && d.reduce != ScatterReduce::None;
-  std::vector<size_t> dest(n), spos(n);  // destination and src element of every index position
+  std::vector<size_t> dest, spos, bad;  // destination and src element of every valid index position
   std::vector<char> scattered(m, 0);
-  for (size_t p = 0; p < n; ++p) {
+  for (size_t p = 0; p < idx.size(); ++p) {
     Dims c = unravel(static_cast<int64_t>(p), d.index_shape);
-    spos[p] = static_cast<size_t>(linear(d.src_shape, c));
+    const size_t sp = static_cast<size_t>(linear(d.src_shape, c));
+    if (idx[p] < 0 || idx[p] >= d.self_shape[dim]) {
+      bad.push_back(sp);
+      continue;
+    }
+    spos.push_back(sp);
     c[dim] = idx[p];
-    dest[p] = static_cast<size_t>(linear(d.self_shape, c));
-    scattered[dest[p]] = 1;
+    dest.push_back(static_cast<size_t>(linear(d.self_shape, c)));
+    scattered[dest.back()] = 1;
   }
+  const size_t n = dest.size();
   auto S = [&](size_t p) { return static_cast<Acc>(src[spos[p]]); };
   std::vector<Acc> G(m), gself(m), gsrc(n);
   for (size_t q = 0; q < m; ++q) G[q] = static_cast<Acc>(grad[q]);
