@@ -27,7 +27,7 @@ using baracuda::detail::unsupported;
 
 bool is_float(DType t) { return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16; }
 
-void copy_dims(const Dims& d, int64_t* to) {
+[[maybe_unused]] void copy_dims(const Dims& d, int64_t* to) {
   for (int i = 0; i < d.rank; ++i) to[i] = d[i];
 }
 
@@ -52,9 +52,9 @@ baracuda::detail::ArgCheck backward_args(const ScatterReduceBackwardPlan& p, con
   return std::move(c.disjoint());
 }
 
-[[maybe_unused]] cuda::ScatterBackwardLaunch backward_launch(const ScatterReduceBackwardPlan& p,
-                                                             const ScatterReduceBackwardArgs& a, void* ws,
-                                                             void* stream) {
+#ifdef BARACUDA_WITH_CUDA
+cuda::ScatterBackwardLaunch backward_launch(const ScatterReduceBackwardPlan& p, const ScatterReduceBackwardArgs& a,
+                                            void* ws, void* stream) {
   const ScatterReduceBackwardDescriptor& d = p.descriptor();
   cuda::ScatterBackwardLaunch l;
   l.dtype = d.dtype;
@@ -99,6 +99,7 @@ baracuda::detail::ArgCheck backward_args(const ScatterReduceBackwardPlan& p, con
   l.stream = stream;
   return l;
 }
+#endif
 
 }  // namespace
 }  // namespace indexing::detail
