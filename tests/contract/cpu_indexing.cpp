@@ -3,6 +3,7 @@
 #include "contract/masked_traits.hpp"
 #include "contract/advanced_traits.hpp"
 #include "contract/take_traits.hpp"
+#include "contract/scatter_backward_traits.hpp"
 #include "contract/cpu_suite.hpp"
 
 namespace contract {
@@ -10,6 +11,7 @@ INSTANTIATE_TYPED_TEST_SUITE_P(EmbeddingPlan, PlanContract, ::testing::Types<Emb
 INSTANTIATE_TYPED_TEST_SUITE_P(EmbeddingBackwardPlan, PlanContract, ::testing::Types<EmbeddingBackwardTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(GatherPlan, PlanContract, ::testing::Types<GatherTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(ScatterPlan, PlanContract, ::testing::Types<ScatterTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(ScatterReduceBackwardPlan, PlanContract, ::testing::Types<ScatterReduceBackwardTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(IndexSelectPlan, PlanContract, ::testing::Types<IndexSelectTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(IndexUpdatePlan, PlanContract, ::testing::Types<IndexUpdateTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(NonzeroPlan, PlanContract, ::testing::Types<NonzeroTraits>);

@@ -3,6 +3,7 @@
 #include "contract/masked_traits.hpp"
 #include "contract/advanced_traits.hpp"
 #include "contract/take_traits.hpp"
+#include "contract/scatter_backward_traits.hpp"
 #include "contract/cuda_suite.hpp"
 
 namespace contract {
@@ -10,6 +11,7 @@ INSTANTIATE_TYPED_TEST_SUITE_P(EmbeddingPlan, PlanContractCuda, ::testing::Types
 INSTANTIATE_TYPED_TEST_SUITE_P(EmbeddingBackwardPlan, PlanContractCuda, ::testing::Types<EmbeddingBackwardTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(GatherPlan, PlanContractCuda, ::testing::Types<GatherTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(ScatterPlan, PlanContractCuda, ::testing::Types<ScatterTraits>);
+INSTANTIATE_TYPED_TEST_SUITE_P(ScatterReduceBackwardPlan, PlanContractCuda, ::testing::Types<ScatterReduceBackwardTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(IndexSelectPlan, PlanContractCuda, ::testing::Types<IndexSelectTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(IndexUpdatePlan, PlanContractCuda, ::testing::Types<IndexUpdateTraits>);
 INSTANTIATE_TYPED_TEST_SUITE_P(NonzeroPlan, PlanContractCuda, ::testing::Types<NonzeroTraits>);

@@ -195,7 +195,49 @@ class BARACUDA_API EmbeddingBackwardPlan : public PlanBase {
 //   scatter(src): dself = dout with the scattered positions zeroed (scatter of
 //                 value 0 into dout); dsrc = gather(dout, dim, index) (exact for
 //                 distinct destinations; torch's rule for duplicates too).
-//   scatter_reduce prod / amax / amin / mean backward: not provided yet.
+//   scatter_reduce (every mode): ScatterReduceBackwardPlan below.
+//
+// ScatterReduceBackwardPlan: torch's scatter_reduce backward
+// (FunctionsManual.cpp scatter_reduce_backward) for reduce None (plain
+// scatter), Sum, Mean, Prod, Amax, Amin and include_self either way. Inputs:
+// grad (dout, self's shape), index, and for Prod / Amax / Amin also self, src
+// and result (the forward's out); outputs grad_self (self's shape) and
+// grad_src (src's shape), each optional (descriptor.compute_grad_self /
+// compute_grad_src; at least one). For a destination q (an element of self
+// that index names) with contributions s_1..s_k in position order, g =
+// grad[q], r = result[q], and include_self = inc:
+//   None:  grad_self[q] = 0; grad_src = g.
+//   Sum:   grad_self[q] = g (inc) or 0; grad_src = g.
+//   Mean:  N = k + inc; grad_self[q] = g / N (inc) or 0; grad_src = g / N.
+//   Prod:  grad_self[q] = (g * P) / m (inc) or 0, m = self[q] with 0 -> 1 and
+//          P = m * s_1 * ... * s_k (torch's masked_self_result); grad_src of a
+//          member s_j: when s_j is the only zero among s_1..s_k,
+//          g * (self[q] if inc) * prod_{i != j} s_i (torch's masked_src_result);
+//          else (g * r) / (s_j, or 1 when s_j == 0). Zeros in self and src
+//          give torch's values (0, 1 or 2+ zeros per destination).
+//   Amax / Amin: ties share the gradient evenly: N = [inc and self[q] == r] +
+//          #{j : s_j == r}, d = g / N; grad_self[q] = [self[q] == r] * d (inc)
+//          or 0, grad_src of s_j = [s_j == r] * d (literally, so N = 0 — a NaN
+//          result — gives NaN, as torch). Deliberate difference from torch:
+//          with include_self = false torch still counts self[q] in N when it
+//          equals r (a known torch bug: the excluded self takes a share that
+//          is then zeroed, so the gradient no longer sums to g); here the
+//          excluded self never counts.
+//   Every mode: grad_self = grad at positions no index element names (torch
+//   computes (g * m) / m for Prod and NaN-poisons Amax / Amin where self is
+//   NaN; here it is exactly g). grad_src elements outside index's extent
+//   (src larger than index) are 0 (torch refuses that shape in autograd).
+// Math in f32 for f16 / bf16 / f32, f64 for f64, rounded once to dtype, the
+// members combined in position order: the CPU reference and the CUDA kernels
+// share the per-destination code (scatter_backward_combine.hpp), so the two
+// agree bit for bit. Bad indices as ScatterPlan (CPU: InvalidProblem before
+// anything is written; CUDA: skipped, check_indices reports the first; its
+// grad_src elements are written as 0). Outputs overlap no input and no other
+// output. CUDA "sorted": ScatterPlan's stable radix sort of (destination,
+// position) (workspace sized by the same helper); out of place copies grad to
+// grad_self (and zeroes grad_src when src is larger than index), then one
+// thread per run of equal destinations computes its statistics in position
+// order and writes grad_self[q] and every member's grad_src. No atomics.
 //
 // dtypes: GatherPlan f32, f64, f16, bf16, i32, i64, i16, i8, u8, bool (a copy); ScatterPlan f32,
 // f64, f16, bf16; index I32 or I64. Tensors: any non-negative strides (inputs
@@ -292,6 +334,47 @@ class BARACUDA_API ScatterPlan : public PlanBase {
 
  private:
   ScatterDescriptor desc_;
+};
+
+struct ScatterReduceBackwardDescriptor {
+  DType dtype = DType::F32;        // every tensor but index: f32, f64, f16, bf16
+  DType index_dtype = DType::I64;  // I32 or I64
+  Dims self_shape;                 // grad, self, result, grad_self; rank 1..8
+  Dims index_shape;                // same rank, as ScatterPlan's rules
+  Dims src_shape;                  // src, grad_src; same rank, >= index_shape everywhere
+  int64_t dim = 0;                 // [-rank, rank)
+  ScatterReduce reduce = ScatterReduce::Sum;
+  bool include_self = true;        // as the forward (None: ignored, always false for grad_self)
+  bool compute_grad_self = true;   // grad_self given / absent
+  bool compute_grad_src = true;    // grad_src given / absent (at least one of the two)
+};
+
+struct ScatterReduceBackwardArgs {
+  TensorRef grad;       // self_shape (the forward out's gradient)
+  TensorRef index;      // index_shape
+  TensorRef self;       // self_shape: Prod / Amax / Amin only
+  TensorRef src;        // src_shape: Prod / Amax / Amin only
+  TensorRef result;     // self_shape, the forward's out: Amax / Amin, and Prod when compute_grad_src
+  TensorMut grad_self;  // self_shape, when compute_grad_self
+  TensorMut grad_src;   // src_shape, when compute_grad_src
+};
+
+class BARACUDA_API ScatterReduceBackwardPlan : public PlanBase {
+ public:
+  ScatterReduceBackwardPlan() : PlanBase("ScatterReduceBackwardPlan") {}
+  static Result<ScatterReduceBackwardPlan> select(const Stream& stream, const ScatterReduceBackwardDescriptor& desc,
+                                                  const PlanPreference& pref = {});
+  Status can_implement(const ScatterReduceBackwardArgs& args) const;
+  Status run(const Stream& stream, Workspace ws, const ScatterReduceBackwardArgs& args) const;
+  Result<KernelSku> sku_for(const Stream& stream, Workspace ws, const ScatterReduceBackwardArgs& args) const;
+  Status check_indices(const Stream& stream, Workspace ws) const;  // as EmbeddingPlan's
+
+  const ScatterReduceBackwardDescriptor& descriptor() const { return desc_; }  // dim resolved
+  bool needs_self() const;    // self and src: Prod / Amax / Amin
+  bool needs_result() const;  // Amax / Amin, Prod with compute_grad_src
+
+ private:
+  ScatterReduceBackwardDescriptor desc_;
 };
 
 }  // namespace baracuda
