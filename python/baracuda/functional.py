@@ -41,10 +41,12 @@ _CACHE_LIMIT = 4096  # plans; the cache is emptied when it grows past this
 def clear_plan_cache():
     """Forget every cached plan (they are selected again on their next use)."""
     _cache.clear()
+    _C._fast_cache_clear()
 
 
 def plan_cache_size():
-    return len(_cache)
+    """Cached plans: this module's dict plus the C++ fast paths' caches."""
+    return len(_cache) + _C._fast_cache_size()
 
 
 def _plan(cls, key, make_desc, stream):
@@ -58,6 +60,16 @@ def _plan(cls, key, make_desc, stream):
             _cache.clear()
         _cache[k] = p
     return p
+
+
+# The C++ fast paths (python/src/fast.cpp): the whole call of an elementwise,
+# reduce or softmax op in one C++ function with its own plan cache. They
+# return None for a call they do not handle (other operand types, ...), which
+# then takes the general path below.
+_fast_binary = _C._fast_binary
+_fast_unary = _C._fast_unary
+_fast_reduce = _C._fast_reduce
+_fast_softmax = _C._fast_softmax
 
 
 def _result(out, y):
@@ -112,6 +124,10 @@ def _plans():
 
 
 def _unary(op, x, out, stream, params=None, out_dtype=None):
+    if not params:
+        r = _fast_unary(op, x, out_dtype, out, stream)  # the C++ fast path (None: not handled there)
+        if r is not None:
+            return r
     P = _plans()
     s, (xv, ov) = _C.prepare((x, out), stream)
     if xv is None:
@@ -130,6 +146,9 @@ def _unary(op, x, out, stream, params=None, out_dtype=None):
 
 
 def _binary(op, a, b, out, stream, alpha=None):
+    r = _fast_binary(op, a, b, alpha, out, stream)  # the C++ fast path (None: not handled there)
+    if r is not None:
+        return r
     P = _plans()
     a_num, b_num = _is_number(a), _is_number(b)
     if a_num and b_num:
@@ -261,9 +280,12 @@ def _axes(dim):
 
 
 def _reduce(kind, x, dim, keepdim, out, stream, dtype=None, correction=1):
-    P = _plans()
     if dtype is not None:
         x = to(x, dtype, stream=stream)
+    r = _fast_reduce(kind, x, dim, bool(keepdim), correction, out, stream)
+    if r is not None:
+        return r
+    P = _plans()
     s, (xv, ov) = _C.prepare((x, out), stream)
     if xv is None:
         raise TypeError(f"{kind}: expected a tensor, got None")
@@ -411,9 +433,12 @@ def linear_backward(grad_output, input, weight, *, has_bias=True, activation=Non
 
 # ---- softmax ------------------------------------------------------------------------------------
 def _softmax(x, dim, log, scale, dtype, out, stream):
-    P = _plans()
     if dtype is not None:
         x = to(x, dtype, stream=stream)
+    r = _fast_softmax(x, dim, log, scale, out, stream)
+    if r is not None:
+        return r
+    P = _plans()
     s, (xv, ov) = _C.prepare((x, out), stream)
     if xv is None:
         raise TypeError("softmax: expected a tensor, got None")

@@ -116,5 +116,6 @@ nb::dict sku_to_py(const KernelSku& s);
 void bind_core(nb::module_& m);
 void bind_plans(nb::module_& m);
 void bind_plans_more(nb::module_& m);
+void bind_fast(nb::module_& m);  // fast.cpp: the functional layer's C++ entries
 
 }  // namespace bpy
