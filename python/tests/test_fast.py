@@ -1,0 +1,222 @@
+"""The C++ fast paths of the functional layer (python/src/fast.cpp): the
+calls they take, the ones they hand back to the general path, and their plan
+cache's correctness when shapes, dtypes, strides, options and operand kinds
+change between calls."""
+import numpy as np
+import pytest
+
+import baracuda as bc
+from baracuda import _C
+from conftest import HAVE_TORCH, np_of
+
+needs_torch = pytest.mark.skipif(not HAVE_TORCH, reason="torch not importable")
+
+
+def close(a, b, rtol=1e-6, atol=1e-6):
+    np.testing.assert_allclose(np_of(a) if not isinstance(a, np.ndarray) else a, b, rtol=rtol, atol=atol)
+
+
+def test_fast_paths_taken_for_numpy_arrays_and_scalars(rng):
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    ba = bc.add(a, 0.0)
+    assert _C._fast_binary("add", a, a, None, None, None) is not None
+    assert _C._fast_binary("add", ba, 2, None, None, None) is not None
+    assert _C._fast_binary("mul", 1.5, ba, None, None, None) is not None
+    assert _C._fast_unary("exp", a, None, None, None) is not None
+    assert _C._fast_reduce("sum", a, None, False, 1, None, None) is not None
+    assert _C._fast_softmax(a, -1, False, 1.0, None, None) is not None
+
+
+def test_fast_paths_hand_back_what_they_do_not_take(rng):
+    a = rng.standard_normal(4).astype(np.float32)
+    # NumPy scalars, two scalars, None, a non-tensor, an unknown op, a dim that is not an int / tuple / list,
+    # a huge Python int: the general path takes them (and reports their errors).
+    assert _C._fast_binary("add", a, np.float32(2), None, None, None) is None
+    assert _C._fast_binary("add", 1, 2, None, None, None) is None
+    assert _C._fast_binary("add", a, None, None, None, None) is None
+    assert _C._fast_binary("add", a, "x", None, None, None) is None
+    assert _C._fast_binary("no_such_op", a, a, None, None, None) is None
+    assert _C._fast_binary("add", a, 2 ** 80, None, None, None) is None
+    assert _C._fast_reduce("sum", a, np.int64(0), False, 1, None, None) is None
+    assert _C._fast_softmax(a, 0.5, False, 1.0, None, None) is None
+    # ... and the functional layer still answers them as before
+    close(bc.add(a, np.float32(2)), a + np.float32(2))
+    close(bc.sum(a, dim=np.int64(0)), a.sum(0), rtol=1e-5)
+    with pytest.raises(TypeError):
+        bc.add(1, 2)
+    with pytest.raises(TypeError):
+        bc.add(a, None)
+
+
+def test_binary_cache_follows_shapes_dtypes_strides_and_scalars(rng):
+    bc.clear_plan_cache()
+    assert bc.plan_cache_size() == 0
+    a = rng.standard_normal((4, 6)).astype(np.float32)
+    b = rng.standard_normal((4, 6)).astype(np.float32)
+    close(bc.add(a, b), a + b)
+    n1 = bc.plan_cache_size()
+    assert n1 == 1
+    close(bc.add(a, b), a + b)  # a hit
+    assert bc.plan_cache_size() == n1
+    # strides are not part of the key: a transposed / sliced view of the same shape reuses the plan
+    at = np.ascontiguousarray(a.T).T  # Fortran-ordered, same shape
+    close(bc.add(at, b), a + b)
+    big = rng.standard_normal((8, 12)).astype(np.float32)
+    close(bc.add(big[::2, 1::2], b), big[::2, 1::2] + b)
+    assert bc.plan_cache_size() == n1
+    # another shape (broadcast), another dtype, a scalar of each kind, alpha: new plans, right results
+    close(bc.add(a, b[:1]), a + b[:1])
+    close(bc.add(a.astype(np.float64), b.astype(np.float64)), a.astype(np.float64) + b, rtol=1e-12)
+    ai = rng.integers(-5, 5, (4, 6)).astype(np.int32)
+    close(bc.add(ai, 3), ai + 3)
+    y = bc.add(ai, 0.5)
+    assert y.dtype == "float32"  # int tensor + float scalar: float32 (torch's promotion)
+    close(y, ai + np.float32(0.5))
+    close(bc.add(ai, True), ai + 1)
+    close(bc.sub(a, b, alpha=2), a - 2 * b, rtol=1e-5)
+    close(bc.sub(a, b, alpha=3), a - 3 * b, rtol=1e-5)  # alpha is in the key: not the alpha=2 plan
+    close(bc.sub(a, b), a - b)
+    close(bc.mul(2.0, a), 2 * a)
+    close(bc.mul(a, 2.0), 2 * a)
+    assert bc.plan_cache_size() > n1
+    bc.clear_plan_cache()
+    assert bc.plan_cache_size() == 0
+    close(bc.add(a, b), a + b)
+
+
+def test_binary_out_and_errors(rng):
+    a = rng.standard_normal((3, 5)).astype(np.float32)
+    out = np.empty_like(a)
+    r = bc.add(a, a, out=out)
+    assert r is out
+    close(out, 2 * a)
+    ro = np.empty_like(a)
+    ro.setflags(write=False)
+    with pytest.raises(bc.InvalidProblemError, match="read-only"):
+        bc.add(a, a, out=ro)
+    with pytest.raises(bc.Error, match="^BinaryPlan"):
+        bc.add(a, a, out=np.empty((3, 4), np.float32))
+    with pytest.raises(bc.Error):
+        bc.add(a, rng.standard_normal((4, 5)).astype(np.float32))  # shapes do not broadcast
+    with pytest.raises(bc.Error, match="stream"):
+        bc.add(a, a, stream=bc.Stream.cuda(0, 0))
+
+
+def test_unary_cache_follows_out_dtype_and_shape(rng):
+    x = rng.uniform(0.5, 2, (5, 3)).astype(np.float32)
+    close(bc.exp(x), np.exp(x), rtol=1e-6)
+    close(bc.log(x), np.log(x), rtol=1e-6)
+    y = bc.to(x, "float64")
+    assert y.dtype == "float64"
+    y = bc.to(x, "float16")  # same input, another out_dtype: another plan
+    assert y.dtype == "float16"
+    close(y, x.astype(np.float16).astype(np.float32), rtol=1e-3)
+    close(bc.exp(x[:, :2]), np.exp(x[:, :2]), rtol=1e-6)
+    close(bc.exp(x.T), np.exp(x.T), rtol=1e-6)
+    assert bc.exp(np.empty((0, 3), np.float32)).shape == (0, 3)
+    out = np.empty_like(x)
+    assert bc.sqrt(x, out=out) is out
+    close(out, np.sqrt(x), rtol=1e-6)
+    close(bc.gelu(x, approximate="tanh"), np_of(bc.gelu(x, "tanh")))
+
+
+def test_reduce_cache_follows_axes_keepdim_and_correction(rng):
+    x = rng.standard_normal((4, 5, 6)).astype(np.float64)
+    close(bc.sum(x), x.sum(), rtol=1e-12)
+    close(bc.sum(x, 0), x.sum(0), rtol=1e-12)
+    close(bc.sum(x, 1), x.sum(1), rtol=1e-12)  # same shape, other axes
+    close(bc.sum(x, -1), x.sum(-1), rtol=1e-12)
+    close(bc.sum(x, (0, 2)), x.sum((0, 2)), rtol=1e-12)
+    close(bc.sum(x, [2, 0]), x.sum((0, 2)), rtol=1e-12)
+    assert bc.sum(x, 1, keepdim=True).shape == (4, 1, 6)
+    assert bc.sum(x, 1).shape == (4, 6)
+    close(bc.var(x, 1), x.var(1, ddof=1), rtol=1e-12)
+    close(bc.var(x, 1, correction=0), x.var(1), rtol=1e-12)  # correction is in the key
+    close(bc.amax(x), x.max())
+    close(bc.mean(x[:, ::2, 1:]), x[:, ::2, 1:].mean(), rtol=1e-12)
+    xi = rng.integers(0, 4, (3, 4)).astype(np.int32)
+    s = bc.sum(xi, 1)
+    assert s.dtype == "int64"
+    close(s, xi.sum(1))
+    y = bc.sum(x, 1, dtype="float32")  # dtype= converts first (the unary fast path), then reduces
+    assert y.dtype == "float32"
+    close(y, x.sum(1), rtol=1e-5)
+    out = np.empty((4, 6), np.float64)
+    assert bc.sum(x, 1, out=out) is out
+    close(out, x.sum(1), rtol=1e-12)
+    assert bc.sum(np.empty((0, 3), np.float32), 0).shape == (3,)
+    with pytest.raises(bc.Error, match="^ReducePlan"):
+        bc.sum(x, 5)
+
+
+def test_softmax_cache_follows_dim_log_and_scale(rng):
+    x = rng.standard_normal((3, 4, 5)).astype(np.float64)
+
+    def ref(x, dim, scale=1.0, log=False):
+        z = scale * x
+        e = np.exp(z - z.max(dim, keepdims=True))
+        p = e / e.sum(dim, keepdims=True)
+        return np.log(p) if log else p
+
+    close(bc.softmax(x, -1), ref(x, -1), rtol=1e-12)
+    close(bc.softmax(x, 1), ref(x, 1), rtol=1e-12)
+    close(bc.softmax(x, 1, scale=0.5), ref(x, 1, 0.5), rtol=1e-12)
+    close(bc.log_softmax(x, 1, scale=0.5), ref(x, 1, 0.5, True), rtol=1e-12)
+    close(bc.softmax(x.astype(np.float32), 0), ref(x, 0), rtol=1e-5)
+    close(bc.softmax(x.transpose(2, 0, 1), -1), ref(x.transpose(2, 0, 1), -1), rtol=1e-12)
+    out = np.empty_like(x)
+    assert bc.softmax(x, out=out) is out
+    close(out, ref(x, -1), rtol=1e-12)
+
+
+@needs_torch
+def test_torch_cpu_metadata_path(rng):
+    import torch
+    t = torch.from_numpy(rng.standard_normal((6, 8)).astype(np.float32))
+    u = torch.from_numpy(rng.standard_normal((6, 8)).astype(np.float32))
+    assert _C._fast_binary("add", t, u, None, None, None) is not None
+    close(bc.add(t, u), (t + u).numpy())
+    # views: storage offset, transposed, strided slice, broadcast (stride 0), 0-d, zero-size
+    close(bc.add(t[2:], u[2:]), (t[2:] + u[2:]).numpy())
+    close(bc.add(t.T, u.T), (t.T + u.T).numpy())
+    close(bc.mul(t[:, ::3], 2), (t[:, ::3] * 2).numpy())
+    close(bc.add(t[:1].expand(6, 8), u), (t[:1].expand(6, 8) + u).numpy())
+    close(bc.add(t, torch.tensor(2.5)), (t + 2.5).numpy())
+    assert bc.add(t[:0], u[:0]).shape == (0, 8)
+    # dtypes torch names: bf16, bool, int64
+    tb = t.to(torch.bfloat16)
+    y = torch.from_dlpack(bc.add(tb, tb))
+    assert y.dtype == torch.bfloat16 and torch.equal(y, tb + tb)
+    m = t > 0
+    assert torch.equal(torch.from_dlpack(bc.logical_not(m) if hasattr(bc, "logical_not") else bc.to(m, "int32")),
+                       m.to(torch.int32))
+    ti = torch.arange(12).reshape(3, 4)
+    assert torch.equal(torch.from_dlpack(bc.sum(ti, 1)), ti.sum(1))
+    # out= a torch tensor: written in place, returned as is
+    o = torch.empty(6, 8)
+    assert bc.add(t, u, out=o) is o
+    assert torch.allclose(o, t + u)
+    o2 = torch.empty(6, 8)
+    assert bc.softmax(t, 1, out=o2) is o2
+    assert torch.allclose(o2, torch.softmax(t, 1), atol=1e-6)
+    close(bc.sum(t, (0, 1)), t.sum().numpy(), rtol=1e-5)
+    close(bc.exp(t), t.exp().numpy(), rtol=1e-6)
+    # zero-copy: the output aliases torch memory
+    assert o.data_ptr() == bc.add(t, u, out=o).data_ptr()
+
+
+@needs_torch
+def test_torch_tensors_the_fast_path_hands_to_dlpack(rng):
+    import torch
+    t = torch.randn(4, 5)
+    # requires grad: torch's own __dlpack__ refuses it (as before)
+    with pytest.raises(RuntimeError):
+        bc.add(t.requires_grad_(True), 1.0)
+    t = t.detach()
+    # a subclass (nn.Parameter without grad), complex dtypes, a mix with NumPy: still right
+    p = torch.nn.Parameter(t.clone(), requires_grad=False)
+    close(bc.add(p, t), (t + t).numpy())
+    c = torch.randn(3, dtype=torch.complex64)
+    with pytest.raises(bc.UnsupportedError, match="^BinaryPlan"):  # imported through DLPack; the plan refuses c64
+        bc.add(c, c)
+    close(bc.add(t, t.numpy()), (2 * t).numpy())
