@@ -17,7 +17,9 @@
 // when the call runs on torch's current stream of the tensor's device (the
 // default), where DLPack's stream handshake orders nothing. A call on
 // another stream imports through __dlpack__(stream=...) as before, so the
-// producer's work stays ordered before the call.
+// producer's work stays ordered before the call. NumPy arrays are read
+// through the buffer protocol (the same pointer, shape, strides, dtype and
+// read-only flag their __dlpack__ reports), held for the call.
 #include "binders.hpp"
 
 #include <cstring>
@@ -119,8 +121,10 @@ struct Operand {
   Device device;
   Scalar value;            // Kind::Scalar
   DType scalar_dtype = DType::F64;
-  // Kind::Torch: the metadata (valid when torch_meta)
-  bool torch_meta = false;
+  // Kind::Torch / a NumPy array: the metadata (valid when `meta`)
+  bool meta = false;
+  bool read_only = false;
+  std::shared_ptr<void> owner;  // NumPy: the buffer export, released when the call is done
   void* data = nullptr;
   DType dtype = DType::F32;
   Dims shape, strides;
@@ -197,7 +201,65 @@ bool read_torch(Operand& o) {
     PyErr_Clear();
     return false;
   }
-  o.torch_meta = true;
+  o.meta = true;
+  return true;
+}
+
+// Reads a NumPy array through the buffer protocol (what its __dlpack__
+// would report, without the capsule); false (nothing raised) for what the
+// DLPack path should decide: a byte order, dtype or stride it reports.
+bool read_numpy(Operand& o) {
+  auto* raw = new Py_buffer{};
+  if (PyObject_GetBuffer(o.h.ptr(), raw, PyBUF_STRIDED_RO | PyBUF_FORMAT) != 0) {
+    PyErr_Clear();
+    delete raw;
+    return false;
+  }
+  auto buf = std::shared_ptr<Py_buffer>(raw, [](Py_buffer* b) {
+    PyBuffer_Release(b);  // the GIL is held: views die inside the call
+    delete b;
+  });
+  const char* f = buf->format ? buf->format : "B";
+  if (*f == '<' || *f == '=' || *f == '@') ++f;
+  if (f[0] == 0 || f[1] != 0) return false;
+  const Py_ssize_t isz = buf->itemsize;
+  DType t;
+  switch (f[0]) {
+    case '?': t = DType::Bool; break;
+    case 'b': t = DType::I8; break;
+    case 'B': t = DType::U8; break;
+    case 'h': t = DType::I16; break;
+    case 'i': t = DType::I32; break;
+    case 'l':
+    case 'q':
+      if (isz == 8) t = DType::I64;
+      else if (isz == 4) t = DType::I32;
+      else return false;
+      break;
+    case 'e': t = DType::F16; break;
+    case 'f': t = DType::F32; break;
+    case 'd': t = DType::F64; break;
+    default: return false;
+  }
+  if (static_cast<Py_ssize_t>(dtype_size(t)) != isz || buf->ndim > kMaxRank) return false;
+  o.shape = Dims::of_rank(buf->ndim);
+  o.strides = Dims::of_rank(buf->ndim);
+  for (int i = 0; i < buf->ndim; ++i) {
+    o.shape[i] = buf->shape[i];
+    const Py_ssize_t st = buf->strides ? buf->strides[i] : 0;
+    if (st % isz != 0) return false;
+    o.strides[i] = st / isz;
+    if (o.strides[i] < 0) {
+      if (o.shape[i] > 1) return false;  // the DLPack path reports negative strides
+      o.strides[i] = 0;
+    }
+  }
+  if (!buf->strides) o.strides = contiguous_strides(o.shape);
+  o.dtype = t;
+  o.data = buf->buf;
+  o.read_only = buf->readonly != 0;
+  o.owner = std::move(buf);
+  o.meta = true;
   return true;
 }
 
@@ -247,6 +309,7 @@ bool classify(nb::handle h, Operand& o, bool allow_scalar) {
   if (nd && reinterpret_cast<PyObject*>(tp) == nd) {
     o.kind = Kind::Foreign;
     o.device = Device::cpu();
+    (void)read_numpy(o);  // else the DLPack path
     return true;
   }
   return false;
@@ -300,12 +363,14 @@ std::optional<Device> common_device(const Operand* ops, size_t n) {
 }
 
 View import_operand(const Operand& o, const Stream& s, bool torch_current) {
-  if (o.kind == Kind::Torch && o.torch_meta && (s.is_cpu() || torch_current)) {
+  if (o.meta && (s.is_cpu() || (o.kind == Kind::Torch && torch_current))) {
     if (!(o.device == s.device()))
       raise_invalid("tensor: the tensor is on " + o.device.to_string() + " but the call runs on " +
                     s.device().to_string());
     View v;
     v.source = nb::borrow(o.h);
+    v.owner = o.owner;
+    v.read_only = o.read_only;
     v.view = TensorMut(o.data, o.dtype, o.device, o.shape, o.strides, 0);
     v.view.capacity = v.view.span();
     return v;

@@ -220,3 +220,27 @@ def test_torch_tensors_the_fast_path_hands_to_dlpack(rng):
     with pytest.raises(bc.UnsupportedError, match="^BinaryPlan"):  # imported through DLPack; the plan refuses c64
         bc.add(c, c)
     close(bc.add(t, t.numpy()), (2 * t).numpy())
+
+
+def test_numpy_buffer_path_dtypes_and_odd_layouts(rng):
+    for dt in (np.float16, np.float32, np.float64, np.int8, np.uint8, np.int16, np.int32, np.int64):
+        x = (rng.standard_normal((3, 4)) * 4).astype(dt)
+        close(bc.neg(x), np.negative(x).astype(np.float64), rtol=1e-3)  # integers wrap, as NumPy / torch
+        assert bc.neg(x).dtype == np.dtype(dt).name
+    m = rng.standard_normal(5) > 0
+    close(bc.to(m, "int32"), m.astype(np.int32))
+    ro = rng.standard_normal(4).astype(np.float32)
+    ro.setflags(write=False)
+    close(bc.add(ro, 1.0), ro + 1)  # a read-only input is fine
+    # big-endian, strides that are not whole elements, negative strides: the DLPack path reports them
+    be = np.arange(4, dtype=">f4")
+    with pytest.raises(Exception):
+        bc.add(be, 1.0)
+    rec = np.zeros(4, dtype=[("a", "<f4"), ("b", "u1")])["a"]
+    with pytest.raises(Exception):
+        bc.add(rec, 1.0)
+    with pytest.raises(bc.UnsupportedError, match="negative strides"):
+        bc.add(np.arange(4, dtype=np.float32)[::-1], 1.0)
+    one = np.arange(1, dtype=np.float32)[::-1]  # a negative stride on an extent of 1 is never used
+    close(bc.add(one, 1.0), one + 1)
+    close(bc.add(np.array(3, np.float32), 1.0), np.float32(4))  # 0-d
