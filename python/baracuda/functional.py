@@ -128,6 +128,12 @@ def _unary(op, x, out, stream, params=None, out_dtype=None):
         r = _fast_unary(op, x, out_dtype, out, stream)  # the C++ fast path (None: not handled there)
         if r is not None:
             return r
+    return _unary_general(op, x, out, stream, params, out_dtype)
+
+
+# The general paths live in functions of their own: a function with closures
+# creates its cells on entry, which the fast paths need not pay for.
+def _unary_general(op, x, out, stream, params, out_dtype):
     P = _plans()
     s, (xv, ov) = _C.prepare((x, out), stream)
     if xv is None:
@@ -149,6 +155,10 @@ def _binary(op, a, b, out, stream, alpha=None):
     r = _fast_binary(op, a, b, alpha, out, stream)  # the C++ fast path (None: not handled there)
     if r is not None:
         return r
+    return _binary_general(op, a, b, out, stream, alpha)
+
+
+def _binary_general(op, a, b, out, stream, alpha):
     P = _plans()
     a_num, b_num = _is_number(a), _is_number(b)
     if a_num and b_num:
@@ -178,16 +188,21 @@ def _binary(op, a, b, out, stream, alpha=None):
 
 def add(input, other, *, alpha=1, out=None, stream=None):
     """torch.add: input + alpha * other (broadcasting; Python numbers allowed)."""
-    return _binary("add", input, other, out, stream, None if alpha == 1 else float(alpha))
+    alpha = None if alpha == 1 else float(alpha)
+    r = _fast_binary("add", input, other, alpha, out, stream)  # the hottest ops call the fast path directly
+    return r if r is not None else _binary_general("add", input, other, out, stream, alpha)
 
 
 def sub(input, other, *, alpha=1, out=None, stream=None):
     """torch.sub: input - alpha * other."""
-    return _binary("sub", input, other, out, stream, None if alpha == 1 else float(alpha))
+    alpha = None if alpha == 1 else float(alpha)
+    r = _fast_binary("sub", input, other, alpha, out, stream)
+    return r if r is not None else _binary_general("sub", input, other, out, stream, alpha)
 
 
 def mul(input, other, *, out=None, stream=None):
-    return _binary("mul", input, other, out, stream)
+    r = _fast_binary("mul", input, other, None, out, stream)
+    return r if r is not None else _binary_general("mul", input, other, out, stream, None)
 
 
 def div(input, other, *, rounding_mode=None, out=None, stream=None):
@@ -285,6 +300,10 @@ def _reduce(kind, x, dim, keepdim, out, stream, dtype=None, correction=1):
     r = _fast_reduce(kind, x, dim, bool(keepdim), correction, out, stream)
     if r is not None:
         return r
+    return _reduce_general(kind, x, dim, keepdim, out, stream, correction)
+
+
+def _reduce_general(kind, x, dim, keepdim, out, stream, correction):
     P = _plans()
     s, (xv, ov) = _C.prepare((x, out), stream)
     if xv is None:
@@ -438,6 +457,10 @@ def _softmax(x, dim, log, scale, dtype, out, stream):
     r = _fast_softmax(x, dim, log, scale, out, stream)
     if r is not None:
         return r
+    return _softmax_general(x, dim, log, scale, out, stream)
+
+
+def _softmax_general(x, dim, log, scale, out, stream):
     P = _plans()
     s, (xv, ov) = _C.prepare((x, out), stream)
     if xv is None:
