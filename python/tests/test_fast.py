@@ -244,3 +244,59 @@ def test_numpy_buffer_path_dtypes_and_odd_layouts(rng):
     one = np.arange(1, dtype=np.float32)[::-1]  # a negative stride on an extent of 1 is never used
     close(bc.add(one, 1.0), one + 1)
     close(bc.add(np.array(3, np.float32), 1.0), np.float32(4))  # 0-d
+
+
+def _cuda_ok():
+    if not HAVE_TORCH:
+        return False
+    import torch
+    return torch.cuda.is_available() and bc.WITH_CUDA and bc.cuda_available()
+
+
+needs_cuda = pytest.mark.skipif(not _cuda_ok(), reason="needs a GPU, torch with CUDA and baracuda built with CUDA")
+
+
+@needs_cuda
+def test_cuda_fast_paths_and_cache_across_devices():
+    import torch
+    x = torch.randn(64, 33, device="cuda")
+    assert _C._fast_binary("add", x, x, None, None, None) is not None  # torch CUDA tensors: the metadata path
+    for dev in ("cuda", "cpu", "cuda"):  # the same problem on two devices: two plans, each right
+        t = x.to(dev)
+        torch.testing.assert_close(torch.from_dlpack(bc.add(t, 1.5)), t + 1.5)
+        torch.testing.assert_close(torch.from_dlpack(bc.sum(t, 1)), t.sum(1), rtol=1e-5, atol=1e-5)
+        torch.testing.assert_close(torch.from_dlpack(bc.softmax(t, -1)), torch.softmax(t, -1), rtol=1e-5, atol=1e-6)
+        torch.testing.assert_close(torch.from_dlpack(bc.exp(t)), t.exp())
+    # views and out= on CUDA
+    torch.testing.assert_close(torch.from_dlpack(bc.mul(x.T, x.T)), x.T * x.T)
+    torch.testing.assert_close(torch.from_dlpack(bc.add(x[1:, 2:], 1)), x[1:, 2:] + 1)
+    o = torch.empty_like(x)
+    assert bc.add(x, x, out=o) is o
+    torch.testing.assert_close(o, 2 * x)
+    with pytest.raises(bc.InvalidProblemError, match="different devices"):
+        bc.add(x, x.cpu())
+
+
+@needs_cuda
+def test_cuda_fast_path_streams():
+    import torch
+    s1, s2 = torch.cuda.Stream(), torch.cuda.Stream()
+    with torch.cuda.stream(s1):
+        x = torch.randn(1 << 22, device="cuda")
+        y = bc.add(x, 1.0)  # torch's current stream
+        assert y.stream.handle == s1.cuda_stream
+    with torch.cuda.stream(s1):
+        big = torch.randn(1 << 24, device="cuda")
+        for _ in range(20):  # keep s1 busy, then hand the tensor to a call on s2: not torch's current
+            big = big * 1.0001  # stream, so the import goes through __dlpack__(stream=s2), which orders s2 after s1
+        z = bc.add(big, 1.0, stream=s2)
+    assert z.stream.handle == s2.cuda_stream
+    s2.synchronize()
+    ref = big + 1.0
+    torch.cuda.synchronize()
+    torch.testing.assert_close(torch.from_dlpack(z), ref)
+    o = torch.empty_like(x)
+    with torch.cuda.stream(s2):  # out= a torch tensor, written on s2
+        bc.mul(x, 2.0, out=o, stream=s2)
+    torch.cuda.synchronize()
+    torch.testing.assert_close(o, 2 * x)
