@@ -390,7 +390,17 @@ struct Key {
     push(d.rank);
     for (int i = 0; i < d.rank; ++i) push(d[i]);
   }
-  std::string bytes() const { return std::string(reinterpret_cast<const char*>(w), sizeof(int64_t) * n); }
+  bool operator==(const Key& o) const { return n == o.n && std::memcmp(w, o.w, sizeof(int64_t) * n) == 0; }
+};
+struct KeyHash {
+  size_t operator()(const Key& k) const {
+    uint64_t h = 1469598103934665603ull;  // FNV-1a over the words
+    for (int i = 0; i < k.n; ++i) {
+      h ^= static_cast<uint64_t>(k.w[i]);
+      h *= 1099511628211ull;
+    }
+    return static_cast<size_t>(h ^ (h >> 29));
+  }
 };
 int64_t device_word(Device d) { return d.is_cpu() ? -1 : d.ordinal; }
 int64_t double_word(double x) {
@@ -401,15 +411,14 @@ int64_t double_word(double x) {
 
 constexpr size_t kCacheLimit = 4096;  // per family; emptied when it grows past this (as the Python cache)
 template <class P>
-std::unordered_map<std::string, P>& cache() {
-  static auto* m = new std::unordered_map<std::string, P>();  // plans hold no Python objects
+std::unordered_map<Key, P, KeyHash>& cache() {
+  static auto* m = new std::unordered_map<Key, P, KeyHash>();  // plans hold no Python objects
   return *m;
 }
 template <class P, class MakeDesc>
 const P& lookup(const Key& k, const Stream& s, MakeDesc make) {
   auto& m = cache<P>();
-  std::string kb = k.bytes();
-  auto it = m.find(kb);
+  auto it = m.find(k);
   if (it != m.end()) return it->second;
   std::optional<Result<P>> r;
   const auto desc = make();
@@ -419,7 +428,7 @@ const P& lookup(const Key& k, const Stream& s, MakeDesc make) {
   }
   P p = unwrap(std::move(*r));
   if (m.size() >= kCacheLimit) m.clear();
-  return m.emplace(std::move(kb), std::move(p)).first->second;
+  return m.emplace(k, std::move(p)).first->second;
 }
 
 template <class P>
@@ -472,6 +481,11 @@ Output make_output(const P& plan, const Operand& out, const Stream& s, bool torc
 // "add", "gelu_tanh", "sum"), cached.
 template <class E>
 std::optional<E> enum_by_name(nb::handle name) {
+  // The functional layer passes string literals: interned, the same object
+  // every call, so a pointer comparison finds them (strong references kept).
+  static auto* seen = new std::vector<std::pair<PyObject*, E>>();
+  for (const auto& [p, e] : *seen)
+    if (p == name.ptr()) return e;
   static auto* m = new std::unordered_map<std::string, E>();
   if (m->empty())
     for (const auto& [n, e] : enum_names<E>()) {
@@ -487,6 +501,7 @@ std::optional<E> enum_by_name(nb::handle name) {
   }
   auto it = m->find(std::string(s, static_cast<size_t>(len)));
   if (it == m->end()) return std::nullopt;
+  if (seen->size() < 256 && PyUnicode_CHECK_INTERNED(name.ptr())) seen->push_back({nb::borrow(name).release().ptr(), it->second});
   return it->second;
 }
 
