@@ -411,12 +411,16 @@ int64_t double_word(double x) {
 
 constexpr size_t kCacheLimit = 4096;  // per family; emptied when it grows past this (as the Python cache)
 template <class P>
-std::unordered_map<Key, P, KeyHash>& cache() {
-  static auto* m = new std::unordered_map<Key, P, KeyHash>();  // plans hold no Python objects
+using CacheMap = std::unordered_map<Key, std::shared_ptr<const P>, KeyHash>;
+template <class P>
+CacheMap<P>& cache() {
+  // Shared pointers: a call keeps its plan while it runs without the GIL,
+  // even if another thread empties the cache meanwhile.
+  static auto* m = new CacheMap<P>();  // plans hold no Python objects
   return *m;
 }
 template <class P, class MakeDesc>
-const P& lookup(const Key& k, const Stream& s, MakeDesc make) {
+std::shared_ptr<const P> lookup(const Key& k, const Stream& s, MakeDesc make) {
   auto& m = cache<P>();
   auto it = m.find(k);
   if (it != m.end()) return it->second;
@@ -426,9 +430,10 @@ const P& lookup(const Key& k, const Stream& s, MakeDesc make) {
     nb::gil_scoped_release release;
     r.emplace(P::select(s, desc, PlanPreference{}));
   }
-  P p = unwrap(std::move(*r));
+  auto p = std::make_shared<const P>(unwrap(std::move(*r)));
   if (m.size() >= kCacheLimit) m.clear();
-  return m.emplace(k, std::move(p)).first->second;
+  m[k] = p;  // (another thread may have selected it meanwhile: either plan is right)
+  return p;
 }
 
 template <class P>
@@ -548,7 +553,7 @@ nb::object fast_binary(nb::handle op_name, nb::handle a, nb::handle b, nb::handl
     return o.kind == Kind::Scalar ? ElementwiseOperand::scalar(o.scalar_dtype)
                                   : ElementwiseOperand::tensor(v->view.dtype, v->view.shape);
   };
-  const BinaryPlan& plan = lookup<BinaryPlan>(k, s, [&] {
+  const auto planp = lookup<BinaryPlan>(k, s, [&] {
     BinaryDescriptor d;
     d.op = *op;
     d.a = operand_desc(ops[0], va);
@@ -556,6 +561,7 @@ nb::object fast_binary(nb::handle op_name, nb::handle a, nb::handle b, nb::handl
     d.alpha = alpha_v;
     return d;
   });
+  const auto& plan = *planp;
   Output o = make_output(plan, ops[2], s, torch_current, plan.out_dtype(), plan.output_shape(), "out");
   BinaryArgs args;
   if (va) args.a = TensorRef(va->view);
@@ -586,13 +592,14 @@ nb::object fast_unary(nb::handle op_name, nb::handle x, nb::handle out_dtype, nb
   k.push(odt ? static_cast<int64_t>(*odt) : -1);
   k.push(static_cast<int64_t>(vx.view.dtype));
   k.push_dims(vx.view.shape);
-  const UnaryPlan& plan = lookup<UnaryPlan>(k, s, [&] {
+  const auto planp = lookup<UnaryPlan>(k, s, [&] {
     UnaryDescriptor d;
     d.op = *op;
     d.x = ElementwiseOperand::tensor(vx.view.dtype, vx.view.shape);
     d.out_dtype = odt;
     return d;
   });
+  const auto& plan = *planp;
   Output o = make_output(plan, ops[1], s, torch_current, plan.out_dtype(), plan.output_shape(), "y");
   UnaryArgs args;
   args.x = TensorRef(vx.view);
@@ -648,7 +655,7 @@ nb::object fast_reduce(nb::handle kind_name, nb::handle x, nb::handle dim, bool 
   k.push(static_cast<int64_t>(vx.view.dtype));
   k.push_dims(vx.view.shape);
   k.push_dims(axes);
-  const ReducePlan& plan = lookup<ReducePlan>(k, s, [&] {
+  const auto planp = lookup<ReducePlan>(k, s, [&] {
     ReduceDescriptor d;
     d.kind = *kind;
     d.dtype = vx.view.dtype;
@@ -658,6 +665,7 @@ nb::object fast_reduce(nb::handle kind_name, nb::handle x, nb::handle dim, bool 
     d.correction = correction;
     return d;
   });
+  const auto& plan = *planp;
   Output o = make_output(plan, ops[1], s, torch_current, plan.output_dtype(), plan.output_shape(), "y");
   ReduceArgs args;
   args.x = TensorRef(vx.view);
@@ -687,7 +695,7 @@ nb::object fast_softmax(nb::handle x, nb::handle dim, bool log, double scale, nb
   k.push(double_word(scale));
   k.push(static_cast<int64_t>(vx.view.dtype));
   k.push_dims(vx.view.shape);
-  const SoftmaxPlan& plan = lookup<SoftmaxPlan>(k, s, [&] {
+  const auto planp = lookup<SoftmaxPlan>(k, s, [&] {
     SoftmaxDescriptor d;
     d.dtype = vx.view.dtype;
     d.shape = vx.view.shape;
@@ -696,6 +704,7 @@ nb::object fast_softmax(nb::handle x, nb::handle dim, bool log, double scale, nb
     d.scale = scale;
     return d;
   });
+  const auto& plan = *planp;
   Output o = make_output(plan, ops[1], s, torch_current, vx.view.dtype, vx.view.shape, "y");
   SoftmaxArgs args;
   args.x = TensorRef(vx.view);

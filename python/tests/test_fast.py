@@ -300,3 +300,31 @@ def test_cuda_fast_path_streams():
         bc.mul(x, 2.0, out=o, stream=s2)
     torch.cuda.synchronize()
     torch.testing.assert_close(o, 2 * x)
+
+
+def test_threads_and_cache_clears(rng):
+    """Calls run without the GIL; another thread emptying the cache meanwhile
+    must not pull a plan from under a running call."""
+    import threading
+    xs = [rng.standard_normal((k, 300)).astype(np.float32) for k in range(1, 9)]
+    errors = []
+
+    def work():
+        try:
+            for i in range(300):
+                x = xs[i % len(xs)]
+                np.testing.assert_allclose(np_of(bc.add(x, x)), 2 * x, rtol=1e-6)
+                np.testing.assert_allclose(np_of(bc.sum(x, 1)), x.sum(1), rtol=1e-4, atol=1e-4)
+        except Exception as e:  # pragma: no cover - reported below
+            errors.append(e)
+
+    def clear():
+        for _ in range(300):
+            bc.clear_plan_cache()
+
+    ts = [threading.Thread(target=work) for _ in range(3)] + [threading.Thread(target=clear)]
+    for t in ts:
+        t.start()
+    for t in ts:
+        t.join()
+    assert not errors, errors[0]
