@@ -116,6 +116,11 @@ nb::dict sku_to_py(const KernelSku& s);
 void bind_core(nb::module_& m);
 void bind_plans(nb::module_& m);
 void bind_plans_more(nb::module_& m);
-void bind_fast(nb::module_& m);  // fast.cpp: the functional layer's C++ entries
+void bind_fast(nb::module_& m);
+// fast.cpp: torch's current stream of CUDA device `ordinal` (torch imported;
+// torch._C._cuda_getCurrentRawStream when it exists).
+void* torch_current_stream_handle(int ordinal);
+// fast.cpp: _C.prepare(tensors, stream) of the functional layer's general path.
+nb::object prepare_call(nb::handle tensors, nb::handle stream);  // fast.cpp: the functional layer's C++ entries
 
 }  // namespace bpy

@@ -119,6 +119,7 @@ struct Operand {
   nb::handle h;
   Kind kind = Kind::Absent;
   Device device;
+  bool torch_like = false;  // a torch.Tensor of a subclass (Kind::Foreign): the stream rule counts it
   Scalar value;            // Kind::Scalar
   DType scalar_dtype = DType::F64;
   // Kind::Torch / a NumPy array: the metadata (valid when `meta`)
@@ -322,7 +323,7 @@ bool classify(nb::handle h, Operand& o, bool allow_scalar) {
 Stream call_stream(nb::handle stream_arg, Device dev, const Operand* ops, size_t n, bool& torch_current) {
   torch_current = false;
   bool any_torch = false;
-  for (size_t i = 0; i < n; ++i) any_torch |= ops[i].kind == Kind::Torch;
+  for (size_t i = 0; i < n; ++i) any_torch |= ops[i].kind == Kind::Torch || ops[i].torch_like;
   if (dev.is_cpu()) {
     if (!stream_arg.is_none()) {
       Stream s = stream_from_py(stream_arg, dev);
@@ -714,6 +715,53 @@ nb::object fast_softmax(nb::handle x, nb::handle dim, bool log, double scale, nb
 }
 
 }  // namespace
+
+void* torch_current_stream_handle(int ordinal) {
+  if (!torch_ready()) {
+    nb::object torch = nb::module_::import_("torch");
+    nb::object cs = torch.attr("cuda").attr("current_stream")(ordinal);
+    return reinterpret_cast<void*>(nb::cast<uintptr_t>(cs.attr("cuda_stream")));
+  }
+  return torch_current_stream(ordinal);
+}
+
+// _C.prepare(tensors, stream) of the general path, with the fast path's
+// imports: (stream, [View / Array / None ...]). Array and View entries pass
+// through (imported when run); torch tensors are read through their metadata
+// and NumPy arrays through the buffer protocol where the fast path would;
+// everything else through DLPack.
+nb::object prepare_call(nb::handle tensors, nb::handle stream) {
+  std::vector<nb::handle> hs;
+  for (nb::handle h : tensors) hs.push_back(h);
+  std::vector<Operand> ops(hs.size());
+  for (size_t i = 0; i < hs.size(); ++i) {
+    Operand& o = ops[i];
+    if (nb::isinstance<View>(hs[i])) {  // passes through; its device counts
+      o.h = hs[i];
+      o.kind = Kind::Foreign;
+      o.device = nb::cast<const View&>(hs[i]).view.device;
+      continue;
+    }
+    if (!classify(hs[i], o, false)) {
+      o.h = hs[i];
+      o.kind = Kind::Foreign;
+      o.device = device_of(hs[i], "tensor");  // raises for a non-tensor, as before
+      o.torch_like = torch_ready() && PyObject_IsInstance(hs[i].ptr(), g_torch.tensor_type) == 1;
+    }
+  }
+  const auto dev = common_device(ops.data(), ops.size());
+  bool torch_current = false;
+  Stream s = dev ? call_stream(stream, *dev, ops.data(), ops.size(), torch_current)
+                 : (stream.is_none() ? Stream::cpu() : stream_from_py(stream, std::nullopt));
+  nb::list out;
+  for (size_t i = 0; i < hs.size(); ++i) {
+    nb::handle h = hs[i];
+    if (h.is_none()) out.append(nb::none());
+    else if (nb::isinstance<Array>(h) || nb::isinstance<View>(h)) out.append(h);
+    else out.append(nb::cast(import_operand(ops[i], s, torch_current)));
+  }
+  return nb::make_tuple(s, out);
+}
 
 void bind_fast(nb::module_& m) {
   // Positional only; every argument may be None (nanobind refuses None unless told).

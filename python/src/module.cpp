@@ -205,9 +205,7 @@ Stream resolve_stream(nb::handle stream_arg, Device device, const std::vector<nb
   }
   for (nb::handle h : inputs) {
     if (h.is_valid() && !h.is_none() && is_torch_tensor(h)) {
-      nb::object torch = nb::module_::import_("torch");
-      nb::object cs = torch.attr("cuda").attr("current_stream")(device.ordinal);
-      return Stream::cuda(device.ordinal, handle_from_int(cs.attr("cuda_stream")));
+      return Stream::cuda(device.ordinal, torch_current_stream_handle(device.ordinal));
     }
   }
   return Stream::cuda(device.ordinal, nullptr);
@@ -762,35 +760,9 @@ void bind_core(nb::module_& m) {
 
   // prepare(tensors, stream): the stream of a call and its inputs imported.
   // None entries stay None. All tensors must be on one device.
-  m.def("prepare", [](nb::sequence tensors, nb::handle stream) {
-    std::vector<nb::handle> hs;
-    for (nb::handle h : tensors) hs.push_back(h);
-    std::optional<Device> dev;
-    std::vector<Device> devs(hs.size());
-    size_t first = 0;
-    for (size_t i = 0; i < hs.size(); ++i) {
-      if (hs[i].is_none()) continue;
-      Device d = device_of(hs[i], "tensor");
-      devs[i] = d;
-      if (!dev) {
-        dev = d;
-        first = i;
-      } else if (!(d == *dev)) {
-        raise_invalid("tensors on different devices: argument " + std::to_string(first) + " is on " +
-                      dev->to_string() + ", argument " + std::to_string(i) + " on " + d.to_string());
-      }
-    }
-    Stream s = dev ? resolve_stream(stream, *dev, hs)
-                   : (stream.is_none() ? Stream::cpu() : stream_from_py(stream, std::nullopt));
-    nb::list out;
-    for (size_t i = 0; i < hs.size(); ++i) {
-      nb::handle h = hs[i];
-      if (h.is_none()) out.append(nb::none());
-      else if (nb::isinstance<Array>(h) || nb::isinstance<View>(h)) out.append(h);  // imported when run
-      else out.append(nb::cast(import_tensor(h, s, "tensor", devs[i])));
-    }
-    return nb::make_tuple(s, out);
-  }, nb::arg("tensors"), nb::arg("stream") = nb::none());
+  // (fast.cpp: the same imports as the fast paths.)
+  m.def("prepare", [](nb::sequence tensors, nb::handle stream) { return prepare_call(tensors, stream); },
+        nb::arg("tensors"), nb::arg("stream") = nb::none());
   m.def("is_tensor", &is_tensor_like);
 
   m.def("full", [](nb::handle shape, nb::handle value, nb::handle dtype, nb::handle stream) {
