@@ -238,7 +238,7 @@ nb::object plan_run(const P& plan, const std::vector<ArgField<A>>& fields, nb::h
       args.*(f->seed) = seed_from_py(v, what);
       continue;
     }
-    keep.push_back(import_tensor(v, s, what.c_str()));
+    keep.push_back(import_fast(v, s, what.c_str()));
     const View& view = keep.back();
     if (f->mut) {
       if (view.read_only) raise_invalid(what + ": the tensor is read-only (an output must be writable)");

@@ -120,6 +120,9 @@ void bind_fast(nb::module_& m);
 // fast.cpp: torch's current stream of CUDA device `ordinal` (torch imported;
 // torch._C._cuda_getCurrentRawStream when it exists).
 void* torch_current_stream_handle(int ordinal);
+// fast.cpp: import_tensor with the fast paths' reads (torch metadata on the CPU
+// or on torch's current stream, NumPy buffers); the plan layer's run() uses it.
+View import_fast(nb::handle obj, const Stream& stream, const char* what);
 // fast.cpp: _C.prepare(tensors, stream) of the functional layer's general path.
 nb::object prepare_call(nb::handle tensors, nb::handle stream);  // fast.cpp: the functional layer's C++ entries
 

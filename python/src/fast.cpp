@@ -363,10 +363,10 @@ std::optional<Device> common_device(const Operand* ops, size_t n) {
   return dev;
 }
 
-View import_operand(const Operand& o, const Stream& s, bool torch_current) {
+View import_operand(const Operand& o, const Stream& s, bool torch_current, const char* what = "tensor") {
   if (o.meta && (s.is_cpu() || (o.kind == Kind::Torch && torch_current))) {
     if (!(o.device == s.device()))
-      raise_invalid("tensor: the tensor is on " + o.device.to_string() + " but the call runs on " +
+      raise_invalid(std::string(what) + ": the tensor is on " + o.device.to_string() + " but the call runs on " +
                     s.device().to_string());
     View v;
     v.source = nb::borrow(o.h);
@@ -376,7 +376,7 @@ View import_operand(const Operand& o, const Stream& s, bool torch_current) {
     v.view.capacity = v.view.span();
     return v;
   }
-  return import_tensor(o.h, s, "tensor", o.device);
+  return import_tensor(o.h, s, what, o.device);
 }
 
 // ---- the plan cache ---------------------------------------------------------------------
@@ -715,6 +715,14 @@ nb::object fast_softmax(nb::handle x, nb::handle dim, bool log, double scale, nb
 }
 
 }  // namespace
+
+View import_fast(nb::handle h, const Stream& s, const char* what) {
+  Operand o;
+  if (!classify(h, o, false) || o.kind == Kind::Array || o.kind == Kind::Absent) return import_tensor(h, s, what);
+  const bool torch_current = o.kind == Kind::Torch && o.meta && s.is_cuda() && o.device == s.device() &&
+                             torch_current_stream(o.device.ordinal) == s.native_handle();
+  return import_operand(o, s, torch_current, what);
+}
 
 void* torch_current_stream_handle(int ordinal) {
   if (!torch_ready()) {

@@ -328,3 +328,28 @@ def test_threads_and_cache_clears(rng):
     for t in ts:
         t.join()
     assert not errors, errors[0]
+
+
+def test_plan_layer_and_prepare_use_the_fast_imports(rng):
+    from baracuda import plans as P
+    x = rng.standard_normal((4, 6)).astype(np.float32)
+    plan = P.ReducePlan.select(P.ReduceDescriptor(kind="sum", dtype="float32", shape=(6, 4), axes=(1,)))
+    y = np.empty(6, np.float32)
+    plan.run(x=x.T, y=y)  # a transposed NumPy view through the buffer protocol
+    close(y, x.T.sum(1), rtol=1e-5)
+    ro = np.empty(6, np.float32)
+    ro.setflags(write=False)
+    with pytest.raises(bc.InvalidProblemError, match="^ReducePlan.run: y: the tensor is read-only"):
+        plan.run(x=x.T, y=ro)
+    s, (v, none) = _C.prepare((x[1:], None))
+    assert none is None and v.shape == (3, 6) and v.data_ptr == x[1:].__array_interface__["data"][0]
+    if HAVE_TORCH:
+        import torch
+        t = torch.from_numpy(x)
+        yt = torch.empty(6)
+        plan.run(x=t.T, y=yt)
+        assert torch.allclose(yt, t.T.sum(1), atol=1e-5)
+        s, (v,) = _C.prepare((t[1:, 2:],))
+        assert v.data_ptr == t[1:, 2:].data_ptr() and v.strides == (6, 1)
+        with pytest.raises(TypeError):
+            _C.prepare((t, "x"))
