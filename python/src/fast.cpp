@@ -52,8 +52,9 @@ bool torch_ready() {
   static const std::pair<const char*, DType> names[] = {
       {"float32", DType::F32}, {"bfloat16", DType::BF16}, {"float16", DType::F16}, {"float64", DType::F64},
       {"int64", DType::I64},   {"int32", DType::I32},     {"bool", DType::Bool},   {"int8", DType::I8},
-      {"uint8", DType::U8},    {"int16", DType::I16},     {"float8_e4m3fn", DType::F8E4M3},
-      {"float8_e5m2", DType::F8E5M2}};
+      {"uint8", DType::U8},    {"int16", DType::I16}};
+  // (Not float8: torch 2.5's __dlpack__ refuses it, and a call must not
+  // accept a tensor on one stream and refuse it on another.)
   for (const auto& [n, d] : names)
     if (nb::hasattr(t, n)) g_torch.dtypes.push_back({nb::object(t.attr(n)).release().ptr(), d});
   nb::object c = t.attr("_C");
@@ -79,11 +80,12 @@ void* torch_current_stream(int ordinal) {
 
 // Interned attribute names.
 struct Names {
-  nb::handle requires_grad, dtype, is_cuda, is_cpu, shape, stride, data_ptr, get_device;
+  nb::handle requires_grad, dtype, is_neg, is_cuda, is_cpu, shape, stride, data_ptr, get_device;
   Names() {
     auto s = [](const char* n) { return nb::handle(PyUnicode_InternFromString(n)); };  // immortal enough: never freed
     requires_grad = s("requires_grad");
     dtype = s("dtype");
+    is_neg = s("is_neg");
     is_cuda = s("is_cuda");
     is_cpu = s("is_cpu");
     shape = s("shape");
@@ -157,6 +159,14 @@ bool read_torch(Operand& o) {
       break;
     }
   if (!found) return false;
+  // torch's lazy negation (a real view of a conjugate: z.conj().imag) is a
+  // bit the data does not hold: left to __dlpack__ (which, in torch 2.5,
+  // exports the data without it: PYTHON.md notes the hazard).
+  nb::object neg = call0(n.is_neg);
+  if (!neg.is_valid() || neg.ptr() != Py_False) {
+    PyErr_Clear();
+    return false;
+  }
   nb::object cu = attr(n.is_cuda);
   if (!cu.is_valid()) {
     PyErr_Clear();

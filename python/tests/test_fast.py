@@ -353,3 +353,16 @@ def test_plan_layer_and_prepare_use_the_fast_imports(rng):
         assert v.data_ptr == t[1:, 2:].data_ptr() and v.strides == (6, 1)
         with pytest.raises(TypeError):
             _C.prepare((t, "x"))
+
+
+@needs_torch
+def test_torch_lazy_bits_take_the_dlpack_path():
+    import torch
+    z = torch.randn(3, dtype=torch.complex64)
+    v = z.conj().imag  # a float32 view with torch's negative bit set
+    assert v.is_neg()
+    # the fast read leaves it to torch's __dlpack__ (whatever torch exports for it), same as before
+    assert np.array_equal(np_of(bc.add(v, 0.0)), np_of(bc.add(torch.from_dlpack(v.__dlpack__()), 0.0)))
+    f8 = torch.zeros(2, dtype=torch.float8_e4m3fn)
+    with pytest.raises(Exception):  # torch 2.5's __dlpack__ refuses float8 on every path
+        bc.add(f8, f8)
