@@ -70,6 +70,7 @@ _fast_binary = _C._fast_binary
 _fast_unary = _C._fast_unary
 _fast_reduce = _C._fast_reduce
 _fast_softmax = _C._fast_softmax
+_fast_norm = _C._fast_norm
 
 
 def _result(out, y):
@@ -527,6 +528,13 @@ def _normalized_dims(xv, normalized_shape):
 
 
 def _norm(kind, x, normalized_shape, weight, bias, eps, return_stats, out, stream):
+    r = _fast_norm(kind, x, normalized_shape, weight, bias, eps, bool(return_stats), out, stream)
+    if r is not None:
+        return r
+    return _norm_general(kind, x, normalized_shape, weight, bias, eps, return_stats, out, stream)
+
+
+def _norm_general(kind, x, normalized_shape, weight, bias, eps, return_stats, out, stream):
     P = _plans()
     s, (xv, wv, bv, ov) = _C.prepare((x, weight, bias, out), stream)
     if xv is None:

@@ -724,6 +724,83 @@ nb::object fast_softmax(nb::handle x, nb::handle dim, bool log, double scale, nb
   return o.result;
 }
 
+// norm(kind, x, normalized_shape, weight, bias, eps, return_stats, out, stream):
+// layer_norm / rms_norm forward (statistics always saved, as the Python path).
+nb::object fast_norm(nb::handle kind_name, nb::handle x, nb::handle normalized_shape, nb::handle weight,
+                     nb::handle bias, nb::handle eps, bool return_stats, nb::handle out, nb::handle stream) {
+  const auto kind = enum_by_name<NormKind>(kind_name);
+  if (!kind) return nb::none();
+  Dims ns;
+  if (normalized_shape.is_none() || !axes_of(normalized_shape, ns) || ns.rank == 0) return nb::none();
+  std::optional<double> eps_v;
+  if (!eps.is_none()) {
+    if (Py_TYPE(eps.ptr()) == &PyFloat_Type) eps_v = PyFloat_AS_DOUBLE(eps.ptr());
+    else return nb::none();
+  }
+  Operand ops[4];
+  if (!classify(x, ops[0], false) || !classify(weight, ops[1], false) || !classify(bias, ops[2], false) ||
+      !classify(out, ops[3], false))
+    return nb::none();
+  if (ops[0].kind == Kind::Absent) return nb::none();
+  const auto dev = common_device(ops, 4);
+  bool torch_current = false;
+  const Stream s = call_stream(stream, *dev, ops, 4, torch_current);
+  View vx = import_operand(ops[0], s, torch_current);
+  const Dims& xs = vx.view.shape;
+  if (ns.rank > xs.rank) return nb::none();  // the Python path reports it
+  for (int i = 0; i < ns.rank; ++i)
+    if (ns[i] != xs[xs.rank - ns.rank + i]) return nb::none();
+  if (!eps_v) {
+    switch (vx.view.dtype) {
+      case DType::F32: eps_v = 1.1920928955078125e-07; break;  // torch.finfo(dtype).eps
+      case DType::F64: eps_v = 2.220446049250313e-16; break;
+      case DType::F16: eps_v = 0.0009765625; break;
+      case DType::BF16: eps_v = 0.0078125; break;
+      default: eps_v = 1e-5;
+    }
+  }
+  std::optional<View> vw, vb;
+  if (ops[1].kind != Kind::Absent) vw.emplace(import_operand(ops[1], s, torch_current));
+  if (ops[2].kind != Kind::Absent) vb.emplace(import_operand(ops[2], s, torch_current));
+  Key k;
+  k.push(5);
+  k.push(static_cast<int64_t>(*kind));
+  k.push(device_word(s.device()));
+  k.push(ns.rank);
+  k.push((vw ? 1 : 0) | (vb ? 2 : 0));
+  k.push(double_word(*eps_v));
+  k.push(static_cast<int64_t>(vx.view.dtype));
+  k.push_dims(xs);
+  const auto planp = lookup<NormPlan>(k, s, [&] {
+    NormDescriptor d;
+    d.kind = *kind;
+    d.dtype = vx.view.dtype;
+    d.shape = xs;
+    d.normalized_dims = ns.rank;
+    d.has_weight = vw.has_value();
+    d.has_bias = vb.has_value();
+    d.eps = *eps_v;
+    d.save_stats = true;
+    return d;
+  });
+  const auto& plan = *planp;
+  Output o = make_output(plan, ops[3], s, torch_current, vx.view.dtype, xs, "y");
+  Array rstd = make_array(plan.stats_dtype(), plan.stats_shape(), s);
+  std::optional<Array> mean;
+  if (*kind == NormKind::LayerNorm) mean.emplace(make_array(plan.stats_dtype(), plan.stats_shape(), s));
+  NormArgs args;
+  args.x = TensorRef(vx.view);
+  if (vw) args.weight = TensorRef(vw->view);
+  if (vb) args.bias = TensorRef(vb->view);
+  args.y = o.view;
+  args.rstd = rstd.view();
+  if (mean) args.mean = mean->view();
+  run_plan(plan, s, args);
+  if (!return_stats) return o.result;
+  if (mean) return nb::make_tuple(o.result, nb::cast(std::move(*mean)), nb::cast(std::move(rstd)));
+  return nb::make_tuple(o.result, nb::cast(std::move(rstd)));
+}
+
 }  // namespace
 
 View import_fast(nb::handle h, const Stream& s, const char* what) {
@@ -789,15 +866,18 @@ void bind_fast(nb::module_& m) {
   m.def("_fast_reduce", &fast_reduce, a("kind"), a("x"), a("dim"), nb::arg("keepdim"), nb::arg("correction"),
         a("out"), a("stream"));
   m.def("_fast_softmax", &fast_softmax, a("x"), a("dim"), nb::arg("log"), nb::arg("scale"), a("out"), a("stream"));
+  m.def("_fast_norm", &fast_norm, a("kind"), a("x"), a("normalized_shape"), a("weight"), a("bias"), a("eps"),
+        nb::arg("return_stats"), a("out"), a("stream"));
   m.def("_fast_cache_clear", []() {
     cache<BinaryPlan>().clear();
     cache<UnaryPlan>().clear();
     cache<ReducePlan>().clear();
     cache<SoftmaxPlan>().clear();
+    cache<NormPlan>().clear();
   });
   m.def("_fast_cache_size", []() {
     return cache<BinaryPlan>().size() + cache<UnaryPlan>().size() + cache<ReducePlan>().size() +
-           cache<SoftmaxPlan>().size();
+           cache<SoftmaxPlan>().size() + cache<NormPlan>().size();
   });
 }
 

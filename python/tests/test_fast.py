@@ -366,3 +366,50 @@ def test_torch_lazy_bits_take_the_dlpack_path():
     f8 = torch.zeros(2, dtype=torch.float8_e4m3fn)
     with pytest.raises(Exception):  # torch 2.5's __dlpack__ refuses float8 on every path
         bc.add(f8, f8)
+
+
+def _ln_ref(x, k, w=None, b=None, eps=1e-5, rms=False):
+    axes = tuple(range(x.ndim - k, x.ndim))
+    if rms:
+        y = x / np.sqrt((x * x).mean(axes, keepdims=True) + eps)
+    else:
+        mu = x.mean(axes, keepdims=True)
+        y = (x - mu) / np.sqrt(((x - mu) ** 2).mean(axes, keepdims=True) + eps)
+    if w is not None:
+        y = y * w
+    if b is not None:
+        y = y + b
+    return y
+
+
+def test_norm_fast_path_and_cache(rng):
+    x = rng.standard_normal((3, 4, 8))
+    w = rng.standard_normal(8)
+    b = rng.standard_normal(8)
+    w2 = rng.standard_normal((4, 8))
+    assert _C._fast_norm("layer_norm", x, 8, w, b, 1e-5, False, None, None) is not None
+    close(bc.layer_norm(x, 8, w, b), _ln_ref(x, 1, w, b), rtol=1e-10)
+    close(bc.layer_norm(x, (8,), w), _ln_ref(x, 1, w), rtol=1e-10)  # no bias: another plan
+    close(bc.layer_norm(x, [8]), _ln_ref(x, 1), rtol=1e-10)
+    close(bc.layer_norm(x, (4, 8), w2), _ln_ref(x, 2, w2), rtol=1e-10)  # k = 2
+    close(bc.layer_norm(x, 8, w, b, eps=0.5), _ln_ref(x, 1, w, b, eps=0.5), rtol=1e-10)  # eps in the key
+    close(bc.rms_norm(x, 8, w), _ln_ref(x, 1, w, eps=2.220446049250313e-16, rms=True), rtol=1e-10)  # finfo eps
+    close(bc.rms_norm(x, 8, w, eps=0.25), _ln_ref(x, 1, w, eps=0.25, rms=True), rtol=1e-10)
+    xf = x.astype(np.float32)
+    close(bc.rms_norm(xf, 8), _ln_ref(x, 1, eps=1.1920928955078125e-07, rms=True), rtol=1e-5, atol=1e-5)
+    y, mean, rstd = bc.layer_norm(x, 8, w, b, return_stats=True)
+    assert mean.shape == rstd.shape and mean.dtype == "float64"
+    close(mean, x.mean(-1).reshape(np_of(mean).shape), rtol=1e-10)
+    y, rstd = bc.rms_norm(xf, 8, return_stats=True)
+    assert rstd.dtype == "float32"
+    out = np.empty_like(x)
+    assert bc.layer_norm(x, 8, w, b, out=out) is out
+    close(out, _ln_ref(x, 1, w, b), rtol=1e-10)
+    close(bc.layer_norm(x[:, ::2], 8, w, b), _ln_ref(x[:, ::2], 1, w, b), rtol=1e-10)
+    # handed back: a bad normalized_shape (the general path's message), an int eps, NumPy ints
+    assert _C._fast_norm("layer_norm", x, (5,), w, b, 1e-5, False, None, None) is None
+    with pytest.raises(bc.InvalidProblemError, match="suffix"):
+        bc.layer_norm(x, 5)
+    close(bc.layer_norm(x, np.int64(8), w, b, eps=1), _ln_ref(x, 1, w, b, eps=1.0), rtol=1e-10)
+    with pytest.raises(bc.Error, match="^NormPlan"):
+        bc.layer_norm(x, 8, rng.standard_normal(7))
