@@ -75,6 +75,8 @@ _fast_unary = _C._fast_unary
 _fast_reduce = _C._fast_reduce
 _fast_softmax = _C._fast_softmax
 _fast_norm = _C._fast_norm
+_fast_matmul = _C._fast_matmul
+_fast_linear = _C._fast_linear
 
 
 def _result(out, y):
@@ -380,6 +382,13 @@ def _activation(a):
 
 def matmul(input, other, *, out=None, stream=None):
     """torch.matmul (1-D operands, batch broadcasting)."""
+    r = _fast_matmul(input, other, out, stream)
+    if r is not None:
+        return r
+    return _matmul_general(input, other, out, stream)
+
+
+def _matmul_general(input, other, out, stream):
     P = _plans()
     s, (av, bv, ov) = _C.prepare((input, other, out), stream)
     if av is None or bv is None:
@@ -407,8 +416,15 @@ def linear(input, weight, bias=None, activation=None, *, out=None, return_aux=Fa
 
     activation: None, 'relu', 'gelu' (erf) or 'gelu_tanh'. return_aux=True
     (gelu / gelu_tanh) also returns the pre-activation, which linear_backward needs."""
-    P = _plans()
     act = _activation(activation)
+    r = _fast_linear(input, weight, bias, act, bool(return_aux), out, stream)
+    if r is not None:
+        return r
+    return _linear_general(input, weight, bias, act, out, return_aux, stream)
+
+
+def _linear_general(input, weight, bias, act, out, return_aux, stream):
+    P = _plans()
     s, (xv, wv, bv, ov) = _C.prepare((input, weight, bias, out), stream)
     if xv is None or wv is None:
         raise TypeError("linear: expected tensors for input and weight")

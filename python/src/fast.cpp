@@ -801,6 +801,93 @@ nb::object fast_norm(nb::handle kind_name, nb::handle x, nb::handle normalized_s
   return nb::make_tuple(o.result, nb::cast(std::move(rstd)));
 }
 
+// matmul(a, b, out, stream): torch.matmul.
+nb::object fast_matmul(nb::handle a, nb::handle b, nb::handle out, nb::handle stream) {
+  Operand ops[3];
+  if (!classify(a, ops[0], false) || !classify(b, ops[1], false) || !classify(out, ops[2], false)) return nb::none();
+  if (ops[0].kind == Kind::Absent || ops[1].kind == Kind::Absent) return nb::none();
+  const auto dev = common_device(ops, 3);
+  bool torch_current = false;
+  const Stream s = call_stream(stream, *dev, ops, 3, torch_current);
+  View va = import_operand(ops[0], s, torch_current);
+  View vb = import_operand(ops[1], s, torch_current);
+  if (va.view.dtype != vb.view.dtype) return nb::none();  // the Python path's message
+  Key k;
+  k.push(6);
+  k.push(device_word(s.device()));
+  k.push(static_cast<int64_t>(va.view.dtype));
+  k.push_dims(va.view.shape);
+  k.push_dims(vb.view.shape);
+  const auto planp = lookup<MatmulPlan>(k, s, [&] {
+    MatmulDescriptor d;
+    d.dtype = va.view.dtype;
+    d.a_shape = va.view.shape;
+    d.b_shape = vb.view.shape;
+    return d;
+  });
+  const auto& plan = *planp;
+  Output o = make_output(plan, ops[2], s, torch_current, va.view.dtype, plan.out_shape(), "out");
+  MatmulArgs args;
+  args.a = TensorRef(va.view);
+  args.b = TensorRef(vb.view);
+  args.out = o.view;
+  run_plan(plan, s, args);
+  return o.result;
+}
+
+// linear(x, weight, bias, activation, return_aux, out, stream):
+// act(x . weight^T + bias); activation: "none" / "relu" / "gelu" / "gelu_tanh".
+nb::object fast_linear(nb::handle x, nb::handle weight, nb::handle bias, nb::handle act_name, bool return_aux,
+                       nb::handle out, nb::handle stream) {
+  const auto act = enum_by_name<GemmActivation>(act_name);
+  if (!act) return nb::none();
+  Operand ops[4];
+  if (!classify(x, ops[0], false) || !classify(weight, ops[1], false) || !classify(bias, ops[2], false) ||
+      !classify(out, ops[3], false))
+    return nb::none();
+  if (ops[0].kind == Kind::Absent || ops[1].kind == Kind::Absent) return nb::none();
+  const auto dev = common_device(ops, 4);
+  bool torch_current = false;
+  const Stream s = call_stream(stream, *dev, ops, 4, torch_current);
+  View vx = import_operand(ops[0], s, torch_current);
+  View vw = import_operand(ops[1], s, torch_current);
+  if (vw.view.shape.rank != 2) return nb::none();  // the Python path's message
+  std::optional<View> vb;
+  if (ops[2].kind != Kind::Absent) vb.emplace(import_operand(ops[2], s, torch_current));
+  Key k;
+  k.push(7);
+  k.push(static_cast<int64_t>(*act));
+  k.push(device_word(s.device()));
+  k.push((vb ? 1 : 0) | (return_aux ? 2 : 0));
+  k.push(vw.view.shape[0]);
+  k.push(static_cast<int64_t>(vx.view.dtype));
+  k.push_dims(vx.view.shape);
+  const auto planp = lookup<LinearPlan>(k, s, [&] {
+    LinearDescriptor d;
+    d.dtype = vx.view.dtype;
+    d.x_shape = vx.view.shape;
+    d.out_features = vw.view.shape[0];
+    d.has_bias = vb.has_value();
+    d.activation = *act;
+    d.save_aux = return_aux;
+    return d;
+  });
+  const auto& plan = *planp;
+  const Dims ys = plan.y_shape();
+  Output o = make_output(plan, ops[3], s, torch_current, vx.view.dtype, ys, "y");
+  std::optional<Array> aux;
+  if (return_aux) aux.emplace(make_array(vx.view.dtype, ys, s));
+  LinearArgs args;
+  args.x = TensorRef(vx.view);
+  args.weight = TensorRef(vw.view);
+  if (vb) args.bias = TensorRef(vb->view);
+  args.y = o.view;
+  if (aux) args.aux = aux->view();
+  run_plan(plan, s, args);
+  if (!return_aux) return o.result;
+  return nb::make_tuple(o.result, nb::cast(std::move(*aux)));
+}
+
 }  // namespace
 
 View import_fast(nb::handle h, const Stream& s, const char* what) {
@@ -868,16 +955,22 @@ void bind_fast(nb::module_& m) {
   m.def("_fast_softmax", &fast_softmax, a("x"), a("dim"), nb::arg("log"), nb::arg("scale"), a("out"), a("stream"));
   m.def("_fast_norm", &fast_norm, a("kind"), a("x"), a("normalized_shape"), a("weight"), a("bias"), a("eps"),
         nb::arg("return_stats"), a("out"), a("stream"));
+  m.def("_fast_matmul", &fast_matmul, a("a"), a("b"), a("out"), a("stream"));
+  m.def("_fast_linear", &fast_linear, a("x"), a("weight"), a("bias"), a("activation"), nb::arg("return_aux"),
+        a("out"), a("stream"));
   m.def("_fast_cache_clear", []() {
     cache<BinaryPlan>().clear();
     cache<UnaryPlan>().clear();
     cache<ReducePlan>().clear();
     cache<SoftmaxPlan>().clear();
     cache<NormPlan>().clear();
+    cache<MatmulPlan>().clear();
+    cache<LinearPlan>().clear();
   });
   m.def("_fast_cache_size", []() {
     return cache<BinaryPlan>().size() + cache<UnaryPlan>().size() + cache<ReducePlan>().size() +
-           cache<SoftmaxPlan>().size() + cache<NormPlan>().size();
+           cache<SoftmaxPlan>().size() + cache<NormPlan>().size() + cache<MatmulPlan>().size() +
+           cache<LinearPlan>().size();
   });
 }
 

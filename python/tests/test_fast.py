@@ -413,3 +413,38 @@ def test_norm_fast_path_and_cache(rng):
     close(bc.layer_norm(x, np.int64(8), w, b, eps=1), _ln_ref(x, 1, w, b, eps=1.0), rtol=1e-10)
     with pytest.raises(bc.Error, match="^NormPlan"):
         bc.layer_norm(x, 8, rng.standard_normal(7))
+
+
+def test_matmul_linear_fast_paths_and_cache(rng):
+    a = rng.standard_normal((3, 5))
+    b = rng.standard_normal((5, 4))
+    assert _C._fast_matmul(a, b, None, None) is not None
+    close(bc.matmul(a, b), a @ b, rtol=1e-12)
+    close(bc.matmul(a.T.copy().T, b), a @ b, rtol=1e-12)
+    close(bc.matmul(a, b[:, 0]), a @ b[:, 0], rtol=1e-12)  # 1-D b: another plan
+    bb = rng.standard_normal((2, 5, 4))
+    close(bc.matmul(a, bb), a @ bb, rtol=1e-12)  # batch broadcasting
+    close(bc.matmul(a.astype(np.float32), b.astype(np.float32)), a @ b, rtol=1e-5)
+    out = np.empty((3, 4))
+    assert bc.matmul(a, b, out=out) is out
+    close(out, a @ b, rtol=1e-12)
+    assert _C._fast_matmul(a, b.astype(np.float32), None, None) is None  # dtypes differ: the Python message
+    with pytest.raises(bc.InvalidProblemError, match="dtypes differ"):
+        bc.matmul(a, b.astype(np.float32))
+
+    x = rng.standard_normal((2, 3, 5))
+    w = rng.standard_normal((4, 5))
+    bias = rng.standard_normal(4)
+    ref = x @ w.T + bias
+    close(bc.linear(x, w, bias), ref, rtol=1e-12)
+    close(bc.linear(x, w), x @ w.T, rtol=1e-12)  # no bias: another plan
+    close(bc.linear(x, w, bias, activation="relu"), np.maximum(ref, 0), rtol=1e-12)
+    y, aux = bc.linear(x, w, bias, activation="gelu_tanh", return_aux=True)
+    close(aux, ref, rtol=1e-12)
+    g = 0.5 * ref * (1 + np.tanh(np.sqrt(2 / np.pi) * (ref + 0.044715 * ref ** 3)))
+    close(y, g, rtol=1e-10, atol=1e-12)
+    close(bc.linear(x[:, :2], w, bias), x[:, :2] @ w.T + bias, rtol=1e-12)
+    with pytest.raises(bc.InvalidProblemError, match="weight must be 2-D"):
+        bc.linear(x, w[None], bias)
+    with pytest.raises(ValueError):
+        bc.linear(x, w, activation="tanh")
