@@ -7,7 +7,7 @@ device) or selects it once; the outputs are allocated on the call's stream
 (unless ``out=``); ``plan.run`` runs it, allocating the workspace
 stream-ordered when the plan needs one (docs/PYTHON.md).
 
-The elementwise ops, reductions, softmax and the norms first try their C++
+The elementwise ops, reductions, softmax, the norms, matmul and linear first try their C++
 fast path (``_C._fast_*``: the same four steps in one C++ call, with its own
 plan cache), which hands back (None) any call it does not take.
 """
