@@ -115,6 +115,13 @@ def main():
                          rate(lambda: torch.sum(ca), it, sync), "torch"))
             rows.append(("cuda", "softmax torch", rate(lambda: bc.softmax(ca), it, sync),
                          rate(lambda: torch.softmax(ca, -1), it, sync), "torch"))
+            x2, w2, b2 = ca.view(4, -1), torch.randn(64, n // 4, device="cuda"), torch.randn(64, device="cuda")
+            lw = torch.randn(n // 4, device="cuda")
+            F = torch.nn.functional
+            rows.append(("cuda", "layer_norm torch", rate(lambda: bc.layer_norm(x2, n // 4, lw), it, sync),
+                         rate(lambda: F.layer_norm(x2, (n // 4,), lw), it, sync), "torch"))
+            rows.append(("cuda", "linear torch", rate(lambda: bc.linear(x2, w2, b2), it, sync),
+                         rate(lambda: F.linear(x2, w2, b2), it, sync), "torch"))
             da, db = bc.add(ca, 0.0), bc.add(cb, 0.0)
             rows.append(("cuda", "add bc.Array", rate(lambda: bc.add(da, db), it, sync),
                          rate(lambda: torch.add(ca, cb), it, sync), "torch"))
