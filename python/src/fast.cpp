@@ -74,6 +74,7 @@ void* torch_current_stream(int ordinal) {
     if (!r.is_valid()) throw nb::python_error();
     return reinterpret_cast<void*>(nb::cast<uintptr_t>(r));
   }
+  if (!g_torch.current_stream) raise_unsupported("torch has neither _C._cuda_getCurrentRawStream nor cuda.current_stream");
   nb::object s = nb::handle(g_torch.current_stream)(ordinal);
   return reinterpret_cast<void*>(nb::cast<uintptr_t>(s.attr("cuda_stream")));
 }
