@@ -110,7 +110,14 @@ void check_sku_for(const Stream& stream) {
     EXPECT_EQ(s->op, plan.sku().op);
     EXPECT_EQ(s->dtype, plan.sku().dtype);
     if (stream.is_cpu()) {
-      EXPECT_EQ(s->to_string(), plan.sku().to_string()) << T::describe(desc);
+      // sku_for names what run() launches: nothing ("empty") when every output
+      // is empty, which a fuzzed descriptor with a zero extent gives.
+      bool outputs_empty = true;
+      for (size_t i = 0; i < c.slots.size(); ++i)
+        if (c.used(i) && c.is_written(i) && c.views[i].numel() > 0) outputs_empty = false;
+      baracuda::KernelSku want = plan.sku();
+      if (outputs_empty) want.variant = "empty";
+      EXPECT_EQ(s->to_string(), want.to_string()) << T::describe(desc);
     }
     // The errors run() gives, in run()'s order: stream first, then the arguments, then the workspace.
     const Stream other = stream.is_cpu() ? Stream::cuda(0) : Stream::cpu();
