@@ -35,6 +35,10 @@ __all__ = [
     # random numbers, dropout (explicit seeds)
     "uniform", "normal", "dropout", "dropout_backward",
     "zeros",
+    # indexing
+    "gather", "scatter", "scatter_add", "scatter_reduce", "scatter_reduce_backward", "index_select", "index_add",
+    "index_copy", "index_fill", "index_reduce", "take", "put", "one_hot", "nonzero", "argwhere", "masked_select",
+    "masked_scatter",
 ]
 
 # ---- the plan cache -------------------------------------------------------------------
@@ -923,3 +927,304 @@ def dropout_backward(grad_output, p=0.5, *, seed=None, offset=0, mask=None, out=
     dx = _out(out, ov, dyv.shape, dyv.dtype, s)
     plan.run(stream=s, seed=(int(seed or 0), int(offset)), dy=dyv, mask=mv, dx=dx)
     return _result(out, dx)
+
+
+# ---- indexing: gather / scatter, index_*, take / put, one_hot, masked, nonzero ---------------------------
+# Indices are int32 or int64 (torch: int64 only). Bad indices: on the CPU the
+# call raises InvalidProblemError naming the first bad position before writing
+# anything; on CUDA nothing is read or written out of bounds (the element is
+# zero / the contribution skipped) and the plan's check_indices(workspace)
+# reports it — the functional layer does not sync to check (docs/PYTHON.md).
+def _need(op, **tensors):
+    for name, v in tensors.items():
+        if v is None:
+            raise TypeError(f"{op}: expected a tensor for {name}")
+
+
+def gather(input, dim, index, *, out=None, stream=None):
+    """torch.gather: out[i][j][k] = input[index[i][j][k]][j][k] (dim = 0), out has index's shape."""
+    P = _plans()
+    s, (xv, iv, ov) = _C.prepare((input, index, out), stream)
+    _need("gather", input=xv, index=iv)
+    key = (xv.dtype, xv.shape, iv.dtype, iv.shape, int(dim))
+    plan = _plan(P.GatherPlan, key, lambda: P.GatherDescriptor(dtype=xv.dtype, index_dtype=iv.dtype, x_shape=xv.shape,
+                                                               index_shape=iv.shape, dim=int(dim)), s)
+    y = _out(out, ov, plan.out_shape, xv.dtype, s)
+    plan.run(stream=s, x=xv, index=iv, out=y)
+    return _result(out, y)
+
+
+_SCATTER_REDUCE = {"sum": "sum", "prod": "prod", "mean": "mean", "amax": "amax", "amin": "amin"}
+
+
+def _scatter(op, input, dim, index, src, value, reduce, include_self, out, stream):
+    from ._errors import InvalidProblemError
+    P = _plans()
+    use_value = src is None or _is_number(src)
+    if use_value:
+        if src is not None:
+            value = src
+        if value is None:
+            raise TypeError(f"{op}: give src (a tensor) or value (a number)")
+        s, (xv, iv, ov) = _C.prepare((input, index, out), stream)
+        sv = None
+    else:
+        if value is not None:
+            raise InvalidProblemError(f"{op}: give src or value, not both")
+        s, (xv, iv, sv, ov) = _C.prepare((input, index, src, out), stream)
+    _need(op, input=xv, index=iv)
+    key = (xv.dtype, xv.shape, iv.dtype, iv.shape, None if sv is None else sv.shape, int(dim), reduce,
+           bool(include_self), use_value, float(value) if use_value else 0.0)
+    plan = _plan(P.ScatterPlan, key, lambda: P.ScatterDescriptor(
+        dtype=xv.dtype, index_dtype=iv.dtype, self_shape=xv.shape, index_shape=iv.shape,
+        src_shape=iv.shape if sv is None else sv.shape, dim=int(dim), reduce=reduce, include_self=bool(include_self),
+        use_value=use_value, value=float(value) if use_value else 0.0), s)
+    y = _out(out, ov, plan.out_shape, xv.dtype, s)
+    plan.run(stream=s, self=xv, index=iv, src=sv, out=y)
+    return _result(out, y)
+
+
+def scatter(input, dim, index, src=None, *, value=None, reduce=None, out=None, stream=None):
+    """torch.scatter: out = input, then out[index[i][j]][j] = src[i][j] (dim = 0); src a tensor
+    or a number (or value=). Duplicate destinations: the last position in row-major order
+    wins (deterministic; torch leaves it undefined). reduce='add' / 'multiply' (torch's
+    older scatter reduce) is scatter_reduce's 'sum' / 'prod' with include_self=True.
+    out=input works in place (Tensor.scatter_)."""
+    from ._errors import InvalidProblemError
+    modes = {None: "none", "add": "sum", "multiply": "prod"}
+    if reduce not in modes:
+        raise InvalidProblemError(f"scatter: reduce must be None, 'add' or 'multiply', got {reduce!r}")
+    return _scatter("scatter", input, dim, index, src, value, modes[reduce], True, out, stream)
+
+
+def scatter_add(input, dim, index, src, *, out=None, stream=None):
+    """torch.scatter_add: out = input, then out[index[i][j]][j] += src[i][j] (dim = 0); summed
+    in position order (deterministic)."""
+    return _scatter("scatter_add", input, dim, index, src, None, "sum", True, out, stream)
+
+
+def scatter_reduce(input, dim, index, src, reduce, *, include_self=True, out=None, stream=None):
+    """torch.scatter_reduce: reduce in 'sum', 'prod', 'mean', 'amax', 'amin'."""
+    from ._errors import InvalidProblemError
+    if reduce not in _SCATTER_REDUCE:
+        raise InvalidProblemError(f"scatter_reduce: reduce must be one of {sorted(_SCATTER_REDUCE)}, got {reduce!r}")
+    if src is None or _is_number(src):
+        raise TypeError("scatter_reduce: src must be a tensor")
+    return _scatter("scatter_reduce", input, dim, index, src, None, reduce, include_self, out, stream)
+
+
+def scatter_reduce_backward(grad, input, dim, index, src, reduce, result=None, *, include_self=True,
+                            grad_input=True, grad_src=True, stream=None):
+    """(grad_input, grad_src) of scatter_reduce from the output's gradient `grad` (torch's
+    formulas); result (the forward's output) is needed for 'amax' / 'amin' and for 'prod'
+    with grad_src. grad_input / grad_src=False leaves that gradient out (None)."""
+    from ._errors import InvalidProblemError
+    P = _plans()
+    if reduce not in _SCATTER_REDUCE:
+        raise InvalidProblemError(f"scatter_reduce_backward: reduce must be one of {sorted(_SCATTER_REDUCE)}, "
+                                  f"got {reduce!r}")
+    s, (gv, xv, iv, sv, rv) = _C.prepare((grad, input, index, src, result), stream)
+    _need("scatter_reduce_backward", grad=gv, input=xv, index=iv, src=sv)
+    key = (gv.dtype, xv.shape, iv.dtype, iv.shape, sv.shape, int(dim), reduce, bool(include_self), bool(grad_input),
+           bool(grad_src))
+    plan = _plan(P.ScatterReduceBackwardPlan, key, lambda: P.ScatterReduceBackwardDescriptor(
+        dtype=gv.dtype, index_dtype=iv.dtype, self_shape=xv.shape, index_shape=iv.shape, src_shape=sv.shape,
+        dim=int(dim), reduce=reduce, include_self=bool(include_self), compute_grad_self=bool(grad_input),
+        compute_grad_src=bool(grad_src)), s)
+    gs = _C.empty(xv.shape, gv.dtype, s) if grad_input else None
+    gr = _C.empty(sv.shape, gv.dtype, s) if grad_src else None
+    ns = plan.needs_self
+    plan.run(stream=s, grad=gv, index=iv, self=xv if ns else None, src=sv if ns else None,
+             result=rv if plan.needs_result else None, grad_self=gs, grad_src=gr)
+    return gs, gr
+
+
+def index_select(input, dim, index, *, out=None, stream=None):
+    """torch.index_select: the slices of input at `index` (0-d or 1-D) along dim."""
+    P = _plans()
+    s, (xv, iv, ov) = _C.prepare((input, index, out), stream)
+    _need("index_select", input=xv, index=iv)
+    key = (xv.dtype, xv.shape, iv.dtype, iv.shape, int(dim))
+    plan = _plan(P.IndexSelectPlan, key, lambda: P.IndexSelectDescriptor(
+        dtype=xv.dtype, index_dtype=iv.dtype, self_shape=xv.shape, dim=int(dim), index_shape=iv.shape), s)
+    y = _out(out, ov, plan.out_shape, xv.dtype, s)
+    plan.run(stream=s, self=xv, index=iv, out=y)
+    return _result(out, y)
+
+
+def _index_update(op, mode, input, dim, index, source, out, stream, alpha=1.0, value=0.0, include_self=True):
+    P = _plans()
+    s, (xv, iv, sv, ov) = _C.prepare((input, index, source, out), stream)
+    _need(op, input=xv, index=iv)
+    if mode != "Fill":
+        _need(op, source=sv)
+    key = (mode, xv.dtype, xv.shape, iv.dtype, iv.shape, int(dim), float(alpha), float(value), bool(include_self))
+    plan = _plan(P.IndexUpdatePlan, key, lambda: P.IndexUpdateDescriptor(
+        mode=mode, dtype=xv.dtype, index_dtype=iv.dtype, self_shape=xv.shape, dim=int(dim), index_shape=iv.shape,
+        alpha=float(alpha), value=float(value), include_self=bool(include_self)), s)
+    y = _out(out, ov, xv.shape, xv.dtype, s)
+    plan.run(stream=s, self=xv, index=iv, source=sv, out=y)
+    return _result(out, y)
+
+
+def index_add(input, dim, index, source, *, alpha=1, out=None, stream=None):
+    """torch.index_add: out = input, then out[..., index[i], ...] += alpha * source[..., i, ...]
+    (duplicates summed in order: deterministic). out=input: in place (index_add_)."""
+    return _index_update("index_add", "Add", input, dim, index, source, out, stream, alpha=alpha)
+
+
+def index_copy(input, dim, index, source, *, out=None, stream=None):
+    """torch.index_copy (duplicate indices: the last one wins, deterministically)."""
+    return _index_update("index_copy", "Copy", input, dim, index, source, out, stream)
+
+
+def index_fill(input, dim, index, value, *, out=None, stream=None):
+    """torch.index_fill: value a Python number."""
+    if not _is_number(value):
+        raise TypeError("index_fill: value must be a Python number")
+    return _index_update("index_fill", "Fill", input, dim, index, None, out, stream, value=_py_scalar(value))
+
+
+_INDEX_REDUCE = {"prod": "Prod", "mean": "Mean", "amax": "Amax", "amin": "Amin"}
+
+
+def index_reduce(input, dim, index, source, reduce, *, include_self=True, out=None, stream=None):
+    """torch.index_reduce: reduce in 'prod', 'mean', 'amax', 'amin'."""
+    from ._errors import InvalidProblemError
+    if reduce not in _INDEX_REDUCE:
+        raise InvalidProblemError(f"index_reduce: reduce must be one of {sorted(_INDEX_REDUCE)}, got {reduce!r}")
+    return _index_update("index_reduce", _INDEX_REDUCE[reduce], input, dim, index, source, out, stream,
+                         include_self=include_self)
+
+
+def take(input, index, *, out=None, stream=None):
+    """torch.take: input read as its row-major flattening; out has index's shape; negative
+    indices count from the end."""
+    P = _plans()
+    s, (xv, iv, ov) = _C.prepare((input, index, out), stream)
+    _need("take", input=xv, index=iv)
+    key = (xv.dtype, xv.shape, iv.dtype, iv.shape)
+    plan = _plan(P.TakePlan, key, lambda: P.TakeDescriptor(dtype=xv.dtype, index_dtype=iv.dtype, x_shape=xv.shape,
+                                                           index_shape=iv.shape), s)
+    y = _out(out, ov, iv.shape, xv.dtype, s)
+    plan.run(stream=s, x=xv, index=iv, out=y)
+    return _result(out, y)
+
+
+def put(input, index, source, accumulate=False, *, out=None, stream=None):
+    """torch.put (Tensor.put_ with out=input): flat(out)[index[k]] = source[k]; duplicates
+    without accumulate: the last position wins (deterministic); accumulate sums in order."""
+    P = _plans()
+    s, (xv, iv, sv, ov) = _C.prepare((input, index, source, out), stream)
+    _need("put", input=xv, index=iv, source=sv)
+    key = (xv.dtype, xv.shape, iv.dtype, iv.shape, sv.shape, bool(accumulate))
+    plan = _plan(P.PutPlan, key, lambda: P.PutDescriptor(dtype=xv.dtype, index_dtype=iv.dtype, self_shape=xv.shape,
+                                                         index_shape=iv.shape, source_shape=sv.shape,
+                                                         accumulate=bool(accumulate)), s)
+    y = _out(out, ov, xv.shape, xv.dtype, s)
+    plan.run(stream=s, self=xv, index=iv, source=sv, out=y)
+    return _result(out, y)
+
+
+def one_hot(tensor, num_classes=-1, *, dtype="int64", out=None, stream=None):
+    """torch.nn.functional.one_hot (any output dtype; int32 indices too). num_classes=-1
+    infers max(tensor) + 1: a reduction and a host read (a sync on CUDA), as torch."""
+    from ._errors import InvalidProblemError
+    P = _plans()
+    s, (iv, ov) = _C.prepare((tensor, out), stream)
+    _need("one_hot", tensor=iv)
+    C = int(num_classes)
+    if C == -1:
+        n = 1
+        for e in iv.shape:
+            n *= e
+        if n == 0:
+            raise InvalidProblemError("one_hot: can not infer the number of classes from an empty tensor")
+        C = _C._read_i64(to(amax(iv, stream=s), "int64", stream=s), s) + 1
+    dt = _dtype_name(dtype)
+    key = (iv.dtype, iv.shape, C, dt)
+    plan = _plan(P.OneHotPlan, key, lambda: P.OneHotDescriptor(index_dtype=iv.dtype, index_shape=iv.shape,
+                                                               num_classes=C, dtype=dt), s)
+    y = _out(out, ov, plan.out_shape, dt, s)
+    plan.run(stream=s, indices=iv, out=y)
+    return _result(out, y)
+
+
+def nonzero(input, *, as_tuple=False, size=None, fill_value=0, return_count=False, stream=None):
+    """torch.nonzero: [n, ndim] int64 coordinates of the nonzero elements in row-major
+    order. size=None gives torch's exact shape: a first pass counts (a host sync on
+    CUDA), a second writes. size=m (jnp.nonzero's size=): [m, ndim] with rows past the
+    count filled with fill_value, no host sync; return_count=True also returns the
+    true count (0-d int64 on the device). as_tuple=True: a tuple of ndim [n] tensors."""
+    P = _plans()
+    s, (xv,) = _C.prepare((input,), stream)
+    _need("nonzero", input=xv)
+
+    def run(m, with_count):
+        key = (xv.dtype, xv.shape, int(m), int(fill_value), with_count)
+        plan = _plan(P.NonzeroPlan, key, lambda: P.NonzeroDescriptor(
+            dtype=xv.dtype, shape=xv.shape, capacity=int(m), fill_value=int(fill_value), has_count=with_count), s)
+        y = _C.empty(plan.out_shape, "int64", s)
+        c = _C.empty((), "int64", s) if with_count else None
+        plan.run(stream=s, x=xv, out=y, count=c)
+        return y, c
+
+    if size is None:
+        _, c = run(0, True)
+        y, c = run(_C._read_i64(c, s), False)
+    else:
+        y, c = run(size, True)
+    if as_tuple:
+        y = tuple(_columns(y, s))
+    return (y, c) if return_count else y
+
+
+def _columns(y, s):
+    """The columns of an [n, r] int64 array as r strided [n] views (no copy)."""
+    return [_C._column(y, d) for d in range(y.shape[1])]
+
+
+def argwhere(input, *, stream=None):
+    """torch.argwhere (= nonzero)."""
+    return nonzero(input, stream=stream)
+
+
+def masked_select(input, mask, *, size=None, fill_value=0, return_count=False, stream=None):
+    """torch.masked_select: the elements of input (broadcast with the bool mask) where the
+    mask is true, row-major. size=None: torch's exact length (a host sync on CUDA, as
+    nonzero); size=m: [m] with fill_value past the count, no sync (return_count as nonzero)."""
+    P = _plans()
+    s, (xv, mv) = _C.prepare((input, mask), stream)
+    _need("masked_select", input=xv, mask=mv)
+
+    def run(m, with_count):
+        key = (xv.dtype, xv.shape, mv.shape, int(m), float(fill_value), with_count)
+        plan = _plan(P.MaskedSelectPlan, key, lambda: P.MaskedSelectDescriptor(
+            dtype=xv.dtype, x_shape=xv.shape, mask_shape=mv.shape, capacity=int(m), fill_value=float(fill_value),
+            has_count=with_count), s)
+        y = _C.empty(plan.out_shape, xv.dtype, s)
+        c = _C.empty((), "int64", s) if with_count else None
+        plan.run(stream=s, x=xv, mask=mv, out=y, count=c)
+        return y, c
+
+    if size is None:
+        _, c = run(0, True)
+        y, c = run(_C._read_i64(c, s), False)
+    else:
+        y, c = run(size, True)
+    return (y, c) if return_count else y
+
+
+def masked_scatter(input, mask, source, *, out=None, stream=None):
+    """Tensor.masked_scatter: out = input, then the k-th true mask position (row-major, mask
+    broadcast to input's shape) gets source.flatten()[k]. Too few source elements: an
+    error on the CPU; on CUDA those writes are skipped (the plan's check_indices)."""
+    P = _plans()
+    s, (xv, mv, sv, ov) = _C.prepare((input, mask, source, out), stream)
+    _need("masked_scatter", input=xv, mask=mv, source=sv)
+    key = (xv.dtype, xv.shape, mv.shape, sv.shape)
+    plan = _plan(P.MaskedScatterPlan, key, lambda: P.MaskedScatterDescriptor(
+        dtype=xv.dtype, self_shape=xv.shape, mask_shape=mv.shape, source_shape=sv.shape), s)
+    y = _out(out, ov, xv.shape, xv.dtype, s)
+    plan.run(stream=s, self=xv, mask=mv, source=sv, out=y)
+    return _result(out, y)

@@ -20,4 +20,9 @@ from ._C import (  # noqa: F401
     AdamDescriptor, AdamPlan, FusedLinearCrossEntropyDescriptor, FusedLinearCrossEntropyPlan,
     RandomDistribution, RandomDescriptor, RandomPlan, DropoutDescriptor, DropoutPlan, DropoutBackwardDescriptor,
     DropoutBackwardPlan,
+    GatherDescriptor, GatherPlan, ScatterReduce, ScatterDescriptor, ScatterPlan, ScatterReduceBackwardDescriptor,
+    ScatterReduceBackwardPlan, IndexSelectDescriptor, IndexSelectPlan, IndexUpdateMode, IndexUpdateDescriptor,
+    IndexUpdatePlan, TakeDescriptor, TakePlan, PutDescriptor, PutPlan, OneHotDescriptor, OneHotPlan,
+    NonzeroDescriptor, NonzeroPlan, MaskedSelectDescriptor, MaskedSelectPlan, MaskedScatterDescriptor,
+    MaskedScatterPlan,
 )

@@ -340,5 +340,30 @@ struct PlanBinder {
   }
 };
 
+// check_indices(workspace, stream=None) of the indexing plans: the bad index
+// the last run() with this workspace met (CUDA: synchronizes the stream; the
+// CPU run() already raised).
+template <class P>
+void def_check_indices(nb::class_<P>& cls) {
+  cls.def(
+      "check_indices",
+      [](const P& p, nb::handle ws_arg, nb::handle stream_arg) {
+        const Stream s = resolve_stream(stream_arg, p.device(), {});
+        std::optional<ScopedWorkspace> own;
+        std::optional<View> keep;
+        if (ws_arg.is_none() && p.workspace_size() > 0)
+          raise_invalid(std::string(p.name()) + ".check_indices: pass the workspace the run() used");
+        const Workspace ws = workspace_from_py(ws_arg, 0, s, own, keep);
+        Status st;
+        {
+          nb::gil_scoped_release release;
+          st = p.check_indices(s, ws);
+        }
+        check(st);
+      },
+      nb::arg("workspace") = nb::none(), nb::arg("stream") = nb::none(),
+      "The first bad index the last run() with this workspace met (CUDA: synchronizes the stream).");
+}
+
 }  // namespace
 }  // namespace bpy

@@ -116,6 +116,7 @@ nb::dict sku_to_py(const KernelSku& s);
 void bind_core(nb::module_& m);
 void bind_plans(nb::module_& m);
 void bind_plans_more(nb::module_& m);
+void bind_plans_indexing(nb::module_& m);
 void bind_fast(nb::module_& m);
 // fast.cpp: torch's current stream of CUDA device `ordinal` (torch imported;
 // torch._C._cuda_getCurrentRawStream when it exists).

@@ -787,5 +787,6 @@ NB_MODULE(_C, m) {
   bpy::bind_core(m);
   bpy::bind_plans(m);
   bpy::bind_plans_more(m);
+  bpy::bind_plans_indexing(m);
   bpy::bind_fast(m);
 }
