@@ -980,7 +980,7 @@ def _scatter(op, input, dim, index, src, value, reduce, include_self, out, strea
         src_shape=iv.shape if sv is None else sv.shape, dim=int(dim), reduce=reduce, include_self=bool(include_self),
         use_value=use_value, value=float(value) if use_value else 0.0), s)
     y = _out(out, ov, plan.out_shape, xv.dtype, s)
-    plan.run(stream=s, self=xv, index=iv, src=sv, out=y)
+    plan.run(stream=s, input=xv, index=iv, src=sv, out=y)
     return _result(out, y)
 
 
@@ -1034,7 +1034,7 @@ def scatter_reduce_backward(grad, input, dim, index, src, reduce, result=None, *
     gs = _C.empty(xv.shape, gv.dtype, s) if grad_input else None
     gr = _C.empty(sv.shape, gv.dtype, s) if grad_src else None
     ns = plan.needs_self
-    plan.run(stream=s, grad=gv, index=iv, self=xv if ns else None, src=sv if ns else None,
+    plan.run(stream=s, grad=gv, index=iv, input=xv if ns else None, src=sv if ns else None,
              result=rv if plan.needs_result else None, grad_self=gs, grad_src=gr)
     return gs, gr
 
@@ -1048,7 +1048,7 @@ def index_select(input, dim, index, *, out=None, stream=None):
     plan = _plan(P.IndexSelectPlan, key, lambda: P.IndexSelectDescriptor(
         dtype=xv.dtype, index_dtype=iv.dtype, self_shape=xv.shape, dim=int(dim), index_shape=iv.shape), s)
     y = _out(out, ov, plan.out_shape, xv.dtype, s)
-    plan.run(stream=s, self=xv, index=iv, out=y)
+    plan.run(stream=s, input=xv, index=iv, out=y)
     return _result(out, y)
 
 
@@ -1063,7 +1063,7 @@ def _index_update(op, mode, input, dim, index, source, out, stream, alpha=1.0, v
         mode=mode, dtype=xv.dtype, index_dtype=iv.dtype, self_shape=xv.shape, dim=int(dim), index_shape=iv.shape,
         alpha=float(alpha), value=float(value), include_self=bool(include_self)), s)
     y = _out(out, ov, xv.shape, xv.dtype, s)
-    plan.run(stream=s, self=xv, index=iv, source=sv, out=y)
+    plan.run(stream=s, input=xv, index=iv, source=sv, out=y)
     return _result(out, y)
 
 
@@ -1122,7 +1122,7 @@ def put(input, index, source, accumulate=False, *, out=None, stream=None):
                                                          index_shape=iv.shape, source_shape=sv.shape,
                                                          accumulate=bool(accumulate)), s)
     y = _out(out, ov, xv.shape, xv.dtype, s)
-    plan.run(stream=s, self=xv, index=iv, source=sv, out=y)
+    plan.run(stream=s, input=xv, index=iv, source=sv, out=y)
     return _result(out, y)
 
 
@@ -1155,7 +1155,8 @@ def nonzero(input, *, as_tuple=False, size=None, fill_value=0, return_count=Fals
     order. size=None gives torch's exact shape: a first pass counts (a host sync on
     CUDA), a second writes. size=m (jnp.nonzero's size=): [m, ndim] with rows past the
     count filled with fill_value, no host sync; return_count=True also returns the
-    true count (0-d int64 on the device). as_tuple=True: a tuple of ndim [n] tensors."""
+    true count (0-d int64 on the device). as_tuple=True: a tuple of ndim [n] strided
+    views of the columns (no copy; a 0-d input counts as 1-d, as torch)."""
     P = _plans()
     s, (xv,) = _C.prepare((input,), stream)
     _need("nonzero", input=xv)
@@ -1175,7 +1176,9 @@ def nonzero(input, *, as_tuple=False, size=None, fill_value=0, return_count=Fals
     else:
         y, c = run(size, True)
     if as_tuple:
-        y = tuple(_columns(y, s))
+        # torch treats a 0-d input as 1-d here: one [n] tensor of zeros
+        y = tuple(_columns(y, s)) if len(xv.shape) > 0 else (_C.full((y.shape[0],), fill_value=0, dtype="int64",
+                                                                        stream=s),)
     return (y, c) if return_count else y
 
 
@@ -1226,5 +1229,5 @@ def masked_scatter(input, mask, source, *, out=None, stream=None):
     plan = _plan(P.MaskedScatterPlan, key, lambda: P.MaskedScatterDescriptor(
         dtype=xv.dtype, self_shape=xv.shape, mask_shape=mv.shape, source_shape=sv.shape), s)
     y = _out(out, ov, xv.shape, xv.dtype, s)
-    plan.run(stream=s, self=xv, mask=mv, source=sv, out=y)
+    plan.run(stream=s, input=xv, mask=mv, source=sv, out=y)
     return _result(out, y)

@@ -2,6 +2,8 @@
 // gather / scatter (+ scatter_reduce's backward), index_select / index_add /
 // index_copy / index_fill / index_reduce, take / put, one_hot, nonzero,
 // masked_select, masked_scatter (binders.hpp: the generic binders).
+// The C++ Args' `self` tensors are passed to run() as `input` (torch's name;
+// `self` is the bound method's own argument in Python).
 #include <cstring>
 
 #include "binders.hpp"
@@ -45,7 +47,7 @@ void bind_gather_scatter(nb::module_& m) {
       .field("use_value", &SD::use_value)
       .field("value", &SD::value);
   PlanBinder<ScatterPlan, SD, ScatterArgs> sc(m, "ScatterPlan");
-  sc.in("self", &ScatterArgs::self)
+  sc.in("input", &ScatterArgs::self)
       .in("index", &ScatterArgs::index)
       .in("src", &ScatterArgs::src)
       .out("out", &ScatterArgs::out)
@@ -68,7 +70,7 @@ void bind_gather_scatter(nb::module_& m) {
   PlanBinder<ScatterReduceBackwardPlan, BD, BA> sb(m, "ScatterReduceBackwardPlan");
   sb.in("grad", &BA::grad)
       .in("index", &BA::index)
-      .in("self", &BA::self)
+      .in("input", &BA::self)
       .in("src", &BA::src)
       .in("result", &BA::result)
       .out("grad_self", &BA::grad_self)
@@ -91,7 +93,7 @@ void bind_index_ops(nb::module_& m) {
       .field("dim", &IndexSelectDescriptor::dim)
       .field("index_shape", &IndexSelectDescriptor::index_shape);
   PlanBinder<IndexSelectPlan, IndexSelectDescriptor, IndexSelectArgs> is(m, "IndexSelectPlan");
-  is.in("self", &IndexSelectArgs::self)
+  is.in("input", &IndexSelectArgs::self)
       .in("index", &IndexSelectArgs::index)
       .out("out", &IndexSelectArgs::out)
       .prop("out_shape", [](const IndexSelectPlan& p) { return dims_to_py(p.out_shape()); });
@@ -109,7 +111,7 @@ void bind_index_ops(nb::module_& m) {
       .field("value", &D::value)
       .field("include_self", &D::include_self);
   PlanBinder<IndexUpdatePlan, D, IndexUpdateArgs> iu(m, "IndexUpdatePlan");
-  iu.in("self", &IndexUpdateArgs::self)
+  iu.in("input", &IndexUpdateArgs::self)
       .in("index", &IndexUpdateArgs::index)
       .in("source", &IndexUpdateArgs::source)
       .out("out", &IndexUpdateArgs::out)
@@ -135,7 +137,7 @@ void bind_take(nb::module_& m) {
       .field("source_shape", &PutDescriptor::source_shape)
       .field("accumulate", &PutDescriptor::accumulate);
   PlanBinder<PutPlan, PutDescriptor, PutArgs> pu(m, "PutPlan");
-  pu.in("self", &PutArgs::self).in("index", &PutArgs::index).in("source", &PutArgs::source).out("out", &PutArgs::out);
+  pu.in("input", &PutArgs::self).in("index", &PutArgs::index).in("source", &PutArgs::source).out("out", &PutArgs::out);
   def_check_indices(pu.cls);
 
   DescBinder<OneHotDescriptor>(m, "OneHotDescriptor")
@@ -185,7 +187,7 @@ void bind_masked(nb::module_& m) {
       .field("mask_shape", &MaskedScatterDescriptor::mask_shape)
       .field("source_shape", &MaskedScatterDescriptor::source_shape);
   PlanBinder<MaskedScatterPlan, MaskedScatterDescriptor, MaskedScatterArgs> ms(m, "MaskedScatterPlan");
-  ms.in("self", &MaskedScatterArgs::self)
+  ms.in("input", &MaskedScatterArgs::self)
       .in("mask", &MaskedScatterArgs::mask)
       .in("source", &MaskedScatterArgs::source)
       .out("out", &MaskedScatterArgs::out);
