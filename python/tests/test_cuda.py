@@ -404,3 +404,67 @@ def test_random_same_bits_on_cpu_and_cuda():
     y, m = bc.dropout(x, 0.1, seed=11, return_mask=True)
     yc = bc.dropout(x.cpu(), 0.1, seed=11)
     assert torch.equal(T(y).cpu(), T(yc))
+
+
+# ---- indexing ---------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_indexing_gather_scatter_cuda(dtype):
+    x = torch.randn(64, 33, device=DEV, dtype=dtype)
+    i = torch.randint(0, 33, (64, 20), device=DEV)
+    assert torch.equal(T(bc.gather(x, 1, i)), torch.gather(x, 1, i))
+    src = torch.randn(64, 20, device=DEV, dtype=dtype)
+    check(T(bc.scatter_add(x, 1, i, src)).float(), torch.scatter_add(x.float(), 1, i, src.float()), torch.float32,
+          scale=1e3 if dtype != torch.float32 else 1)
+    for red in ("sum", "prod", "mean", "amax", "amin"):
+        ref = torch.scatter_reduce(x.double(), 1, i, src.double(), red, include_self=False)
+        got = T(bc.scatter_reduce(x.double(), 1, i, src.double(), red, include_self=False))
+        torch.testing.assert_close(got, ref)
+    # backward: CUDA against the CPU plan (the same formulas)
+    xd, sd = x.double(), src.double()
+    res = bc.scatter_reduce(xd, 1, i, sd, "amax")
+    g = torch.randn(64, 33, device=DEV, dtype=torch.float64)
+    gx, gs = bc.scatter_reduce_backward(g, xd, 1, i, sd, "amax", res)
+    gxc, gsc = bc.scatter_reduce_backward(g.cpu(), xd.cpu(), 1, i.cpu(), sd.cpu(), "amax", T(res).cpu())
+    torch.testing.assert_close(T(gx).cpu(), T(gxc))
+    torch.testing.assert_close(T(gs).cpu(), T(gsc))
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+def test_indexing_index_take_put_onehot_cuda(dtype):
+    x = torch.randn(40, 24, device=DEV, dtype=dtype)
+    i = torch.randint(0, 40, (17,), device=DEV)
+    assert torch.equal(T(bc.index_select(x, 0, i)), torch.index_select(x, 0, i))
+    src = torch.randn(17, 24, device=DEV, dtype=dtype)
+    check(T(bc.index_add(x.float(), 0, i, src.float(), alpha=2)), torch.index_add(x.float(), 0, i, src.float(),
+                                                                                   alpha=2))
+    assert torch.equal(T(bc.index_fill(x, 1, i[:3] % 24, 1.5)), torch.index_fill(x, 1, i[:3] % 24, 1.5))
+    t = torch.randint(-960, 960, (5, 7), device=DEV)
+    assert torch.equal(T(bc.take(x, t)), torch.take(x, t))
+    s = torch.randn(35, device=DEV, dtype=dtype)
+    check(T(bc.put(x.float(), t, s.float(), accumulate=True)), torch.put(x.float(), t, s.float(), accumulate=True))
+    c = torch.randint(0, 9, (6, 5), device=DEV)
+    assert torch.equal(T(bc.one_hot(c, 9)), F.one_hot(c, 9))
+    assert torch.equal(T(bc.one_hot(c)), F.one_hot(c))  # num_classes=-1: a host read
+
+
+def test_indexing_masked_nonzero_cuda():
+    x = torch.randn(33, 65, device=DEV)
+    m = x > 0.5
+    assert torch.equal(T(bc.nonzero(m)), torch.nonzero(m))
+    for a, b in zip(bc.nonzero(m, as_tuple=True), torch.nonzero(m, as_tuple=True)):
+        assert torch.equal(T(a), b)
+    y, n = bc.nonzero(m, size=m.numel(), return_count=True)  # no host sync
+    k = int(T(n).item())
+    assert k == int(m.sum()) and torch.equal(T(y)[:k], torch.nonzero(m))
+    assert torch.equal(T(bc.masked_select(x, m)), torch.masked_select(x, m))
+    src = torch.randn(33 * 65, device=DEV)
+    assert torch.equal(T(bc.masked_scatter(x, m, src)), x.masked_scatter(m, src))
+    # a bad index on CUDA: no fault, reported by the plan's check_indices
+    P = bc.plans
+    p = P.TakePlan.select(P.TakeDescriptor(dtype="float32", index_dtype="int64", x_shape=(4,), index_shape=(1,)),
+                          stream=torch.cuda.current_stream())
+    ws = torch.empty(p.workspace_size, dtype=torch.uint8, device=DEV)
+    out = torch.empty(1, device=DEV)
+    p.run(x=torch.ones(4, device=DEV), index=torch.tensor([9], device=DEV), out=out, workspace=ws)
+    with pytest.raises(bc.InvalidProblemError):
+        p.check_indices(ws)
