@@ -121,29 +121,12 @@ void bind_embedding(nb::module_& m) {
       .field("index_shape", &EmbeddingDescriptor::index_shape)
       .field("has_padding_idx", &EmbeddingDescriptor::has_padding_idx)
       .field("padding_idx", &EmbeddingDescriptor::padding_idx);
-  // check_indices(workspace, stream=None): the out-of-range index the last
-  // run() with this workspace met (CUDA: synchronizes the stream).
-  auto check_indices = [](const auto& p, nb::handle ws_arg, nb::handle stream_arg) {
-    const Stream s = resolve_stream(stream_arg, p.device(), {});
-    std::optional<ScopedWorkspace> own;
-    std::optional<View> keep;
-    if (ws_arg.is_none() && p.workspace_size() > 0)
-      raise_invalid(std::string(p.name()) + ".check_indices: pass the workspace the run() used");
-    const Workspace ws = workspace_from_py(ws_arg, 0, s, own, keep);
-    Status st;
-    {
-      nb::gil_scoped_release release;
-      st = p.check_indices(s, ws);
-    }
-    check(st);
-  };
   PlanBinder<EmbeddingPlan, EmbeddingDescriptor, EmbeddingArgs> fwd(m, "EmbeddingPlan");
   fwd.in("weight", &EmbeddingArgs::weight)
       .in("indices", &EmbeddingArgs::indices)
       .out("out", &EmbeddingArgs::out)
       .prop("out_shape", [](const EmbeddingPlan& p) { return dims_to_py(p.out_shape()); });
-  fwd.cls.def("check_indices", [check_indices](const EmbeddingPlan& p, nb::handle ws, nb::handle s) { check_indices(p, ws, s); },
-              nb::arg("workspace") = nb::none(), nb::arg("stream") = nb::none());
+  def_check_indices(fwd.cls);
   bind_enum<EmbeddingGradLayout>(m, "EmbeddingGradLayout",
                                  {{"Dense", EmbeddingGradLayout::Dense}, {"Compact", EmbeddingGradLayout::Compact}});
   DescBinder<EmbeddingBackwardDescriptor>(m, "EmbeddingBackwardDescriptor")
@@ -158,9 +141,7 @@ void bind_embedding(nb::module_& m) {
       .out("dweight_compact", &EmbeddingBackwardArgs::dweight_compact)
       .out("count", &EmbeddingBackwardArgs::count)
       .prop("dweight_shape", [](const EmbeddingBackwardPlan& p) { return dims_to_py(p.dweight_shape()); });
-  bwd.cls.def("check_indices",
-              [check_indices](const EmbeddingBackwardPlan& p, nb::handle ws, nb::handle s) { check_indices(p, ws, s); },
-              nb::arg("workspace") = nb::none(), nb::arg("stream") = nb::none());
+  def_check_indices(bwd.cls);
 }
 
 void bind_fused_linear_ce(nb::module_& m) {
