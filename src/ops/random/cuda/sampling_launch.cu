@@ -212,6 +212,50 @@ __global__ void __launch_bounds__(kThreads) chunk_totals_kernel(const Multinomia
   }
 }
 
+// The same totals for long chunks (K >= kStagedMinK), with coalesced loads: a
+// warp takes 32 consecutive chunks of a row and walks them 32 categories at a
+// time, staging chunk q's next 32 weights through shared memory with one
+// coalesced load per chunk; lane q then adds its chunk's staged weights left
+// to right (the same order as above).
+constexpr int kStagedMinK = 16;
+constexpr int kTotWarps = 4;
+template <class T>
+__global__ void __launch_bounds__(kTotWarps * 32)
+    chunk_totals_staged_kernel(const MultinomialLaunch l, const T* __restrict__ probs, double* __restrict__ tot,
+                               int32_t* __restrict__ flags) {
+  __shared__ double st[kTotWarps][32][33];
+  const int64_t C = l.C, K = sampling::scan_chunk_len(C), M = (C + K - 1) / K, G = (M + 31) / 32;
+  const int lane = threadIdx.x & 31, wp = threadIdx.x >> 5;
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kTotWarps;
+  for (int64_t g = static_cast<int64_t>(blockIdx.x) * kTotWarps + wp; g < l.R * G; g += stride) {
+    const int64_t r = g / G, cbase = (g - r * G) * 32, c = cbase + lane;
+    const int nch = static_cast<int>(min(int64_t{32}, M - cbase));
+    const T* row = probs + r * l.p_row_stride;
+    double loc = 0.0;
+    bool bad = false;
+    for (int64_t t = 0; t < K; t += 32) {
+      for (int q = 0; q < nch; ++q) {
+        const int64_t j = (cbase + q) * K + t + lane;
+        st[wp][q][lane] = t + lane < K && j < C ? weight(row, j * l.p_col_stride) : 0.0;
+      }
+      __syncwarp();
+      if (lane < nch) {
+        const int64_t len = min(min(K - t, int64_t{32}), C - (c * K + t));
+        for (int64_t i = 0; i < len; ++i) {
+          const double w = st[wp][lane][i];
+          bad |= bad_weight(w);
+          loc = t + i == 0 ? w : exact::add(loc, w);
+        }
+      }
+      __syncwarp();
+    }
+    if (lane < nch) {
+      tot[r * M + c] = loc;
+      if (bad) atomicOr(&flags[r], 1);
+    }
+  }
+}
+
 // "cdf_scan" pass 2: one warp per row turns the chunk totals into the chunk
 // ends ends[c] = off[c + 1] (in place over tot when kHaveTotals; with K = 1 the
 // warp reads the weights itself, coalesced). Every lane runs the same left-to-
@@ -229,17 +273,21 @@ __global__ void __launch_bounds__(kScanThreads) cdf_scan_kernel(const Multinomia
     double* e = ends + r * M;
     bool bad = false;
     double o = 0.0;
+    // The next 32 totals are loaded before the chain of the current 32 runs.
+    auto fetch = [&](int64_t c) -> double {
+      if (c >= M) return 0.0;
+      if constexpr (kHaveTotals) {
+        return e[c];
+      } else {  // K == 1: the chunk is one weight
+        const double w = weight(row, c * l.p_col_stride);
+        bad |= bad_weight(w);
+        return w;
+      }
+    };
+    double t = fetch(lane);
     for (int64_t c0 = 0; c0 < M; c0 += 32) {
       const int64_t c = c0 + lane;
-      double t = 0.0;
-      if (c < M) {
-        if constexpr (kHaveTotals) {
-          t = e[c];
-        } else {  // K == 1: the chunk is one weight
-          t = weight(row, c * l.p_col_stride);
-          bad |= bad_weight(t);
-        }
-      }
+      const double tn = fetch(c + 32);
       const int n = static_cast<int>(min(int64_t{32}, M - c0));
       double mine = 0.0;
       for (int i = 0; i < n; ++i) {
@@ -248,6 +296,7 @@ __global__ void __launch_bounds__(kScanThreads) cdf_scan_kernel(const Multinomia
         if (i == lane) mine = o;
       }
       if (c < M) e[c] = mine;
+      t = tn;
     }
     bad = __any_sync(0xffffffffu, bad);
     if (lane == 0) {
@@ -434,7 +483,13 @@ Status multinomial_typed(const MultinomialLaunch& l) {
     if (K > 1) {
       BARACUDA_RETURN_IF_ERROR(
           status_of(cudaMemsetAsync(flags, 0, static_cast<size_t>(l.R) * sizeof(int32_t), s), kWhat));
-      chunk_totals_kernel<T><<<blocks_for(l.R * M), kThreads, 0, s>>>(l, probs, ends, flags);
+      if (K >= kStagedMinK) {
+        const int64_t groups = l.R * ((M + 31) / 32);
+        const unsigned gb = static_cast<unsigned>(std::min<int64_t>((groups + kTotWarps - 1) / kTotWarps, kMaxBlocks));
+        chunk_totals_staged_kernel<T><<<gb, kTotWarps * 32, 0, s>>>(l, probs, ends, flags);
+      } else {
+        chunk_totals_kernel<T><<<blocks_for(l.R * M), kThreads, 0, s>>>(l, probs, ends, flags);
+      }
       BARACUDA_RETURN_IF_ERROR(status_of(cudaGetLastError(), kWhat));
       cdf_scan_kernel<T, true><<<scan_blocks, kScanThreads, 0, s>>>(l, probs, ends, flags);
     } else {
