@@ -67,10 +67,11 @@
 //
 // CUDA algorithms (sku().variant); every variant returns the values above:
 //   randperm "radix_sort": one kernel writes the keys' high 32 bits and 32-bit
-//     indices, CUB DeviceRadixSort::SortPairs sorts on those 32 bits (4 radix
-//     passes), and the kernel writing out in the dtype orders each run of equal
-//     high halves by (64-bit key, index), the keys recomputed from Philox: the
-//     stable sort of the 64-bit keys. workspace_size() = 256 (alignment) + high
+//     indices, CUB DeviceRadixSort::SortPairs sorts on the top min(32,
+//     ceil(log2 n) + 8 rounded up to 8) of those bits (at most 4 radix passes
+//     instead of 8), and the kernel writing out in the dtype orders each run
+//     of equal sorted bits by (64-bit key, index), the keys recomputed from
+//     Philox: the stable sort of the 64-bit keys. workspace_size() = 256 (alignment) + high
 //     keys and indices (double-buffered) + CUB's temporary storage (sized at
 //     select()).
 //   multinomial "cdf_scan" (with replacement, R * M <= 2^24, M = the number of

@@ -43,10 +43,21 @@ __device__ __forceinline__ void record_bad(void* word, int64_t r) {
 __global__ void bump_offset_kernel(int64_t* p) { *p = static_cast<int64_t>(static_cast<uint64_t>(*p) + 1u); }
 
 // ---- randperm ------------------------------------------------------------------------
-// The sort runs on the keys' high 32 bits only (4 radix passes instead of 8);
-// the write kernel then orders each run of equal high halves by the whole
-// 64-bit key and the index (the keys are recomputed from Philox), so the
-// result is the stable sort of the 64-bit keys, as documented.
+// The sort runs on the top bits of the keys' high halves only (at most 32:
+// 3 or 4 radix passes instead of 8); the write kernel then orders each run of
+// equal sorted bits by the whole 64-bit key and the index (the keys are
+// recomputed from Philox), so the result is the stable sort of the 64-bit
+// keys, as documented.
+// The sort's key bits: the top ceil(log2 n) + 8 bits of the high half,
+// rounded up to whole 8-bit radix passes and at most 32 (n <= 2^16: 24 bits,
+// 3 passes; n = 10^6: 32 bits, 4 passes), so under 1/256 of the elements per
+// sorted value: runs stay rare and the write kernel's fixup cheap.
+int randperm_sort_bits(int64_t n) {
+  int lg = 0;
+  while (lg < 62 && (int64_t{1} << lg) < n) ++lg;
+  return std::min(32, std::max(8, (lg + 8 + 7) / 8 * 8));
+}
+
 __global__ void __launch_bounds__(kThreads)
     randperm_keys_kernel(int64_t n, uint64_t seed, uint64_t host_offset, const int64_t* offset_ptr,
                          uint32_t* __restrict__ keys, uint32_t* __restrict__ vals) {
@@ -65,23 +76,23 @@ __device__ __forceinline__ T index_as(int64_t v) {
   else return static_cast<T>(v);
 }
 
-// out[p] = the index of rank p. Position p inside a run [a, b] of equal high
-// halves takes the run's member of rank p - a by (64-bit key, index): an
-// O(L^2) count over the run (runs are rare and short: about n^2 / 2^33 pairs).
+// out[p] = the index of rank p. Position p inside a run [a, b] of equal
+// sorted bits (key >> shift) takes the run's member of rank p - a by (64-bit
+// key, index): an O(L^2) count over the run (runs are rare and short).
 template <class T>
 __global__ void __launch_bounds__(kThreads)
-    randperm_write_kernel(int64_t n, const uint32_t* __restrict__ keys, const uint32_t* __restrict__ vals,
+    randperm_write_kernel(int64_t n, const uint32_t* __restrict__ keys, const uint32_t* __restrict__ vals, int shift,
                           uint64_t seed, uint64_t host_offset, const int64_t* offset_ptr, T* __restrict__ out,
                           int64_t st) {
   const uint64_t offset = draw_offset(host_offset, offset_ptr);
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t p = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; p < n; p += stride) {
-    const uint32_t k = keys[p];
+    const uint32_t k = keys[p] >> shift;
     uint32_t v = vals[p];
-    if ((p > 0 && keys[p - 1] == k) || (p + 1 < n && keys[p + 1] == k)) {
+    if ((p > 0 && (keys[p - 1] >> shift) == k) || (p + 1 < n && (keys[p + 1] >> shift) == k)) {
       int64_t a = p, b = p;
-      while (a > 0 && keys[a - 1] == k) --a;
-      while (b + 1 < n && keys[b + 1] == k) ++b;
+      while (a > 0 && (keys[a - 1] >> shift) == k) --a;
+      while (b + 1 < n && (keys[b + 1] >> shift) == k) ++b;
       for (int64_t m = a; m <= b; ++m) {
         const uint32_t im = vals[m];
         const uint64_t km = sampling::randperm_key(seed, offset, im);
@@ -573,7 +584,7 @@ RandpermWorkspace randperm_workspace(int64_t n) {
   if (n > 0) {  // a size query only (null storage): nothing runs; errors show again at the sort
     cub::DoubleBuffer<uint32_t> k(nullptr, nullptr);
     cub::DoubleBuffer<uint32_t> v(nullptr, nullptr);
-    (void)cub::DeviceRadixSort::SortPairs(nullptr, bytes, k, v, static_cast<int>(n), 0, 32);
+    (void)cub::DeviceRadixSort::SortPairs(nullptr, bytes, k, v, static_cast<int>(n), 32 - randperm_sort_bits(n), 32);
   }
   w.temp_bytes = align256(std::max<size_t>(bytes, 1));
   w.total = off + w.temp_bytes;
@@ -594,14 +605,15 @@ Status launch_randperm(const RandpermLaunch& l) {
     cub::DoubleBuffer<uint32_t> k(keys0, keys1);
     cub::DoubleBuffer<uint32_t> v(vals0, vals1);
     size_t temp_bytes = l.ws.temp_bytes;
+    const int shift = 32 - randperm_sort_bits(l.n);
     BARACUDA_RETURN_IF_ERROR(status_of(
-        cub::DeviceRadixSort::SortPairs(ws + l.ws.temp, temp_bytes, k, v, static_cast<int>(l.n), 0, 32, s),
+        cub::DeviceRadixSort::SortPairs(ws + l.ws.temp, temp_bytes, k, v, static_cast<int>(l.n), shift, 32, s),
         "RandpermPlan: radix sort"));
     const unsigned g = blocks_for(l.n);
     const uint32_t* sk = k.Current();
     const uint32_t* sv = v.Current();
 #define BARACUDA_RANDPERM_WRITE(T)                                                                          \
-  randperm_write_kernel<<<g, kThreads, 0, s>>>(l.n, sk, sv, l.seed, l.offset, l.offset_ptr, static_cast<T*>(l.out), \
+  randperm_write_kernel<<<g, kThreads, 0, s>>>(l.n, sk, sv, shift, l.seed, l.offset, l.offset_ptr, static_cast<T*>(l.out), \
                                                l.out_stride)
     switch (l.dtype) {
       case DType::I64: BARACUDA_RANDPERM_WRITE(int64_t); break;
