@@ -85,8 +85,10 @@
 //     each thread draws its samples: binary search over the chunk ends, then a
 //     walk of the chunk. workspace_size() = 256 + the error word + row flags.
 //   multinomial "race_topk" (without replacement, num_samples <= 1024): a block
-//     makes the keys of a tile of 4096 categories, sorts (key, j) in shared
-//     memory (bitonic) and keeps the first num_samples; further launches merge
+//     makes the keys of a tile of 4096 categories and selects the num_samples
+//     smallest (key, j) in order in shared memory (bitonic top-k: runs of
+//     kk = next_pow2(num_samples) sorted, then halved by keeping the smaller
+//     of each run pair and re-sorting, until one run is left); further launches merge
 //     each row's survivors in tiles of 4096 the same way until a row fits one
 //     tile, whose first num_samples are written (a bad weight flags its row by
 //     an integer atomicOr; a row whose num_samples-th key is +inf has too few

@@ -361,9 +361,9 @@ __global__ void __launch_bounds__(kThreads) cdf_scan_sample_kernel(const Multino
   }
 }
 
-// Without replacement, "race_topk": a block sorts one tile of up to
-// kTopkItems (key, category) pairs in shared memory (bitonic, ordered by key
-// then category: the reference's order) and keeps the first S. A tile is
+// Without replacement, "race_topk": a block selects the S smallest of one tile
+// of up to kTopkItems (key, category) pairs in shared memory (bitonic top-k,
+// ordered by key then category: the reference's order), in order. A tile is
 // either kTopkItems categories of a row (probs != nullptr: the keys are made
 // here, a bad weight flags the row) or kTopkItems survivors of the previous
 // level (in_keys). With out != nullptr (one tile per row) the first S are the
@@ -372,22 +372,68 @@ __global__ void __launch_bounds__(kThreads) cdf_scan_sample_kernel(const Multino
 constexpr int kTopkThreads = 512;
 constexpr uint64_t kPadKey = ~uint64_t{0};  // above +inf's bits: padding sorts last
 
-__device__ __forceinline__ void bitonic_sort(uint64_t* k, uint32_t* v, int N) {
-  for (int size = 2; size <= N; size <<= 1)
+__device__ __forceinline__ bool pair_less(uint64_t ka, uint32_t va, uint64_t kb, uint32_t vb) {
+  return ka < kb || (ka == kb && va < vb);
+}
+
+// Bitonic top-k of N (a power of two) pairs in shared memory: afterwards the
+// first kk (a power of two, <= N) are the kk smallest by (key, index), in
+// increasing order. The sorting network runs up to size kk (runs of kk,
+// alternately ascending and descending); then each round keeps the
+// elementwise smaller of every (ascending, descending) run pair (the kk
+// smallest of the two, as a bitonic run), compacts them and sorts each run
+// again in log2(kk) stages, halving the data until one run is left.
+__device__ __forceinline__ void bitonic_topk(uint64_t* k, uint32_t* v, int N, int kk) {
+  for (int size = 2; size <= kk; size <<= 1)
     for (int stride = size >> 1; stride > 0; stride >>= 1) {
       for (int i = threadIdx.x; i < N / 2; i += kTopkThreads) {
         const int lo = ((i & ~(stride - 1)) << 1) | (i & (stride - 1)), hi = lo + stride;
         const uint64_t ka = k[lo], kb = k[hi];
         const uint32_t va = v[lo], vb = v[hi];
         const bool asc = (lo & size) == 0;
-        const bool swap = asc ? (kb < ka || (kb == ka && vb < va)) : (ka < kb || (ka == kb && va < vb));
-        if (swap) {
+        if (asc ? pair_less(kb, vb, ka, va) : pair_less(ka, va, kb, vb)) {
           k[lo] = kb, k[hi] = ka;
           v[lo] = vb, v[hi] = va;
         }
       }
       __syncthreads();
     }
+  constexpr int kPer = static_cast<int>(kTopkItems) / 2 / kTopkThreads;
+  for (int L = N; L > kk; L >>= 1) {
+    uint64_t rk[kPer];
+    uint32_t rv[kPer];
+#pragma unroll
+    for (int t = 0; t < kPer; ++t) {
+      const int i = threadIdx.x + t * kTopkThreads;
+      if (i < L / 2) {
+        const int a = ((i / kk) * 2 * kk) + (i % kk), b = a + kk;
+        const bool take_b = pair_less(k[b], v[b], k[a], v[a]);
+        rk[t] = take_b ? k[b] : k[a];
+        rv[t] = take_b ? v[b] : v[a];
+      }
+    }
+    __syncthreads();
+#pragma unroll
+    for (int t = 0; t < kPer; ++t) {
+      const int i = threadIdx.x + t * kTopkThreads;
+      if (i < L / 2) k[i] = rk[t], v[i] = rv[t];
+    }
+    __syncthreads();
+    const int L2 = L / 2;
+    for (int stride = kk >> 1; stride > 0; stride >>= 1) {
+      for (int i = threadIdx.x; i < L2 / 2; i += kTopkThreads) {
+        const int lo = ((i & ~(stride - 1)) << 1) | (i & (stride - 1)), hi = lo + stride;
+        const uint64_t ka = k[lo], kb = k[hi];
+        const uint32_t va = v[lo], vb = v[hi];
+        const bool asc = (lo & kk) == 0;
+        if (asc ? pair_less(kb, vb, ka, va) : pair_less(ka, va, kb, vb)) {
+          k[lo] = kb, k[hi] = ka;
+          v[lo] = vb, v[hi] = va;
+        }
+      }
+      __syncthreads();
+    }
+  }
 }
 
 template <class T, class O>
@@ -399,9 +445,12 @@ __global__ void __launch_bounds__(kTopkThreads)
   __shared__ uint32_t si[kTopkItems];
   const uint64_t offset = draw_offset(l.offset, l.offset_ptr);
   const int64_t S = l.S;
-  // The sort size: the smallest power of two holding a tile (a row's only tile may be short).
+  // The sort size: the smallest power of two holding a tile (a row's only tile
+  // may be short); kk: the smallest power of two holding S (kk <= N).
   int N = 2;
   while (N < kTopkItems && N < n_in) N <<= 1;
+  int kk = 2;
+  while (kk < S) kk <<= 1;
   for (int64_t b = blockIdx.x; b < l.R * tiles; b += gridDim.x) {
     const int64_t r = b / tiles, t = b - r * tiles;
     const int64_t i0 = t * kTopkItems, n = min(n_in - i0, kTopkItems);
@@ -425,7 +474,7 @@ __global__ void __launch_bounds__(kTopkThreads)
       si[i] = j;
     }
     const bool tile_bad = __syncthreads_or(bad) != 0;
-    bitonic_sort(sk, si, N);
+    bitonic_topk(sk, si, N, kk);
     if (out) {
       const bool rb = tile_bad || flags[r] != 0 || sk[S - 1] >= sampling::kInfKey;
       if (rb && threadIdx.x == 0) record_bad(l.workspace, r);
