@@ -239,6 +239,17 @@ TEST(MultinomialCuda, InvalidRowsAcrossTilesAndChunks) {
   }
 }
 
+// Equal weights: equal keys (24-bit uniforms collide within 50304 draws) are
+// ordered by category in every merge level, as on the CPU.
+TEST(MultinomialCuda, EqualWeightsTieBreakByCategory) {
+  BT_SKIP_WITHOUT_GPU();
+  const int64_t R = 2, C = 50304;
+  const std::vector<double> p(static_cast<size_t>(R * C), 1.0);
+  for (const int64_t S : {1, 16, 1000, 1024})
+    expect_multinomial(bt::multinomial_desc(DType::F32, {R, C}, S, false), p, RandomSeed{21, static_cast<uint64_t>(S)},
+                       nullptr, nullptr, "equal weights S " + std::to_string(S));
+}
+
 // Many rows with replacement: the table would pass kScanMaxElems, so the
 // one-block-per-row cdf_search runs; the same values as the CPU.
 TEST(MultinomialCuda, ManyRowsFallBackToCdfSearch) {
