@@ -4,8 +4,9 @@
 //     a permutation, device_offset read and incremented on the stream, an
 //     empty out with device_offset still consumes an offset;
 //   * multinomial: with replacement (C below, at and above the 1024 scan
-//     chunks: several categories per chunk; few rows: cdf_table, many rows:
-//     cdf_search) and without (segmented sort; one row: device-wide sort), every
+//     chunks: several categories per chunk; cdf_scan, and cdf_search past its
+//     table limit) and without (race_topk with one and several merge levels;
+//     segmented sort above 1024 samples; one row: device-wide sort), every
 //     probs dtype, I32 / I64 out, strided probs and out, [C] and [R, C],
 //     zero weights, num_samples == C;
 //   * invalid rows: their samples are -1, check_probs names the lowest one,
@@ -26,6 +27,7 @@
 #include "support/reduce_helpers.hpp"  // BT_EXPECT_STATUS
 #include "support/sampling_helpers.hpp"
 #include "support/tensor_utils.hpp"
+#include "ops/random/sampling_launch.hpp"  // multinomial_variant
 
 #ifdef BARACUDA_WITH_CUDA
 #include <cuda_runtime.h>
@@ -94,8 +96,7 @@ void expect_multinomial(const MultinomialDescriptor& d, const std::vector<double
   ASSERT_TRUE(cpu.st.is_ok()) << cpu.st.to_string() << " " << w;
   EXPECT_TRUE(gpu.check.is_ok()) << gpu.check.to_string() << " " << w;
   const int64_t R = d.probs_shape.rank == 2 ? d.probs_shape[0] : 1, C = d.probs_shape[d.probs_shape.rank - 1];
-  const bool table = R <= 64 && R * C <= (int64_t{1} << 25);
-  EXPECT_EQ(gpu.variant, !d.replacement ? "segmented_sort" : table ? "cdf_table" : "cdf_search") << w;
+  EXPECT_EQ(gpu.variant, random::cuda::multinomial_variant(R, C, d.num_samples, d.replacement)) << w;
   EXPECT_TRUE(gpu.raw == cpu.raw) << "multinomial differs from the CPU (gaps included): " << w;
   if (d.device_offset) {
     EXPECT_EQ(gpu.offset_after, static_cast<int64_t>(seed.offset + 1)) << w;
@@ -115,7 +116,8 @@ TEST(MultinomialCuda, MatchesCpu) {
     int64_t R, C, S;
   };
   const Case cases[] = {{1, 1, 1},    {1, 7, 5},      {3, 1000, 700}, {2, 1024, 1024}, {5, 1025, 100},
-                        {2, 5000, 3000}, {1, 100000, 4097}, {300, 13, 13}, {70000, 3, 2}, {80, 3000, 50}};
+                        {2, 5000, 3000}, {1, 100000, 4097}, {300, 13, 13}, {70000, 3, 2}, {80, 3000, 50},
+                        {3, 20000, 16}, {2, 70000, 1000}, {4, 9000, 1024}, {1, 8193, 1}};
   for (const Case& c : cases)
     for (const bool repl : {true, false})
       for (const DType t : {DType::F32, DType::F64, DType::F16, DType::BF16}) {
@@ -166,7 +168,7 @@ TEST(MultinomialCuda, StridedViewsAndDeviceOffset) {
 TEST(MultinomialCuda, InvalidRowsWriteMinusOneAndCheckProbsNamesTheFirst) {
   BT_SKIP_WITHOUT_GPU();
   const int64_t C = 1500, S = 4;
-  for (const int64_t R : {6, 100})  // with replacement: cdf_table, cdf_search
+  for (const int64_t R : {6, 100})
   for (const bool repl : {true, false}) {
     std::vector<double> p(static_cast<size_t>(R * C), 1.0);
     p[static_cast<size_t>(4 * C + 17)] = -1.0;                                    // row 4: negative
@@ -177,7 +179,7 @@ TEST(MultinomialCuda, InvalidRowsWriteMinusOneAndCheckProbsNamesTheFirst) {
     const auto g = bt::run_multinomial(bt::kGpu, d, p, RandomSeed{3, 3}, nullptr, nullptr, 0x5a);
     ASSERT_TRUE(g.st.is_ok()) << g.st.to_string();
     BT_EXPECT_STATUS(g.check, StatusCode::InvalidProblem, "MultinomialPlan: probs row 2 is invalid");
-    EXPECT_EQ(g.variant, !repl ? "segmented_sort" : R <= 64 ? "cdf_table" : "cdf_search");
+    EXPECT_EQ(g.variant, !repl ? "race_topk" : "cdf_scan");
     for (int64_t r = 0; r < R; ++r)
       for (int64_t s = 0; s < S; ++s) {
         const int64_t v = g.values[static_cast<size_t>(r * S + s)];
@@ -212,6 +214,52 @@ TEST(MultinomialCuda, InvalidRowsWriteMinusOneAndCheckProbsNamesTheFirst) {
   ASSERT_TRUE(plan.run(bt::kGpu, W, a).is_ok());
   EXPECT_TRUE(plan.check_probs(bt::kGpu, W).is_ok());
   BT_EXPECT_STATUS(plan.check_probs(bt::kGpu, Workspace(ws.data(), 0)), StatusCode::WorkspaceTooSmall, "MultinomialPlan");
+}
+
+// Bad rows whose bad weight sits in a later tile of a multi-level race_topk
+// (the flag crosses launches) or of a multi-chunk cdf_scan.
+TEST(MultinomialCuda, InvalidRowsAcrossTilesAndChunks) {
+  BT_SKIP_WITHOUT_GPU();
+  const int64_t R = 4, C = 9000, S = 8;
+  for (const bool repl : {true, false}) {
+    std::vector<double> p(static_cast<size_t>(R * C), 1.0);
+    p[static_cast<size_t>(1 * C + 8500)] = std::nan("");  // row 1: NaN in the third tile
+    for (int64_t j = 0; j < C; ++j) p[static_cast<size_t>(2 * C + j)] = repl ? 0.0 : j % 2000 == 0 ? 1.0 : 0.0;
+    const auto d = bt::multinomial_desc(DType::F32, {R, C}, S, repl);
+    const auto g = bt::run_multinomial(bt::kGpu, d, p, RandomSeed{8, 8}, nullptr, nullptr, 0x5a);
+    ASSERT_TRUE(g.st.is_ok()) << g.st.to_string();
+    BT_EXPECT_STATUS(g.check, StatusCode::InvalidProblem, "MultinomialPlan: probs row 1 is invalid");
+    EXPECT_EQ(g.variant, !repl ? "race_topk" : "cdf_scan");
+    for (int64_t r = 0; r < R; ++r)
+      for (int64_t s = 0; s < S; ++s) {
+        const int64_t v = g.values[static_cast<size_t>(r * S + s)];
+        if (r == 1 || r == 2) EXPECT_EQ(v, -1) << "row " << r;
+        else EXPECT_TRUE(v >= 0 && v < C) << "row " << r << ": " << v;
+      }
+  }
+}
+
+// Equal weights: equal keys (24-bit uniforms collide within 50304 draws) are
+// ordered by category in every merge level, as on the CPU.
+TEST(MultinomialCuda, EqualWeightsTieBreakByCategory) {
+  BT_SKIP_WITHOUT_GPU();
+  const int64_t R = 2, C = 50304;
+  const std::vector<double> p(static_cast<size_t>(R * C), 1.0);
+  for (const int64_t S : {1, 16, 1000, 1024})
+    expect_multinomial(bt::multinomial_desc(DType::F32, {R, C}, S, false), p, RandomSeed{21, static_cast<uint64_t>(S)},
+                       nullptr, nullptr, "equal weights S " + std::to_string(S));
+}
+
+// Many rows with replacement: the table would pass kScanMaxElems, so the
+// one-block-per-row cdf_search runs; the same values as the CPU.
+TEST(MultinomialCuda, ManyRowsFallBackToCdfSearch) {
+  BT_SKIP_WITHOUT_GPU();
+  bt::Rng rng(bt::fresh_seed());
+  const int64_t R = 16800, C = 1000, S = 2;
+  ASSERT_GT(R * C, random::cuda::kScanMaxElems);
+  const auto p = weights(R * C, rng, 0.3);
+  expect_multinomial(bt::multinomial_desc(DType::F16, {R, C}, S, true), p, RandomSeed{17, 1}, nullptr, nullptr,
+                     "cdf_search fallback");
 }
 
 #ifdef BARACUDA_WITH_CUDA

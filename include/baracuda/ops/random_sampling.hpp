@@ -65,28 +65,39 @@
 // memory. Each run consumes exactly one offset, also for an empty out. With
 // device_offset = false, offset must be absent and seed.offset is used.
 //
-// CUDA algorithms (sku().variant):
-//   randperm "radix_sort": keys and 32-bit indices made by one kernel, CUB
-//     DeviceRadixSort::SortPairs (stable, all 64 key bits, double buffers in
-//     the workspace), then one kernel writes out in the dtype.
-//     workspace_size() = 256 (alignment) + keys and indices (double-buffered)
-//     + CUB's temporary storage (sized at select()).
-//   multinomial "cdf_table" (with replacement, R <= 64 and R * C <= 2^25): one
-//     block of 256 threads per row tabulates the row's cdf in the workspace
-//     (thread t sums chunk t, checking the weights; thread 0 sums the chunk
-//     totals into the chunk offsets; the offsets are added), then one thread
-//     per (row, sample) binary-searches the table. workspace_size() = 256 + the
-//     error word + R * C doubles + R row flags.
-//   multinomial "cdf_search" (with replacement, more rows): one block per row
-//     computes the chunk totals and offsets in shared memory as above, then
+// CUDA algorithms (sku().variant); every variant returns the values above:
+//   randperm "radix_sort": one kernel writes the keys' high 32 bits and 32-bit
+//     indices, CUB DeviceRadixSort::SortPairs sorts on the top min(32,
+//     ceil(log2 n) + 8 rounded up to 8) of those bits (at most 4 radix passes
+//     instead of 8), and the kernel writing out in the dtype orders each run
+//     of equal sorted bits by (64-bit key, index), the keys recomputed from
+//     Philox: the stable sort of the 64-bit keys. workspace_size() = 256 (alignment) + high
+//     keys and indices (double-buffered) + CUB's temporary storage (sized at
+//     select()).
+//   multinomial "cdf_scan" (with replacement, R * M <= 2^24, M = the number of
+//     scan chunks): a thread per (row, chunk) sums the chunk (when K > 1), a
+//     warp per row runs the chunk-offset chain (every lane the same left-to-
+//     right adds) and stores each chunk's end in the workspace, then a thread
+//     per (row, sample) binary-searches the chunk ends and walks the chunk.
+//     workspace_size() = 256 + the error word + R row flags + R * M doubles.
+//   multinomial "cdf_search" (with replacement, larger R * M): one block per
+//     row computes the chunk totals and offsets in shared memory as above, then
 //     each thread draws its samples: binary search over the chunk ends, then a
-//     walk of the chunk. workspace_size() = 256 + the error word.
-//   multinomial "segmented_sort" (without replacement): one thread per
-//     (row, category) computes the key (a bad weight flags its row by an
-//     integer atomicOr), CUB DeviceSegmentedRadixSort sorts (key, j) per row
-//     (stable; DeviceRadixSort when R = 1), one kernel writes the first
-//     num_samples of each row (a row with fewer positive weights than
-//     num_samples has +inf as its num_samples-th key). workspace_size() = 256 + the
+//     walk of the chunk. workspace_size() = 256 + the error word + row flags.
+//   multinomial "race_topk" (without replacement, num_samples <= 1024): a block
+//     makes the keys of a tile of 4096 categories and selects the num_samples
+//     smallest (key, j) in order in shared memory (bitonic top-k: runs of
+//     kk = next_pow2(num_samples) sorted, then halved by keeping the smaller
+//     of each run pair and re-sorting, until one run is left); further launches merge
+//     each row's survivors in tiles of 4096 the same way until a row fits one
+//     tile, whose first num_samples are written (a bad weight flags its row by
+//     an integer atomicOr; a row whose num_samples-th key is +inf has too few
+//     positive weights). workspace_size() = 256 + the error word + row flags +
+//     2 * R * ceil(C / 4096) * num_samples survivors (none when C <= 4096).
+//   multinomial "segmented_sort" (without replacement, num_samples > 1024): one
+//     thread per (row, category) computes the key, CUB DeviceSegmentedRadixSort
+//     sorts (key, j) per row (stable; DeviceRadixSort when R = 1), one kernel
+//     writes the first num_samples of each row. workspace_size() = 256 + the
 //     error word + keys and indices (double-buffered), row offsets, row flags
 //     and CUB's temporary storage. CUDA: R * C < 2^31.
 //   Deterministic: no floating-point atomics, fixed summation orders.

@@ -37,16 +37,31 @@ Status launch_randperm(const RandpermLaunch& l);
 // Byte offsets from the aligned workspace start (the error word is at 0).
 struct MultinomialWorkspace {
   size_t keys0 = 0, keys1 = 0, vals0 = 0, vals1 = 0, seg = 0, flags = 0, temp = 0, temp_bytes = 0, total = 0;
-  size_t cdf = 0;  // cdf_table: R * C doubles (flags: R int32)
+  size_t ends = 0;  // cdf_scan: R * M doubles, the cdf at each chunk's end
 };
-MultinomialWorkspace multinomial_workspace(int64_t R, int64_t C, bool replacement);
+MultinomialWorkspace multinomial_workspace(int64_t R, int64_t C, int64_t S, bool replacement);
 
-// With replacement, few rows: the whole cdf is tabulated in the workspace and
-// the samples are drawn by a grid over every (row, sample) ("cdf_table");
-// otherwise one block per row ("cdf_search"). The same values either way.
-inline constexpr int64_t kTableMaxRows = 64;
-inline constexpr int64_t kTableMaxElems = int64_t{1} << 25;  // 256 MiB of f64
-inline bool use_cdf_table(int64_t R, int64_t C) { return R <= kTableMaxRows && R * C <= kTableMaxElems; }
+// With replacement: "cdf_scan" (the chunk totals by a thread per chunk, the
+// chunk ends by a warp per row, the samples by a thread per sample) while the
+// chunk-end table (R * M doubles) stays below kScanMaxElems; otherwise
+// "cdf_search" (one block per row, no table). The same values either way.
+inline constexpr int64_t kScanMaxElems = int64_t{1} << 24;  // 128 MiB of f64
+inline bool use_cdf_scan(int64_t R, int64_t C) {
+  const int64_t K = C < 1 ? 1 : (C + 1023) / 1024;  // sampling::scan_chunk_len
+  const int64_t M = C < 1 ? 0 : (C + K - 1) / K;
+  return R <= kScanMaxElems && R * M <= kScanMaxElems;
+}
+// Without replacement: "race_topk" (tiles of kTopkItems keys sorted in shared
+// memory, each keeping its num_samples smallest, then the tiles' survivors
+// merged the same way until one tile per row is left) for num_samples <=
+// kTopkMaxSamples; otherwise "segmented_sort". The same values either way.
+inline constexpr int64_t kTopkItems = 4096;
+inline constexpr int64_t kTopkMaxSamples = 1024;
+inline bool use_race_topk(int64_t S) { return S <= kTopkMaxSamples; }
+inline const char* multinomial_variant(int64_t R, int64_t C, int64_t S, bool replacement) {
+  return replacement ? (use_cdf_scan(R, C) ? "cdf_scan" : "cdf_search")
+                     : (use_race_topk(S) ? "race_topk" : "segmented_sort");
+}
 
 struct MultinomialLaunch {
   DType dtype = DType::F32;

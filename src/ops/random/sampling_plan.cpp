@@ -202,12 +202,12 @@ Result<MultinomialPlan> MultinomialPlan::select(const Stream& stream, const Mult
     return unsupported(kMultinomial, "the CUDA multinomial needs C and R below 2^31 (and R * C below 2^31 without "
                        "replacement); got R = ", R, ", C = ", C);
   baracuda::detail::PlanAccess::sku(plan).variant =
-      !desc.replacement ? "segmented_sort" : random::cuda::use_cdf_table(R, C) ? "cdf_table" : "cdf_search";
+      random::cuda::multinomial_variant(R, C, S, desc.replacement);
 #ifdef BARACUDA_WITH_CUDA
   baracuda::detail::DeviceGuard guard(stream.device().ordinal);
   BARACUDA_RETURN_IF_ERROR(guard.status());
   baracuda::detail::PlanAccess::set_workspace(
-      plan, random::cuda::kSamplingAlign + random::cuda::multinomial_workspace(R, C, desc.replacement).total);
+      plan, random::cuda::kSamplingAlign + random::cuda::multinomial_workspace(R, C, S, desc.replacement).total);
 #endif
   return plan;
 }
@@ -246,7 +246,7 @@ Status MultinomialPlan::run(const Stream& stream, Workspace ws, const Multinomia
         l.offset = a.seed.offset;
         l.offset_ptr = desc_.device_offset ? static_cast<int64_t*>(a.offset.data) : nullptr;
         l.workspace = aligned(ws.ptr);
-        if (l.R * l.S > 0) l.ws = random::cuda::multinomial_workspace(l.R, l.C, l.replacement);
+        if (l.R * l.S > 0) l.ws = random::cuda::multinomial_workspace(l.R, l.C, l.S, l.replacement);
         l.stream = stream.native_handle();
         return random::cuda::launch_multinomial(l);
 #else

@@ -7,7 +7,7 @@
 namespace baracuda::random::cuda {
 
 RandpermWorkspace randperm_workspace(int64_t) { return {}; }
-MultinomialWorkspace multinomial_workspace(int64_t, int64_t, bool) { return {}; }
+MultinomialWorkspace multinomial_workspace(int64_t, int64_t, int64_t, bool) { return {}; }
 Status launch_randperm(const RandpermLaunch&) { return baracuda::detail::family_not_built("RandpermPlan", "random"); }
 Status launch_multinomial(const MultinomialLaunch&) {
   return baracuda::detail::family_not_built("MultinomialPlan", "random");
