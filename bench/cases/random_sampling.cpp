@@ -6,7 +6,8 @@
 //   multinomial.repl.f32.<R>x<C>.s<S>         LLM-style sampling: 1024 x 50304 and 64 x 50304,
 //                                             1 sample per row; 4096 x 1000, 8 samples
 //                                             (torch.multinomial(probs, S, replacement=True))
-//   multinomial.norepl.f32.<R>x<C>.s<S>       64 x 50304, 16 samples; 1 x 2^20, 1000 samples
+//   multinomial.norepl.f32.<R>x<C>.s<S>       64 x 50304, 16 samples; 1 x 2^20, 1000 / 256 / 257 samples
+//                                             (256 | 257: race_topk's limit | segmented_sort)
 //                                             (replacement=False)
 // Bytes counted: n * 8 written (randperm); R C 4 read + R S 8 written (multinomial).
 #include <algorithm>
@@ -83,7 +84,8 @@ void register_random_sampling(Registry& reg) {
     bool replacement;
   };
   for (const M m : {M{1024, 50304, 1, true}, M{64, 50304, 1, true}, M{4096, 1000, 8, true}, M{64, 50304, 16, false},
-                    M{1, int64_t{1} << 20, 1000, false}}) {
+                    M{1, int64_t{1} << 20, 1000, false}, M{1, int64_t{1} << 20, 256, false},
+                    M{1, int64_t{1} << 20, 257, false}}) {
     BandwidthCase c{{}, m.replacement ? "multinomial_repl" : "multinomial_norepl", false, DType::F32, Dims{m.R, m.C},
                     Dims{}};
     c.name = std::string("multinomial.") + (m.replacement ? "repl" : "norepl") + ".f32." + join(c.shape, "x") + ".s" +

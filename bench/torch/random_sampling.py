@@ -6,7 +6,7 @@
   multinomial.repl.f32.<R>x<C>.s<S>     torch.multinomial(probs, S, replacement=True):
                                         1024 x 50304 and 64 x 50304 with 1 sample (LLM sampling), 4096 x 1000 with 8
   multinomial.norepl.f32.<R>x<C>.s<S>   torch.multinomial(probs, S, replacement=False):
-                                        64 x 50304 with 16, 1 x 2^20 with 1000
+                                        64 x 50304 with 16, 1 x 2^20 with 1000 / 256 / 257
 Same names, byte counting and method as bench/cases/random_sampling.cpp: bytes counted
 n * 8 written (randperm), R C 4 read + R S 8 written (multinomial), whatever PyTorch
 itself moves; probs uniform in [0.01, 1) (unnormalized, as torch accepts); one buffer set.
@@ -19,7 +19,7 @@ ITERS, WARMUP = 20, 3
 
 RANDPERM = (1000000, 10000000)
 MULTINOMIAL = [(1024, 50304, 1, True), (64, 50304, 1, True), (4096, 1000, 8, True), (64, 50304, 16, False),
-               (1, 1 << 20, 1000, False)]
+               (1, 1 << 20, 1000, False), (1, 1 << 20, 256, False), (1, 1 << 20, 257, False)]
 
 
 def all_cases():

@@ -65,6 +65,13 @@ struct Storage {
   // exports order the consumer after it, and the memory is freed on it
   // (stream-ordered, after every use baracuda saw).
   void* last = nullptr;
+  // The Python object of `last` when the caller gave one (a CuPy or torch
+  // stream object): a strong reference, so the stream outlives the memory
+  // freed on it. A stream destroyed before the cudaFreeAsync on it would be
+  // undefined behaviour (seen on the H100: "context is destroyed", then a
+  // segfault, after a CuPy stream went out of scope before the array).
+  PyObject* last_owner = nullptr;
+  void set_last(void* s);  // records a use on stream s (and takes s's owner)
   Storage(Device d, size_t bytes, void* stream);
   ~Storage();
   Storage(const Storage&) = delete;

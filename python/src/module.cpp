@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <new>
+#include <unordered_map>
 
 #include "common.hpp"
 
@@ -157,6 +158,8 @@ void* handle_from_int(nb::handle h) {
 }
 }  // namespace
 
+void note_stream_owner(void* handle, nb::handle obj);
+
 Stream stream_from_py(nb::handle h, std::optional<Device> device) {
   if (nb::isinstance<Stream>(h)) return nb::cast<Stream>(h);
   if (nb::isinstance<nb::str>(h)) {
@@ -169,11 +172,15 @@ Stream stream_from_py(nb::handle h, std::optional<Device> device) {
   int ordinal = device && device->is_cuda() ? device->ordinal : current_cuda_device();
   if (nb::hasattr(h, "cuda_stream")) {  // torch.cuda.Stream
     if (nb::hasattr(h, "device_index")) ordinal = nb::cast<int>(h.attr("device_index"));
-    return Stream::cuda(ordinal, handle_from_int(h.attr("cuda_stream")));
+    void* handle = handle_from_int(h.attr("cuda_stream"));
+    note_stream_owner(handle, h);
+    return Stream::cuda(ordinal, handle);
   }
   if (nb::hasattr(h, "ptr") && !nb::isinstance<nb::int_>(h)) {  // cupy.cuda.Stream
     if (nb::hasattr(h, "device_id")) ordinal = nb::cast<int>(h.attr("device_id"));
-    return Stream::cuda(ordinal, handle_from_int(h.attr("ptr")));
+    void* handle = handle_from_int(h.attr("ptr"));
+    note_stream_owner(handle, h);
+    return Stream::cuda(ordinal, handle);
   }
   if (nb::isinstance<nb::int_>(h)) {
     const auto v = nb::cast<int64_t>(h);
@@ -249,6 +256,59 @@ cudaMemPool_t pool_for(int ordinal) {
 }  // namespace
 #endif
 
+// Stream handles -> weak references to the Python stream objects they came
+// from (stream_from_py fills it). An array used on such a stream keeps the
+// object alive until its memory is freed on it. Under the GIL.
+std::unordered_map<void*, PyObject*>& stream_owners() {
+  static auto* m = new std::unordered_map<void*, PyObject*>();  // never destroyed: used from destructors
+  return *m;
+}
+void note_stream_owner(void* handle, nb::handle obj) {
+  if (handle == nullptr) return;
+  PyObject* w = PyWeakref_NewRef(obj.ptr(), nullptr);
+  if (!w) {  // not weak-referenceable: the stream's lifetime stays the caller's business
+    PyErr_Clear();
+    return;
+  }
+  auto& m = stream_owners();
+  auto it = m.find(handle);
+  if (it != m.end()) {
+    Py_DECREF(it->second);
+    it->second = w;
+  } else {
+    m.emplace(handle, w);
+  }
+}
+PyObject* stream_owner_ref(void* handle) {  // a new strong reference, or null
+  if (handle == nullptr) return nullptr;
+  auto& m = stream_owners();
+  auto it = m.find(handle);
+  if (it == m.end()) return nullptr;
+  PyObject* o = PyWeakref_GetObject(it->second);  // borrowed; Py_None once dead
+  if (o == nullptr || o == Py_None) {
+    PyErr_Clear();
+    Py_DECREF(it->second);
+    m.erase(it);
+    return nullptr;
+  }
+  Py_INCREF(o);
+  return o;
+}
+void release_owner(PyObject* o) {
+  if (!o || !Py_IsInitialized()) return;  // at interpreter exit: leaked, never touched
+  PyGILState_STATE g = PyGILState_Ensure();  // the last reference may go from a thread without the GIL (DLPack deleters)
+  Py_DECREF(o);
+  PyGILState_Release(g);
+}
+
+void Storage::set_last(void* s) {
+  if (s == last) return;
+  last = s;
+  PyObject* o = stream_owner_ref(s);
+  release_owner(last_owner);
+  last_owner = o;
+}
+
 Storage::Storage(Device d, size_t n, void* s) : bytes(n), device(d), stream(s), last(s) {
   const size_t alloc = n == 0 ? 64 : (n + 63) / 64 * 64;  // never a null pointer, even for no elements
   if (d.is_cpu()) {
@@ -260,6 +320,7 @@ Storage::Storage(Device d, size_t n, void* s) : bytes(n), device(d), stream(s), 
   DeviceGuard g(d.ordinal);
   cuda_check(cudaMallocFromPoolAsync(&ptr, alloc, pool_for(d.ordinal), static_cast<cudaStream_t>(s)),
              "cudaMallocFromPoolAsync");
+  last_owner = stream_owner_ref(s);
 #else
   raise_unsupported("baracuda was built without CUDA: cannot allocate on " + d.to_string());
 #endif
@@ -278,6 +339,7 @@ Storage::~Storage() {
   (void)cudaFreeAsync(ptr, static_cast<cudaStream_t>(last));  // after every use baracuda saw (they are chained)
   if (old >= 0 && old != device.ordinal) (void)cudaSetDevice(old);
 #endif
+  release_owner(last_owner);  // after the free: the stream may go now
 }
 
 TensorMut Array::view() const {
@@ -568,7 +630,7 @@ View import_tensor(nb::handle obj, const Stream& stream, const char* what, std::
     const Array& a = nb::cast<const Array&>(obj);
     if (a.device().is_cuda() && stream.is_cuda()) {
       order_streams(a.device(), a.storage->last, stream.native_handle());
-      a.storage->last = stream.native_handle();  // this call's use: the next one waits for it
+      a.storage->set_last(stream.native_handle());  // this call's use: the next one waits for it
     }
     View v;
     v.source = nb::borrow(obj);

@@ -3,6 +3,7 @@ backward, zero-copy, stream ordering. Skips without torch + CUDA + a CUDA
 build of baracuda. Run on the GPU machine:
     PYTHONPATH=<build>/python python -m pytest python/tests -q
 """
+import gc
 import math
 import os
 
@@ -258,6 +259,16 @@ def test_cupy_zero_copy_and_stream():
     with s:
         r = cp.from_dlpack(y2)
         cp.testing.assert_allclose(r, x * 2)
+    # The CuPy stream object goes first: y2's memory is freed on that stream
+    # later, so the array keeps the stream object alive (this crashed the
+    # process with "context is destroyed" before).
+    del r, s
+    gc.collect()
+    del y2
+    gc.collect()
+    z = bc.exp(x)
+    cp.cuda.Device().synchronize()
+    cp.testing.assert_allclose(cp.from_dlpack(z), cp.exp(x), rtol=1e-6)
 
 
 def test_jax_zero_copy():

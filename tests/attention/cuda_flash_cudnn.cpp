@@ -303,6 +303,32 @@ TEST_P(Route, ForwardAndBackwardMatchReference) {
 
 INSTANTIATE_TEST_SUITE_P(Cudnn, Route, ::testing::ValuesIn(kCases), case_name);
 
+// Runs a built backward plan on the problem's device copies (y and lse: the
+// reference's) and compares dq, dk, dv with the CPU reference.
+void run_backward_and_check(Problem& pb, const Stream& s, const FlashSdpaBackwardPlan& bwd, double tol) {
+  pb.y.upload();
+  pb.lse.upload();
+  for (Pair* p : {&pb.dq, &pb.dk, &pb.dv}) p->poison();
+  Buffer bws = bt::device_workspace(bwd.workspace_size());
+  FlashSdpaBackwardArgs b;
+  b.dy = pb.dy.dev_ref();
+  b.q = pb.q.dev_ref();
+  b.k = pb.k.dev_ref();
+  b.v = pb.v.dev_ref();
+  b.y = pb.y.dev_ref();
+  b.lse = pb.lse.dev_ref();
+  b.dq = pb.dq.dev_mut();
+  b.dk = pb.dk.dev_mut();
+  b.dv = pb.dv.dev_mut();
+  Status st = bwd.run(s, Workspace(bws.data(), bwd.workspace_size()), b);
+  if (st.code() == StatusCode::Unsupported) GTEST_SKIP() << st.to_string();
+  ASSERT_TRUE(st.is_ok()) << st.to_string();
+  ASSERT_TRUE(synchronize(s).is_ok());
+  expect_close("dq", pb.dq.download(), pb.dq_ref, tol);
+  expect_close("dk", pb.dk.download(), pb.dk_ref, tol);
+  expect_close("dv", pb.dv.download(), pb.dv_ref, tol);
+}
+
 // ---------------------------------------------------------------------------
 class Plan : public ::testing::TestWithParam<Case> {};
 
@@ -341,27 +367,30 @@ TEST_P(Plan, CudnnBackendMatchesReference) {
   if (!bwd && bwd.status().code() == StatusCode::Unsupported) GTEST_SKIP() << bwd.status().to_string();
   ASSERT_TRUE(bwd.is_ok()) << bwd.status().to_string();
   EXPECT_EQ(bwd->sku().backend, Backend::CuDnn) << bwd->sku().to_string();
-  pb.y.upload();
-  pb.lse.upload();
-  for (Pair* p : {&pb.dq, &pb.dk, &pb.dv}) p->poison();
-  Buffer bws = bt::device_workspace(bwd->workspace_size());
-  FlashSdpaBackwardArgs b;
-  b.dy = pb.dy.dev_ref();
-  b.q = pb.q.dev_ref();
-  b.k = pb.k.dev_ref();
-  b.v = pb.v.dev_ref();
-  b.y = pb.y.dev_ref();
-  b.lse = pb.lse.dev_ref();
-  b.dq = pb.dq.dev_mut();
-  b.dk = pb.dk.dev_mut();
-  b.dv = pb.dv.dev_mut();
-  st = bwd->run(s, Workspace(bws.data(), bwd->workspace_size()), b);
-  if (st.code() == StatusCode::Unsupported) GTEST_SKIP() << st.to_string();
-  ASSERT_TRUE(st.is_ok()) << st.to_string();
-  ASSERT_TRUE(synchronize(s).is_ok());
-  expect_close("dq", pb.dq.download(), pb.dq_ref, tol);
-  expect_close("dk", pb.dk.download(), pb.dk_ref, tol);
-  expect_close("dv", pb.dv.download(), pb.dv_ref, tol);
+  EXPECT_TRUE(bwd->sku().precision.deterministic) << bwd->sku().to_string();
+  run_backward_and_check(pb, s, *bwd, tol);
+}
+
+// PlanPreference::require_deterministic = false: the backward may take
+// cuDNN's atomic dQ accumulation (issue 17's opt-in route). The SKU says so
+// and the gradients stay within the dtype's tolerance of the reference.
+TEST_P(Plan, NonDeterministicBackwardMatchesReference) {
+  BT_SKIP_WITHOUT_GPU();
+  const Case& c = GetParam();
+  PlanPreference pref;
+  pref.require_deterministic = false;
+  const Stream s = Stream::cuda(0);
+  auto bwd = FlashSdpaBackwardPlan::select(s, descriptor_of(c), pref);
+  if (!bwd && bwd.status().code() == StatusCode::Unsupported) GTEST_SKIP() << bwd.status().to_string();
+  ASSERT_TRUE(bwd.is_ok()) << bwd.status().to_string();
+  std::cout << "  " << bwd->sku().to_string() << "\n";
+  if (bwd->sku().backend == Backend::CuDnn && attention::cudnn_sdpa::available()) {
+    auto info = attention::cudnn_sdpa::prepare_backward(attention::cudnn_sdpa::canonical_backward(descriptor_of(c)), false);
+    if (info) EXPECT_EQ(bwd->sku().precision.deterministic, info->deterministic) << bwd->sku().to_string();
+  }
+  Problem pb(c);
+  ASSERT_NO_FATAL_FAILURE(pb.setup());
+  run_backward_and_check(pb, s, *bwd, bt::tolerance(c.dtype));
 }
 
 INSTANTIATE_TEST_SUITE_P(Cudnn, Plan, ::testing::ValuesIn(kCases), case_name);

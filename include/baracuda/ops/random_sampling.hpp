@@ -84,7 +84,7 @@
 //     row computes the chunk totals and offsets in shared memory as above, then
 //     each thread draws its samples: binary search over the chunk ends, then a
 //     walk of the chunk. workspace_size() = 256 + the error word + row flags.
-//   multinomial "race_topk" (without replacement, num_samples <= 1024): a block
+//   multinomial "race_topk" (without replacement, num_samples <= 256): a block
 //     makes the keys of a tile of 4096 categories and selects the num_samples
 //     smallest (key, j) in order in shared memory (bitonic top-k: runs of
 //     kk = next_pow2(num_samples) sorted, then halved by keeping the smaller
@@ -94,7 +94,7 @@
 //     an integer atomicOr; a row whose num_samples-th key is +inf has too few
 //     positive weights). workspace_size() = 256 + the error word + row flags +
 //     2 * R * ceil(C / 4096) * num_samples survivors (none when C <= 4096).
-//   multinomial "segmented_sort" (without replacement, num_samples > 1024): one
+//   multinomial "segmented_sort" (without replacement, num_samples > 256): one
 //     thread per (row, category) computes the key, CUB DeviceSegmentedRadixSort
 //     sorts (key, j) per row (stable; DeviceRadixSort when R = 1), one kernel
 //     writes the first num_samples of each row. workspace_size() = 256 + the
