@@ -199,7 +199,7 @@ void bind_masked(nb::module_& m) {
   m.def(
       "_read_i64",
       [](nb::handle t, nb::handle stream_arg) {
-        const Stream s = resolve_stream(stream_arg, Device::cpu(), {t});
+        const Stream s = resolve_stream(stream_arg, device_of(t, "_read_i64"), {t});  // the tensor's device, not the CPU's
         View v = import_fast(t, s, "_read_i64");
         if (v.view.dtype != DType::I64 || v.view.shape.rank != 0) raise_invalid("_read_i64: expected a 0-d int64 tensor");
         int64_t out = 0;

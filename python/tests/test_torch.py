@@ -52,6 +52,22 @@ def test_torch_compile_sees_opaque_op():
     torch.library.opcheck(torch.ops.baracuda.rms_norm_fwd.default, (x, m.weight, 1, 1e-6))
 
 
+def test_eager_calls_skip_the_dispatcher_and_compile_keeps_the_custom_op():
+    # Eager: the autograd.Function twin (torch's custom-op dispatch costs
+    # ~40-140 us per call); compiled: the registered custom op, same numbers.
+    m = bt.Linear(4, 5, activation="gelu", dtype=torch.float64)
+    x = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    y = m(x)
+    assert "eager" in type(y.grad_fn).__name__, type(y.grad_fn).__name__
+    y.sum().backward()
+    gx, gw = x.grad.clone(), m.weight.grad.clone()
+    x.grad = None
+    m.weight.grad = None
+    f = torch.compile(lambda t: m(t).sum(), fullgraph=True, backend="aot_eager")
+    f(x).backward()
+    assert torch.allclose(x.grad, gx) and torch.allclose(m.weight.grad, gw)
+
+
 @pytest.mark.parametrize("act", [None, "relu", "gelu", "gelu_tanh"])
 @pytest.mark.parametrize("bias", [False, True])
 def test_linear_gradcheck(act, bias):
