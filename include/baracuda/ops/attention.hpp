@@ -43,6 +43,13 @@
 // bespoke then); running a built one is capture-safe.
 // Every default plan is deterministic: no floating-point atomics, grouped-query
 // gradients of K/V are summed over the query heads of a group in a fixed order.
+// Opt-in non-determinism: FlashSdpaBackwardPlan selected with
+// PlanPreference::require_deterministic = false builds cuDNN's backward with
+// its atomic dQ accumulation (the SKU's precision.deterministic is false and
+// its string says "non-deterministic"; results within the dtype's tolerance,
+// not bit-stable between runs). On the H100 it measured 1.09-1.30x PyTorch's
+// fastest backward on all ten benchmark shapes (docs/BENCHMARKS.md); the
+// bespoke kernels stay deterministic either way.
 #pragma once
 #include <cstdint>
 #include <optional>
