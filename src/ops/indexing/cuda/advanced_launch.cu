@@ -1,5 +1,6 @@
 // IndexGetPlan / IndexPutPlan on CUDA (see include/baracuda/ops/indexing_advanced.hpp).
-//   get: one thread per output element (grid-stride): R coordinates, each
+//   get: one thread per output element (grid-stride; 32-bit coordinate
+//        arithmetic when every offset fits, fits_int32): R coordinates, each
 //        index tensor through its broadcast strides, wrap, bounds check, copy
 //        the element's raw bits (E = an unsigned type of the dtype's size);
 //        a bad index writes zero and is recorded.
@@ -42,38 +43,42 @@ unsigned grid_of(int64_t items) {
 }
 
 // r < numel(R): what is left after the inner axes is axis 0's coordinate (no
-// division for a rank-1 R).
-__device__ __forceinline__ void decode(const AdvancedMap& m, int64_t r, int64_t* c) {
+// division for a rank-1 R). Int: int64_t, or int32_t when every coordinate
+// and offset of the launch fits (fits_int32: 32-bit division is several
+// times cheaper than 64-bit, and the get is index arithmetic, not bytes).
+template <class Int = int64_t>
+__device__ __forceinline__ void decode(const AdvancedMap& m, Int r, Int* c) {
   for (int k = m.rank - 1; k > 0; --k) {
-    c[k] = r % m.shape[k];
-    r /= m.shape[k];
+    const Int e = static_cast<Int>(m.shape[k]);
+    c[k] = r % e;
+    r /= e;
   }
   if (m.rank > 0) c[0] = r;
 }
 
 // The offset through `stride` (per self dim) of position c, indices wrapped;
 // false (nothing computed) when an index is outside [-size, size).
-template <class I>
-__device__ __forceinline__ bool base_offset(const AdvancedMap& m, const int64_t* c, const int64_t* stride,
-                                            int64_t* off) {
-  int64_t o = 0;
+template <class I, class Int = int64_t>
+__device__ __forceinline__ bool base_offset(const AdvancedMap& m, const Int* c, const int64_t* stride, Int* off) {
+  Int o = 0;
   for (int k = 0; k < m.rank; ++k)
-    if (m.axis_dim[k] >= 0) o += c[k] * stride[m.axis_dim[k]];
+    if (m.axis_dim[k] >= 0) o += c[k] * static_cast<Int>(stride[m.axis_dim[k]]);
   for (int j = 0; j < m.n_idx; ++j) {
-    int64_t io = 0;
-    for (int k = 0; k < m.rank; ++k) io += c[k] * m.idx_stride[j][k];
+    Int io = 0;
+    for (int k = 0; k < m.rank; ++k) io += c[k] * static_cast<Int>(m.idx_stride[j][k]);
     int64_t v = static_cast<int64_t>(static_cast<const I*>(m.idx[j])[io]);
     if (v < 0) v += m.size[j];
     if (v < 0 || v >= m.size[j]) return false;
-    o += v * stride[m.dims[j]];
+    o += static_cast<Int>(v) * static_cast<Int>(stride[m.dims[j]]);
   }
   *off = o;
   return true;
 }
 
-__device__ __forceinline__ int64_t r_offset(int rank, const int64_t* c, const int64_t* stride) {
-  int64_t o = 0;
-  for (int k = 0; k < rank; ++k) o += c[k] * stride[k];
+template <class Int = int64_t>
+__device__ __forceinline__ Int r_offset(int rank, const Int* c, const int64_t* stride) {
+  Int o = 0;
+  for (int k = 0; k < rank; ++k) o += c[k] * static_cast<Int>(stride[k]);
   return o;
 }
 
@@ -87,20 +92,21 @@ __device__ __forceinline__ int64_t self_offset(const AdvancedMap& m, int64_t q, 
   return o;
 }
 
-template <class E, class I>
+template <class E, class I, class Int>
 __global__ void __launch_bounds__(kThreads) get_kernel(const AdvancedLaunch l) {
   const E* x = static_cast<const E*>(l.x);
   E* out = static_cast<E*>(l.out);
-  const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
-  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; r < l.m.numel; r += step) {
-    int64_t c[kMaxRank];
-    decode(l.m, r, c);
-    int64_t xo = 0;
-    const int64_t oo = r_offset(l.m.rank, c, l.out_stride);
-    if (base_offset<I>(l.m, c, l.x_stride, &xo)) {
+  const Int n = static_cast<Int>(l.m.numel);
+  const Int step = static_cast<Int>(gridDim.x) * kThreads;
+  for (Int r = static_cast<Int>(blockIdx.x) * kThreads + static_cast<Int>(threadIdx.x); r < n; r += step) {
+    Int c[kMaxRank];
+    decode<Int>(l.m, r, c);
+    Int xo = 0;
+    const Int oo = r_offset<Int>(l.m.rank, c, l.out_stride);
+    if (base_offset<I, Int>(l.m, c, l.x_stride, &xo)) {
       out[oo] = x[xo];
     } else {
-      record_bad(l.workspace, r);
+      record_bad(l.workspace, static_cast<int64_t>(r));
       out[oo] = E{};
     }
   }
@@ -121,7 +127,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t step = static_cast<int64_t>(gridDim.x) * kThreads;
   for (int64_t r = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; r < l.m.numel; r += step) {
     int64_t c[kMaxRank];
-    decode(l.m, r, c);
+    decode<int64_t>(l.m, r, c);
     int64_t q = 0;
     const bool ok = base_offset<I>(l.m, c, l.m.self_rm_stride, &q);
     if (!ok) record_bad(l.workspace, r);
@@ -133,7 +139,7 @@ __global__ void __launch_bounds__(kThreads)
 // The values offset of position p.
 __device__ __forceinline__ int64_t values_offset(const AdvancedLaunch& l, int32_t p) {
   int64_t c[kMaxRank];
-  decode(l.m, p, c);
+  decode<int64_t>(l.m, p, c);
   return r_offset(l.m.rank, c, l.val_stride);
 }
 
@@ -188,6 +194,29 @@ __global__ void __launch_bounds__(kThreads)
 
 Status status_of(cudaError_t e, const char* what) { return baracuda::detail::cuda_status(static_cast<int>(e), what); }
 
+// Every position, coordinate and offset the get computes is below 2^31 (the
+// largest offset through a stride table is sum (extent - 1) * |stride|;
+// grid-stride steps stay below numel + grid * kThreads).
+bool fits_int32(const AdvancedLaunch& l) {
+  constexpr int64_t kMax = (int64_t{1} << 31) - 1;
+  auto reach = [](int n, const int64_t* shape, auto stride_of) {
+    int64_t o = 0;
+    for (int k = 0; k < n; ++k) {
+      const int64_t st = stride_of(k) < 0 ? -stride_of(k) : stride_of(k);
+      if (shape[k] > 1 && st > kMax / shape[k]) return kMax;
+      o += (shape[k] > 0 ? shape[k] - 1 : 0) * st;
+      if (o >= kMax) return kMax;
+    }
+    return o;
+  };
+  if (l.m.numel + int64_t{grid_of(l.m.numel)} * kThreads >= kMax) return false;
+  if (reach(l.m.self_rank, l.m.self_shape, [&](int d) { return l.x_stride[d]; }) >= kMax) return false;
+  if (reach(l.m.rank, l.m.shape, [&](int k) { return l.out_stride[k]; }) >= kMax) return false;
+  for (int j = 0; j < l.m.n_idx; ++j)
+    if (reach(l.m.rank, l.m.shape, [&](int k) { return l.m.idx_stride[j][k]; }) >= kMax) return false;
+  return true;
+}
+
 
 // Calls f(E{}) with E the unsigned type of the element size.
 template <class F>
@@ -228,8 +257,14 @@ Status launch_index_get(const AdvancedLaunch& l) {
   const unsigned grid = kern::grid_of(l.m.numel);
   BARACUDA_RETURN_IF_ERROR(kern::by_size(l.elem_bytes, "IndexGetPlan", [&](auto e) {
     using E = decltype(e);
-    if (l.index_dtype == DType::I32) kern::get_kernel<E, int32_t><<<grid, kern::kThreads, 0, s>>>(l);
-    else kern::get_kernel<E, int64_t><<<grid, kern::kThreads, 0, s>>>(l);
+    const bool narrow = kern::fits_int32(l);
+    if (l.index_dtype == DType::I32) {
+      if (narrow) kern::get_kernel<E, int32_t, int32_t><<<grid, kern::kThreads, 0, s>>>(l);
+      else kern::get_kernel<E, int32_t, int64_t><<<grid, kern::kThreads, 0, s>>>(l);
+    } else {
+      if (narrow) kern::get_kernel<E, int64_t, int32_t><<<grid, kern::kThreads, 0, s>>>(l);
+      else kern::get_kernel<E, int64_t, int64_t><<<grid, kern::kThreads, 0, s>>>(l);
+    }
   }));
   return kern::status_of(cudaGetLastError(), kWhat);
 }
