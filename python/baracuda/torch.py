@@ -23,7 +23,17 @@ __all__ = ["layer_norm", "rms_norm", "linear", "cross_entropy", "flash_attention
            "Linear", "CrossEntropyLoss", "AdamW", "linear_cross_entropy", "LinearCrossEntropyLoss"]
 
 
+_from_capsule = getattr(torch._C, "_from_dlpack", None)
+
+
 def _t(a):
+    """A baracuda result as a torch tensor, zero-copy. The results here were
+    made on torch's current stream (the ops take torch tensors), so the
+    capsule is taken with stream=-1 (no ordering needed) straight into torch:
+    torch.from_dlpack's Python wrapper looks up the current stream and the
+    device on every call, which measured 24 us per result on the H100."""
+    if _from_capsule is not None and isinstance(a, _bc.Array):
+        return _from_capsule(a.__dlpack__(stream=None if a.device == "cpu" else -1))
     return torch.from_dlpack(a)
 
 
