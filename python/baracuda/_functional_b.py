@@ -253,6 +253,19 @@ def grouped_linear_backward(grad_output, input, weight, offsets, *, has_bias=Tru
 
 
 # ---- fp8 GEMM ---------------------------------------------------------------------------------
+_TORCH_FP8 = {"torch.float8_e4m3fn": "float8_e4m3fn", "torch.float8_e5m2": "float8_e5m2"}
+
+
+def _fp8_as_bytes(t):
+    """A torch fp8 tensor as its uint8 view and the fp8 dtype's name (torch < 2.7's
+    __dlpack__ refuses float8); anything else unchanged."""
+    name = _TORCH_FP8.get(str(getattr(t, "dtype", "")))
+    if name is None or not type(t).__module__.startswith("torch"):
+        return t, None
+    import sys
+    return t.detach().view(sys.modules["torch"].uint8), name
+
+
 def scaled_mm(a, b, scale_a, scale_b, bias=None, out_dtype="bfloat16", *, activation=None, use_fast_accum=False,
               out=None, stream=None):
     """torch._scaled_mm: out = scale_a * scale_b * (a @ b) + bias with a [M, K] and b [K, N]
@@ -262,7 +275,13 @@ def scaled_mm(a, b, scale_a, scale_b, bias=None, out_dtype="bfloat16", *, activa
     row-major [N, K] weight, K and N multiples of 16 (as torch); the CPU reference takes any."""
     from ._errors import InvalidProblemError
     P = _plans()
+    a, a8 = _fp8_as_bytes(a)
+    b, b8 = _fp8_as_bytes(b)
     s, (av, bv, sav, sbv, biv, ov) = _C.prepare((a, b, scale_a, scale_b, bias, out), stream)
+    if a8:
+        av = _C._reinterpret_view(av, a8)
+    if b8:
+        bv = _C._reinterpret_view(bv, b8)
     _need("scaled_mm", a=av, b=bv, scale_a=sav, scale_b=sbv)
     if len(av.shape) != 2 or len(bv.shape) != 2:
         raise InvalidProblemError(f"scaled_mm: a and b must be 2-D, got {av.shape} and {bv.shape}")

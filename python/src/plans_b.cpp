@@ -340,6 +340,35 @@ void bind_reshape_view(nb::module_& m) {
         return t;
       },
       nb::arg("t"), nb::arg("shape"));
+
+  // _reinterpret_view(t, dtype): t (a View or an Array) read as another dtype of
+  // the same element size (no copy): torch < 2.7's DLPack has no float8, so the
+  // functional scaled_mm imports torch's fp8 tensors as uint8 views and names
+  // their dtype here.
+  m.def(
+      "_reinterpret_view",
+      [](nb::object t, nb::handle dtype_h) -> nb::object {
+        const DType to = dtype_from_py(dtype_h);
+        auto same = [&](DType from) {
+          if (dtype_size(from) != dtype_size(to))
+            raise_invalid(std::string("_reinterpret_view: ") + dtype_py_name(from) + " and " + dtype_py_name(to) +
+                          " differ in size");
+        };
+        if (nb::isinstance<View>(t)) {
+          View v = nb::cast<const View&>(t);
+          same(v.view.dtype);
+          v.view.dtype = to;
+          return nb::cast(std::move(v));
+        }
+        if (nb::isinstance<Array>(t)) {
+          Array a = nb::cast<const Array&>(t);
+          same(a.dtype);
+          a.dtype = to;
+          return nb::cast(std::move(a));
+        }
+        throw nb::type_error("_reinterpret_view: expected a View or an Array");
+      },
+      nb::arg("t"), nb::arg("dtype"));
 }
 
 }  // namespace
