@@ -320,3 +320,156 @@ def test_scaled_mm_errors():
         bc.scaled_mm(b, b, torch.tensor(1.0), torch.tensor(1.0))  # K mismatch
     with pytest.raises(bc.InvalidProblemError, match=r"^ScaledMatmulPlan"):
         bc.scaled_mm(a, b, torch.rand(3), torch.rand(8))  # row scale of the wrong length
+
+
+# ---- baracuda.torch: autograd of the indexing ops (gradcheck in f64, against torch's autograd) -----------
+if HAVE_TORCH:
+    import baracuda.torch as bt
+
+
+def _f64(*shape, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(*shape, dtype=torch.float64, generator=g).requires_grad_()
+
+
+def _both(fb, ft, *inputs):
+    """fb (baracuda.torch) against ft (torch) on the same inputs: forward and every gradient."""
+    a = [t.detach().clone().requires_grad_() for t in inputs]
+    b = [t.detach().clone().requires_grad_() for t in inputs]
+    ya, yb = fb(*a), ft(*b)
+    torch.testing.assert_close(ya, yb)
+    g = torch.randn_like(yb)
+    ya.backward(g)
+    yb.backward(g)
+    for ta, tb in zip(a, b):
+        torch.testing.assert_close(ta.grad, tb.grad)
+
+
+def test_torch_gather_scatter_add():
+    x = _f64(4, 5)
+    i = torch.tensor([[0, 0], [4, 1], [2, 2], [1, 3]])
+    assert torch.autograd.gradcheck(lambda a: bt.gather(a, 1, i), (x,))
+    _both(lambda a: bt.gather(a, 1, i), lambda a: torch.gather(a, 1, i), x)
+    s = _f64(2, 5, seed=1)
+    j = torch.tensor([[3, 0, 3, 1, 2], [3, 3, 0, 0, 1]])
+    assert torch.autograd.gradcheck(lambda a, b: bt.scatter_add(a, 0, j, b), (x, s))
+    _both(lambda a, b: bt.scatter_add(a, 0, j, b), lambda a, b: torch.scatter_add(a, 0, j, b), x, s)
+
+
+@pytest.mark.parametrize("reduce", ["sum", "prod", "mean", "amax", "amin"])
+@pytest.mark.parametrize("include_self", [True, False])
+def test_torch_scatter_reduce(reduce, include_self):
+    x = _f64(4, 5)
+    s = _f64(3, 5, seed=1)
+    j = torch.tensor([[3, 0, 3, 1, 2], [3, 3, 0, 0, 1], [1, 3, 0, 2, 1]])
+    f = lambda a, b: bt.scatter_reduce(a, 0, j, b, reduce, include_self)  # noqa: E731
+    assert torch.autograd.gradcheck(f, (x, s))
+    _both(f, lambda a, b: torch.scatter_reduce(a, 0, j, b, reduce, include_self=include_self), x, s)
+
+
+def test_torch_index_select_index_add_take_put():
+    x = _f64(4, 5)
+    i = torch.tensor([4, 0, 4])
+    assert torch.autograd.gradcheck(lambda a: bt.index_select(a, 1, i), (x,))
+    _both(lambda a: bt.index_select(a, 1, i), lambda a: torch.index_select(a, 1, i), x)
+    src = _f64(4, 3, seed=2)
+    assert torch.autograd.gradcheck(lambda a, b: bt.index_add(a, 1, i, b, 2.0), (x, src))
+    _both(lambda a, b: bt.index_add(a, 1, i, b, 2.0), lambda a, b: torch.index_add(a, 1, i, b, alpha=2.0), x, src)
+    k = torch.tensor([[0, 19], [-1, 7]])
+    assert torch.autograd.gradcheck(lambda a: bt.take(a, k), (x,))
+    _both(lambda a: bt.take(a, k), lambda a: torch.take(a, k), x)
+    v = _f64(3, seed=3)
+    p = torch.tensor([0, 7, -1])
+    for acc in (False, True):
+        assert torch.autograd.gradcheck(lambda a, b: bt.put(a, p, b, acc), (x, v))
+        _both(lambda a, b: bt.put(a, p, b, acc), lambda a, b: torch.put(a, p, b, acc), x, v)
+
+
+def test_torch_masked():
+    x = _f64(4, 5)
+    m = torch.rand(4, 5, generator=torch.Generator().manual_seed(5)) > 0.5
+    assert torch.autograd.gradcheck(lambda a: bt.masked_select(a, m), (x,))
+    _both(lambda a: bt.masked_select(a, m), lambda a: torch.masked_select(a, m), x)
+    xb = _f64(1, 5)  # broadcast against the mask: the gradient is summed
+    _both(lambda a: bt.masked_select(a, m), lambda a: torch.masked_select(a, m), xb)
+    s = _f64(20, seed=1)
+    assert torch.autograd.gradcheck(lambda a, b: bt.masked_scatter(a, m, b), (x, s))
+    _both(lambda a, b: bt.masked_scatter(a, m, b), lambda a, b: a.masked_scatter(m, b), x, s)
+
+
+def test_torch_index_get_put():
+    x = _f64(4, 5, 3)
+    i = torch.tensor([[0, 3], [3, 3]])
+    j = torch.tensor([2, 0])
+    for idx in ([i], [i, None, j], [None, j, torch.tensor([1])], [i, j]):
+        assert torch.autograd.gradcheck(lambda a: bt.index_get(a, idx), (x,))
+        _both(lambda a: bt.index_get(a, idx), lambda a: torch.ops.aten.index(a, idx), x)
+    for acc in (False, True):
+        for idx, vshape in (([torch.tensor([0, 2])], (5, 3)), ([i, None, j], (2, 2, 5)), ([None, j], (1, 3))):
+            v = _f64(*vshape, seed=4)
+            f = lambda a, b: bt.index_put(a, idx, b, acc)  # noqa: E731
+            if acc or idx[0] is not i:  # duplicates without accumulate: only the last value counts (torch's
+                assert torch.autograd.gradcheck(f, (x, v))  # gradient, as ours, still reaches every value)
+            _both(f, lambda a, b: torch.ops.aten.index_put(a, idx, b, acc), x, v)
+    # a Python int and a bool mask in the index list
+    m = torch.tensor([True, False, True, True, False])
+    assert torch.equal(bt.index_get(x, [1, m]), torch.ops.aten.index(x, [torch.tensor(1), m]))
+
+
+def test_torch_embedding_module():
+    torch.manual_seed(0)
+    for pad in (None, 2, -1):
+        e = bt.Embedding(10, 4, padding_idx=pad, dtype=torch.float64)
+        r = torch.nn.Embedding(10, 4, padding_idx=pad, dtype=torch.float64)
+        r.load_state_dict(e.state_dict())
+        i = torch.tensor([[1, 2, 3], [2, 9, 9]])
+        y, yr = e(i), r(i)
+        assert torch.equal(y, yr)
+        g = torch.randn_like(y)
+        y.backward(g)
+        yr.backward(g)
+        assert torch.equal(e.weight.grad, r.weight.grad)
+    w = _f64(6, 3)
+    i = torch.tensor([0, 5, 5, 1], dtype=torch.int32)
+    assert torch.autograd.gradcheck(lambda a: bt.embedding(i, a, padding_idx=2), (w,))  # row 2 unused
+    with pytest.raises(bc.UnsupportedError):
+        bt.Embedding(10, 4, max_norm=1.0)
+    with pytest.raises(bc.InvalidProblemError, match=r"^EmbeddingPlan"):
+        bt.embedding(torch.tensor([10]), w)
+    e = bt.Embedding(5, 2)
+    e.weight.requires_grad_(False)
+    assert e(torch.tensor([1])).requires_grad is False
+
+
+def test_torch_opcheck_and_compile():
+    x = torch.randn(4, 5)
+    i = torch.tensor([[0, 0], [4, 1], [2, 2], [1, 3]])
+    torch.library.opcheck(torch.ops.baracuda.gather_fwd.default, (x, 1, i))
+    torch.library.opcheck(torch.ops.baracuda.embedding_fwd.default, (torch.randn(7, 3), torch.tensor([1, 6]), None))
+    torch.library.opcheck(torch.ops.baracuda.index_get_fwd.default, (x, [torch.tensor([3, 1]), None]))
+    torch.library.opcheck(torch.ops.baracuda.index_put_fwd.default,
+                          (x, [None, torch.tensor([3, 1])], torch.randn(4, 2), True))
+
+    def f(a, w, idx):
+        return bt.embedding(idx, w).sum() + bt.index_get(a, [idx]).sum() + bt.gather(a, 1, i).sum()
+
+    c = torch.compile(f, fullgraph=True, backend="eager")
+    idx = torch.tensor([1, 3])
+    torch.testing.assert_close(c(x, torch.randn(5, 2).abs(), idx).isfinite(), torch.tensor(True))
+
+
+def test_torch_rotary_and_attention_modules():
+    torch.manual_seed(0)
+    q = torch.randn(1, 2, 6, 32, dtype=torch.float64)
+    k = torch.randn(1, 1, 6, 32, dtype=torch.float64)
+    v = torch.randn(1, 1, 6, 32, dtype=torch.float64)
+    rot = bt.RotaryEmbedding(16, base=500.0)
+    qo, ko = rot(q, k)
+    qr, kr = bt.rope(q, k, theta=500.0, rotary_dim=16)
+    assert torch.equal(qo, qr) and torch.equal(ko, kr)
+    assert list(rot.state_dict()) == [] and "base=500.0" in repr(rot)
+    att = bt.FlashAttention(causal=True)
+    y = att(q, k, v)
+    ref = torch.nn.functional.scaled_dot_product_attention(q, k.expand(1, 2, 6, 32), v.expand(1, 2, 6, 32),
+                                                           is_causal=True)
+    torch.testing.assert_close(y, ref)
