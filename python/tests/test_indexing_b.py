@@ -113,6 +113,7 @@ def test_index_get_errors():
 @pytest.mark.parametrize("accumulate", [False, True])
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16, torch.int64] if HAVE_TORCH else [])
 def test_index_put(accumulate, dtype):
+    torch.manual_seed(0)
     x = (torch.randn(4, 3, 5) * 3).to(dtype)
     i = torch.tensor([3, 0, 1])
     j = torch.tensor([[4], [2]])
@@ -121,8 +122,9 @@ def test_index_put(accumulate, dtype):
         v = (torch.randn(vshape) * 3).to(dtype)
         ref = torch.ops.aten.index_put(x, idx, v, accumulate)
         y = tt(bc.index_put(x, idx, v, accumulate=accumulate))
-        if dtype == torch.bfloat16 and accumulate:
-            torch.testing.assert_close(y, ref)  # the plan sums in f32, rounds once
+        if dtype == torch.bfloat16 and accumulate:  # the plan sums in f32 and rounds once (torch: in bf16)
+            ref = torch.ops.aten.index_put(x.double(), idx, v.double(), True).to(dtype)
+            torch.testing.assert_close(y, ref, rtol=1e-2, atol=1e-2)
         else:
             assert torch.equal(y, ref), idx
 
