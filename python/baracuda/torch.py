@@ -1102,3 +1102,84 @@ class FlashAttention(torch.nn.Module):
 
     def extra_repr(self):
         return f"causal={self.causal}, scale={self.scale}, window={self.window}"
+
+
+# ---- grouped linear (mixture of experts) ------------------------------------------------------------
+__all__ += ["grouped_linear"]
+
+
+def _host_offsets(offsets, device=None):
+    if isinstance(offsets, Tensor):
+        return offsets.detach().to("cpu", torch.int64)
+    return torch.tensor([int(o) for o in offsets], dtype=torch.int64)
+
+
+@torch.library.custom_op("baracuda::grouped_linear_fwd", mutates_args=())
+def _grouped_fwd(x: Tensor, weight: Tensor, bias: Optional[Tensor], offsets: Tensor,
+                 activation: str) -> Tuple[Tensor, Tensor]:
+    act = None if activation == "none" else activation
+    gelu = activation in ("gelu", "gelu_tanh")
+    r = _bc.grouped_linear(_d(x), _d(weight), _d(offsets), _d(bias), activation=act, return_aux=gelu)
+    y, aux = (_t(r[0]), _t(r[1])) if gelu else (_t(r), x.new_empty((0,)))
+    end = int(offsets[-1])
+    y[end:] = 0  # the unused capacity: defined (zeros) for torch
+    if gelu:
+        aux[end:] = 0
+    return y, aux
+
+
+@_grouped_fwd.register_fake
+def _(x, weight, bias, offsets, activation):
+    y = x.new_empty((x.shape[0], weight.shape[-2]))
+    return y, (x.new_empty(y.shape) if activation in ("gelu", "gelu_tanh") else x.new_empty((0,)))
+
+
+@torch.library.custom_op("baracuda::grouped_linear_bwd", mutates_args=())
+def _grouped_bwd(dy: Tensor, x: Tensor, weight: Tensor, offsets: Tensor, saved: Tensor, has_bias: bool,
+                 activation: str, need_dx: bool, need_dw: bool) -> Tuple[Tensor, Tensor, Tensor]:
+    act = None if activation == "none" else activation
+    dx, dw, db = _bc.grouped_linear_backward(_d(dy), _d(x), _d(weight), _d(offsets), has_bias=has_bias,
+                                             activation=act, aux=_d(saved) if act else None,
+                                             output_mask=(need_dx, need_dw, has_bias))
+    dx = _t(dx) if dx is not None else x.new_empty((0,))
+    if need_dx:
+        dx[int(offsets[-1]):] = 0
+    return (dx, _t(dw) if dw is not None else x.new_empty((0,)), _t(db) if db is not None else x.new_empty((0,)))
+
+
+@_grouped_bwd.register_fake
+def _(dy, x, weight, offsets, saved, has_bias, activation, need_dx, need_dw):
+    nb = weight.shape[:-1]
+    return (x.new_empty(x.shape if need_dx else (0,)), x.new_empty(weight.shape if need_dw else (0,)),
+            x.new_empty(nb if has_bias else (0,)))
+
+
+def _grouped_setup(ctx, inputs, output):
+    x, weight, bias, offsets, activation = inputs
+    y, aux = output
+    ctx.save_for_backward(x, weight, offsets, y if activation == "relu" else aux)
+    ctx.has_bias = bias is not None
+    ctx.activation = activation
+
+
+def _grouped_backward(ctx, dy, _daux):
+    x, weight, offsets, saved = ctx.saved_tensors
+    need_dx, need_dw = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+    need_db = ctx.has_bias and ctx.needs_input_grad[2]
+    if not (need_dx or need_dw or need_db):
+        return None, None, None, None, None
+    dx, dw, db = _grouped_bwd(dy, x, weight, offsets, saved, ctx.has_bias, ctx.activation, need_dx, need_dw)
+    return (dx if need_dx else None), (dw if need_dw else None), (db if need_db else None), None, None
+
+
+_grouped_fwd.register_autograd(_grouped_backward, setup_context=_grouped_setup)
+
+
+def grouped_linear(input: Tensor, weight: Tensor, offsets, bias: Optional[Tensor] = None,
+                   activation: Optional[str] = None) -> Tensor:
+    """The experts of a mixture-of-experts layer: rows offsets[g]:offsets[g+1] of input [T, K]
+    through weight[g] [N, K] (+ bias[g]) and the fused activation (None / 'relu' / 'gelu' /
+    'gelu_tanh'); a 2-D weight is shared. offsets: G + 1 ints (a list or a tensor; read on the
+    host). Rows past offsets[-1] are zeros in the output and get zero gradient."""
+    act = "none" if activation is None else str(activation)
+    return _grouped_fwd(input, weight, bias, _host_offsets(offsets), act)[0]

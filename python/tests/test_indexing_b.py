@@ -475,3 +475,22 @@ def test_torch_rotary_and_attention_modules():
     ref = torch.nn.functional.scaled_dot_product_attention(q, k.expand(1, 2, 6, 32), v.expand(1, 2, 6, 32),
                                                            is_causal=True)
     torch.testing.assert_close(y, ref)
+
+
+@pytest.mark.parametrize("act", [None, "relu", "gelu_tanh"])
+@pytest.mark.parametrize("shared", [False, True])
+def test_torch_grouped_linear(act, shared):
+    off = [0, 2, 2, 5]
+    x = _f64(6, 4)
+    w = _f64(*(() if shared else (3,)), 3, 4, seed=1)
+    b = _f64(*(() if shared else (3,)), 3, seed=2)
+    f = lambda a, c, d: bt.grouped_linear(a, c, off, d, act)  # noqa: E731
+    assert torch.autograd.gradcheck(f, (x, w, b))
+
+    def ref(a, c, d):
+        y = _grouped_ref(a, c, d, off, act)
+        return torch.cat([y, y.new_zeros(1, 3)])
+
+    _both(f, ref, x, w, b)
+    torch.library.opcheck(torch.ops.baracuda.grouped_linear_fwd.default,
+                          (x.detach(), w.detach(), b.detach(), torch.tensor(off), "relu"))
