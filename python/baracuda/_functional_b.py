@@ -138,10 +138,10 @@ def embedding(input, weight, padding_idx=None, max_norm=None, norm_type=2.0, sca
     P = _plans()
     s, (iv, wv, ov) = _C.prepare((input, weight, out), stream)
     _need("embedding", input=iv, weight=wv)
-    V, D = (tuple(wv.shape) + (0, 0))[:2] if len(wv.shape) == 2 else (0, 0)
     if len(wv.shape) != 2:
         from ._errors import InvalidProblemError
         raise InvalidProblemError(f"embedding: weight must be 2-D [num_embeddings, embedding_dim], got {wv.shape}")
+    V, D = wv.shape
     has_pad = padding_idx is not None
     key = (wv.dtype, iv.dtype, V, D, tuple(iv.shape), has_pad, int(padding_idx) if has_pad else 0)
     plan = _plan(P.EmbeddingPlan, key, lambda: P.EmbeddingDescriptor(
@@ -181,7 +181,7 @@ def embedding_backward(grad_output, input, num_embeddings, padding_idx=None, *, 
 
 # ---- grouped linear (mixture of experts) ----------------------------------------------------------
 def _offsets_host(op, offsets):
-    """offsets as a host int64 tensor: a list / tuple of ints, or any CPU tensor."""
+    """offsets as a host int64 tensor: a list / tuple of ints (through NumPy), or any CPU tensor."""
     if isinstance(offsets, (list, tuple)):
         a = _C.empty((len(offsets),), "int64", None)
         a.numpy()[:] = [int(o) for o in offsets]
