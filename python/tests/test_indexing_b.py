@@ -494,3 +494,35 @@ def test_torch_grouped_linear(act, shared):
     _both(f, ref, x, w, b)
     torch.library.opcheck(torch.ops.baracuda.grouped_linear_fwd.default,
                           (x.detach(), w.detach(), b.detach(), torch.tensor(off), "relu"))
+
+
+def test_index_put_bool_mask():
+    x = torch.randn(4, 5)
+    m = torch.rand(4, 5, generator=torch.Generator().manual_seed(3)) > 0.5
+    assert torch.equal(tt(bc.index_put(x, [m], 0.0)), x.masked_fill(m, 0.0))
+    v = torch.randn(int(m.sum()))
+    assert torch.equal(tt(bc.index_put(x, [m], v, accumulate=True)), torch.ops.aten.index_put(x, [m], v, True))
+
+
+def test_grouped_and_scaled_plans_directly():
+    d = P.GroupedLinearDescriptor(dtype="float64", groups=2, in_features=3, out_features=4, capacity=5,
+                                  activation="relu", has_bias=False)
+    p = P.GroupedLinearPlan.select(d)
+    assert (p.x_shape, p.y_shape, p.offsets_shape, p.weight_shape, p.bias_shape) == \
+        ((5, 3), (5, 4), (3,), (2, 4, 3), (2, 4))
+    x, w = torch.randn(5, 3, dtype=torch.float64), torch.randn(2, 4, 3, dtype=torch.float64)
+    y = torch.zeros(5, 4, dtype=torch.float64)
+    off = torch.tensor([0, 1, 4])
+    assert p.can_implement(x=x, offsets=off, weight=w, y=y) is True
+    with pytest.raises(bc.InvalidProblemError, match=r"^GroupedLinearPlan"):
+        p.run(x=x, offsets=off, weight=w, bias=torch.zeros(2, 4, dtype=torch.float64), y=y)  # no bias declared
+    p.run(x=x, offsets=off, weight=w, y=y)
+    torch.testing.assert_close(y[:4], _grouped_ref(x, w, None, [0, 1, 4], "relu"))
+    bd = P.GroupedLinearBackwardDescriptor(forward=d, need_dw=False, need_db=False)
+    assert bd.forward.groups == 2 and P.GroupedLinearBackwardPlan.select(bd).weight_shape == (2, 4, 3)
+    sd = P.ScaledMatmulDescriptor(a_dtype="float8_e4m3fn", b_dtype="float8_e4m3fn", out_dtype="float32",
+                                  a_shape=(4, 16), b_shape=(16, 8), scaling=P.Fp8Scaling.Row)
+    sp = P.ScaledMatmulPlan.select(sd)
+    assert (sp.out_shape, sp.a_scale_shape, sp.b_scale_shape) == ((4, 8), (4,), (8,))
+    with pytest.raises(bc.InvalidProblemError):
+        P.ScaledMatmulPlan.select(P.ScaledMatmulDescriptor(a_shape=(4, 16), b_shape=(8, 8)))
