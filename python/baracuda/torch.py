@@ -1108,7 +1108,7 @@ class FlashAttention(torch.nn.Module):
 __all__ += ["grouped_linear"]
 
 
-def _host_offsets(offsets, device=None):
+def _host_offsets(offsets):
     if isinstance(offsets, Tensor):
         return offsets.detach().to("cpu", torch.int64)
     return torch.tensor([int(o) for o in offsets], dtype=torch.int64)
