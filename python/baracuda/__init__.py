@@ -29,6 +29,8 @@ from ._C import Array, Stream, empty, full, cuda_available, cuda_device_count, e
 from . import plans
 from .functional import *  # noqa: F401,F403
 from .functional import __all__ as _functional_all, clear_plan_cache, plan_cache_size
+from ._functional_b import *  # noqa: F401,F403  (part B)
+from ._functional_b import __all__ as _functional_b_all
 
 
 
@@ -58,4 +60,4 @@ __all__ = [
     "Array", "Stream", "empty", "full", "zeros", "cuda_available", "cuda_device_count", "empty_cache", "plans",
     "Error", "InvalidProblemError", "UnsupportedError", "BufferTooSmallError", "WorkspaceTooSmallError",
     "CudaError", "LibraryError", "clear_plan_cache", "plan_cache_size", "WITH_CUDA",
-] + list(_functional_all)
+] + list(_functional_all) + list(_functional_b_all)

@@ -1231,3 +1231,6 @@ def masked_scatter(input, mask, source, *, out=None, stream=None):
     y = _out(out, ov, xv.shape, xv.dtype, s)
     plan.run(stream=s, input=xv, mask=mv, source=sv, out=y)
     return _result(out, y)
+
+
+from ._functional_b import *  # noqa: E402,F401,F403  (part B: advanced indexing, embedding, grouped / fp8 GEMM)

@@ -26,3 +26,7 @@ from ._C import (  # noqa: F401
     NonzeroDescriptor, NonzeroPlan, MaskedSelectDescriptor, MaskedSelectPlan, MaskedScatterDescriptor,
     MaskedScatterPlan,
 )
+from ._C import (  # noqa: F401,E402  (part B)
+    IndexGetDescriptor, IndexGetPlan, IndexPutDescriptor, IndexPutPlan, GroupedLinearDescriptor, GroupedLinearPlan,
+    GroupedLinearBackwardDescriptor, GroupedLinearBackwardPlan, Fp8Scaling, ScaledMatmulDescriptor, ScaledMatmulPlan,
+)

@@ -650,3 +650,594 @@ class AdamW(torch.optim.Optimizer):
                          max_exp_avg_sq=[s["max_exp_avg_sq"] for s in sts] if group["amsgrad"] else None,
                          lr=float(group["lr"]), step=step)
         return loss
+
+
+# ==== part B: embedding, the indexing ops, rotary / attention modules ==================================
+# Each op is a custom_op pair (or a forward whose backward composes other forward
+# ops of this block) in the `baracuda` namespace, as above. Index tensors are
+# never differentiated. Bad indices: on the CPU the forward raises
+# InvalidProblemError; on CUDA nothing is checked on the host (the functional
+# layer's rule: the row / element is 0, the contribution skipped).
+__all__ += ["embedding", "Embedding", "gather", "scatter_add", "scatter_reduce", "index_select", "index_add", "take",
+            "put", "masked_select", "masked_scatter", "index_get", "index_put", "RotaryEmbedding", "FlashAttention"]
+
+
+def _dims_of(x, dim):
+    return dim + x.dim() if dim < 0 else dim
+
+
+# ---- embedding ----------------------------------------------------------------------------------------
+@torch.library.custom_op("baracuda::embedding_fwd", mutates_args=())
+def _embedding_fwd(weight: Tensor, indices: Tensor, padding_idx: Optional[int]) -> Tensor:
+    return _t(_bc.embedding(_d(indices), _d(weight), padding_idx))
+
+
+@_embedding_fwd.register_fake
+def _(weight, indices, padding_idx):
+    return weight.new_empty((*indices.shape, weight.shape[1]))
+
+
+@torch.library.custom_op("baracuda::embedding_bwd", mutates_args=())
+def _embedding_bwd(dout: Tensor, indices: Tensor, num_embeddings: int, padding_idx: Optional[int]) -> Tensor:
+    return _t(_bc.embedding_backward(_d(dout), _d(indices), num_embeddings, padding_idx))
+
+
+@_embedding_bwd.register_fake
+def _(dout, indices, num_embeddings, padding_idx):
+    return dout.new_empty((num_embeddings, dout.shape[-1]))
+
+
+def _emb_setup(ctx, inputs, output):
+    weight, indices, padding_idx = inputs
+    ctx.save_for_backward(indices)
+    ctx.num_embeddings = weight.shape[0]
+    ctx.padding_idx = padding_idx
+
+
+def _embedding_backward(ctx, dout):
+    (indices,) = ctx.saved_tensors
+    if not ctx.needs_input_grad[0]:
+        return None, None, None
+    return _embedding_bwd(dout, indices, ctx.num_embeddings, ctx.padding_idx), None, None
+
+
+_embedding_fwd.register_autograd(_embedding_backward, setup_context=_emb_setup)
+
+
+def embedding(input: Tensor, weight: Tensor, padding_idx: Optional[int] = None, max_norm: Optional[float] = None,
+              norm_type: float = 2.0, scale_grad_by_freq: bool = False, sparse: bool = False) -> Tensor:
+    """torch.nn.functional.embedding on baracuda (a dense, deterministic weight gradient:
+    rows summed in index order; padding_idx's row gets none). max_norm,
+    scale_grad_by_freq and sparse raise UnsupportedError."""
+    if max_norm is not None or scale_grad_by_freq or sparse:
+        raise _bc.UnsupportedError("embedding: max_norm, scale_grad_by_freq and sparse are not supported")
+    return _embedding_fwd(weight, input, None if padding_idx is None else int(padding_idx))
+
+
+class Embedding(torch.nn.Embedding):
+    """Drop-in for torch.nn.Embedding (same arguments, parameter and state_dict keys) on
+    EmbeddingPlan / EmbeddingBackwardPlan: a dense weight gradient, deterministic. max_norm,
+    scale_grad_by_freq and sparse are refused (UnsupportedError)."""
+
+    def __init__(self, num_embeddings, embedding_dim, padding_idx=None, max_norm=None, norm_type=2.0,
+                 scale_grad_by_freq=False, sparse=False, _weight=None, _freeze=False, device=None, dtype=None):
+        if max_norm is not None or scale_grad_by_freq or sparse:
+            raise _bc.UnsupportedError("Embedding: max_norm, scale_grad_by_freq and sparse are not supported")
+        super().__init__(num_embeddings, embedding_dim, padding_idx, max_norm, norm_type, scale_grad_by_freq, sparse,
+                         _weight, _freeze, device, dtype)
+
+    def forward(self, input):
+        return embedding(input, self.weight, self.padding_idx)
+
+
+# ---- gather / scatter_add / scatter_reduce --------------------------------------------------------------
+@torch.library.custom_op("baracuda::gather_fwd", mutates_args=())
+def _gather_fwd(x: Tensor, dim: int, index: Tensor) -> Tensor:
+    return _t(_bc.gather(_d(x), dim, _d(index)))
+
+
+@_gather_fwd.register_fake
+def _(x, dim, index):
+    return x.new_empty(index.shape)
+
+
+def _gather_setup(ctx, inputs, output):
+    x, dim, index = inputs
+    ctx.save_for_backward(index)
+    ctx.dim, ctx.shape = dim, x.shape
+
+
+def _gather_backward(ctx, dy):
+    (index,) = ctx.saved_tensors
+    z = dy.new_zeros(ctx.shape)
+    return _scatter_add_fwd(z, ctx.dim, index, dy), None, None
+
+
+_gather_fwd.register_autograd(_gather_backward, setup_context=_gather_setup)
+
+
+def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """torch.gather on baracuda; the gradient is a scatter_add (summed in order: deterministic)."""
+    return _gather_fwd(input, int(dim), index)
+
+
+@torch.library.custom_op("baracuda::scatter_add_fwd", mutates_args=())
+def _scatter_add_fwd(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    return _t(_bc.scatter_add(_d(x), dim, _d(index), _d(src)))
+
+
+@_scatter_add_fwd.register_fake
+def _(x, dim, index, src):
+    return x.new_empty(x.shape)
+
+
+def _scatter_add_setup(ctx, inputs, output):
+    x, dim, index, src = inputs
+    ctx.save_for_backward(index)
+    ctx.dim = dim
+
+
+def _scatter_add_backward(ctx, dy):
+    (index,) = ctx.saved_tensors
+    dsrc = _gather_fwd(dy, ctx.dim, index) if ctx.needs_input_grad[3] else None
+    return dy, None, None, dsrc
+
+
+_scatter_add_fwd.register_autograd(_scatter_add_backward, setup_context=_scatter_add_setup)
+
+
+def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
+    """torch.scatter_add on baracuda (deterministic: summed in position order)."""
+    return _scatter_add_fwd(input, int(dim), index, src)
+
+
+@torch.library.custom_op("baracuda::scatter_reduce_fwd", mutates_args=())
+def _scatter_reduce_fwd(x: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, include_self: bool) -> Tensor:
+    return _t(_bc.scatter_reduce(_d(x), dim, _d(index), _d(src), reduce, include_self=include_self))
+
+
+@_scatter_reduce_fwd.register_fake
+def _(x, dim, index, src, reduce, include_self):
+    return x.new_empty(x.shape)
+
+
+@torch.library.custom_op("baracuda::scatter_reduce_bwd", mutates_args=())
+def _scatter_reduce_bwd(grad: Tensor, x: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str,
+                        result: Tensor, include_self: bool, need_x: bool,
+                        need_src: bool) -> Tuple[Tensor, Tensor]:
+    gx, gs = _bc.scatter_reduce_backward(_d(grad), _d(x), dim, _d(index), _d(src), reduce, _d(result),
+                                         include_self=include_self, grad_input=need_x, grad_src=need_src)
+    return (_t(gx) if gx is not None else x.new_empty((0,)), _t(gs) if gs is not None else x.new_empty((0,)))
+
+
+@_scatter_reduce_bwd.register_fake
+def _(grad, x, dim, index, src, reduce, result, include_self, need_x, need_src):
+    return x.new_empty(x.shape if need_x else (0,)), src.new_empty(src.shape if need_src else (0,))
+
+
+def _scatter_reduce_setup(ctx, inputs, output):
+    x, dim, index, src, reduce, include_self = inputs
+    ctx.save_for_backward(x, index, src, output)
+    ctx.opts = (dim, reduce, include_self)
+
+
+def _scatter_reduce_backward(ctx, grad):
+    x, index, src, result = ctx.saved_tensors
+    dim, reduce, include_self = ctx.opts
+    nx, ns = ctx.needs_input_grad[0], ctx.needs_input_grad[3]
+    if not (nx or ns):
+        return None, None, None, None, None, None
+    gx, gs = _scatter_reduce_bwd(grad, x, dim, index, src, reduce, result, include_self, nx, ns)
+    return (gx if nx else None), None, None, (gs if ns else None), None, None
+
+
+_scatter_reduce_fwd.register_autograd(_scatter_reduce_backward, setup_context=_scatter_reduce_setup)
+
+
+def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str,
+                   include_self: bool = True) -> Tensor:
+    """torch.scatter_reduce on baracuda ('sum', 'prod', 'mean', 'amax', 'amin'); the backward
+    is ScatterReduceBackwardPlan (torch's formulas: ties of amax / amin share the gradient)."""
+    return _scatter_reduce_fwd(input, int(dim), index, src, str(reduce), bool(include_self))
+
+
+# ---- index_select / index_add -------------------------------------------------------------------------
+@torch.library.custom_op("baracuda::index_select_fwd", mutates_args=())
+def _index_select_fwd(x: Tensor, dim: int, index: Tensor) -> Tensor:
+    return _t(_bc.index_select(_d(x), dim, _d(index)))
+
+
+@_index_select_fwd.register_fake
+def _(x, dim, index):
+    shape = list(x.shape)
+    shape[_dims_of(x, dim)] = index.numel()
+    return x.new_empty(shape)
+
+
+def _index_select_setup(ctx, inputs, output):
+    x, dim, index = inputs
+    ctx.save_for_backward(index)
+    ctx.dim, ctx.shape = dim, x.shape
+
+
+def _index_select_backward(ctx, dy):
+    (index,) = ctx.saved_tensors
+    return _index_add_fwd(dy.new_zeros(ctx.shape), ctx.dim, index.reshape(-1), dy, 1.0), None, None
+
+
+_index_select_fwd.register_autograd(_index_select_backward, setup_context=_index_select_setup)
+
+
+def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
+    """torch.index_select on baracuda; the gradient is an index_add (deterministic)."""
+    return _index_select_fwd(input, int(dim), index)
+
+
+@torch.library.custom_op("baracuda::index_add_fwd", mutates_args=())
+def _index_add_fwd(x: Tensor, dim: int, index: Tensor, source: Tensor, alpha: float) -> Tensor:
+    return _t(_bc.index_add(_d(x), dim, _d(index), _d(source), alpha=alpha))
+
+
+@_index_add_fwd.register_fake
+def _(x, dim, index, source, alpha):
+    return x.new_empty(x.shape)
+
+
+def _index_add_setup(ctx, inputs, output):
+    x, dim, index, source, alpha = inputs
+    ctx.save_for_backward(index)
+    ctx.dim, ctx.alpha = dim, alpha
+
+
+def _index_add_backward(ctx, dy):
+    (index,) = ctx.saved_tensors
+    ds = None
+    if ctx.needs_input_grad[3]:
+        ds = _index_select_fwd(dy, ctx.dim, index)
+        if ctx.alpha != 1.0:
+            ds = ds * ctx.alpha
+    return dy, None, None, ds, None
+
+
+_index_add_fwd.register_autograd(_index_add_backward, setup_context=_index_add_setup)
+
+
+def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha: float = 1.0) -> Tensor:
+    """torch.index_add on baracuda (deterministic: duplicates summed in order)."""
+    return _index_add_fwd(input, int(dim), index, source, float(alpha))
+
+
+# ---- take / put -----------------------------------------------------------------------------------------
+@torch.library.custom_op("baracuda::take_fwd", mutates_args=())
+def _take_fwd(x: Tensor, index: Tensor) -> Tensor:
+    return _t(_bc.take(_d(x), _d(index)))
+
+
+@_take_fwd.register_fake
+def _(x, index):
+    return x.new_empty(index.shape)
+
+
+def _take_setup(ctx, inputs, output):
+    x, index = inputs
+    ctx.save_for_backward(index)
+    ctx.shape = x.shape
+
+
+def _take_backward(ctx, dy):
+    (index,) = ctx.saved_tensors
+    return _put_fwd(dy.new_zeros(ctx.shape), index, dy, True), None
+
+
+_take_fwd.register_autograd(_take_backward, setup_context=_take_setup)
+
+
+def take(input: Tensor, index: Tensor) -> Tensor:
+    """torch.take on baracuda; the gradient is put(accumulate=True) (deterministic)."""
+    return _take_fwd(input, index)
+
+
+@torch.library.custom_op("baracuda::put_fwd", mutates_args=())
+def _put_fwd(x: Tensor, index: Tensor, source: Tensor, accumulate: bool) -> Tensor:
+    return _t(_bc.put(_d(x), _d(index), _d(source), accumulate))
+
+
+@_put_fwd.register_fake
+def _(x, index, source, accumulate):
+    return x.new_empty(x.shape)
+
+
+def _put_setup(ctx, inputs, output):
+    x, index, source, accumulate = inputs
+    ctx.save_for_backward(index)
+    ctx.accumulate = accumulate
+
+
+def _put_backward(ctx, dy):
+    (index,) = ctx.saved_tensors
+    dx = dy if ctx.accumulate else _put_fwd(dy, index, dy.new_zeros(index.shape), False)
+    ds = _take_fwd(dy, index) if ctx.needs_input_grad[2] else None
+    return dx, None, ds, None
+
+
+_put_fwd.register_autograd(_put_backward, setup_context=_put_setup)
+
+
+def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
+    """torch.put on baracuda (duplicates without accumulate: the last position wins)."""
+    return _put_fwd(input, index, source, bool(accumulate))
+
+
+# ---- masked_select / masked_scatter ---------------------------------------------------------------------
+@torch.library.custom_op("baracuda::masked_select_fwd", mutates_args=())
+def _masked_select_fwd(x: Tensor, mask: Tensor) -> Tensor:
+    return _t(_bc.masked_select(_d(x), _d(mask)))  # the exact length: a host sync on CUDA (as torch)
+
+
+@_masked_select_fwd.register_fake
+def _(x, mask):
+    n = torch.library.get_ctx().new_dynamic_size()
+    return x.new_empty((n,))
+
+
+def _masked_select_setup(ctx, inputs, output):
+    x, mask = inputs
+    ctx.save_for_backward(mask)
+    ctx.shape = x.shape
+
+
+def _masked_select_backward(ctx, dy):
+    (mask,) = ctx.saved_tensors
+    full = torch.broadcast_shapes(ctx.shape, mask.shape)
+    dx = _masked_scatter_fwd(dy.new_zeros(full), mask, dy)
+    if tuple(full) != tuple(ctx.shape):
+        dx = dx.sum_to_size(ctx.shape)
+    return dx, None
+
+
+_masked_select_fwd.register_autograd(_masked_select_backward, setup_context=_masked_select_setup)
+
+
+def masked_select(input: Tensor, mask: Tensor) -> Tensor:
+    """torch.masked_select on baracuda (a host sync on CUDA for the length, as torch); the
+    gradient is a masked_scatter into zeros (summed over broadcast dims)."""
+    return _masked_select_fwd(input, mask)
+
+
+@torch.library.custom_op("baracuda::masked_scatter_fwd", mutates_args=())
+def _masked_scatter_fwd(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    return _t(_bc.masked_scatter(_d(x), _d(mask), _d(source)))
+
+
+@_masked_scatter_fwd.register_fake
+def _(x, mask, source):
+    return x.new_empty(x.shape)
+
+
+def _masked_scatter_setup(ctx, inputs, output):
+    x, mask, source = inputs
+    ctx.save_for_backward(mask)
+    ctx.source_shape = source.shape
+
+
+def _masked_scatter_backward(ctx, dy):
+    (mask,) = ctx.saved_tensors
+    dx = dy.masked_fill(mask, 0)
+    ds = None
+    if ctx.needs_input_grad[2]:
+        sel = _masked_select_fwd(dy, mask)
+        n = math.prod(ctx.source_shape)
+        ds = torch.cat([sel, sel.new_zeros(n - sel.numel())]).reshape(ctx.source_shape)
+    return dx, None, ds
+
+
+_masked_scatter_fwd.register_autograd(_masked_scatter_backward, setup_context=_masked_scatter_setup)
+
+
+def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
+    """Tensor.masked_scatter on baracuda (mask broadcast to input's shape)."""
+    return _masked_scatter_fwd(input, mask, source)
+
+
+# ---- advanced indexing: x[i, :, j] and index_put ----------------------------------------------------
+def _index_list(x, indices):
+    if isinstance(indices, Tensor):
+        indices = [indices]
+    out = []
+    for e in indices:
+        if isinstance(e, int) and not isinstance(e, bool):
+            e = torch.tensor(e, device=x.device)
+        out.append(e)
+    return out
+
+
+def _no_index_grads(indices):
+    # The "gradient" of the index list, in the structure torch.library's autograd
+    # flattening expects: a list of tensors is flattened (one None each), a list
+    # holding None is one leaf (one None).
+    return None if any(i is None for i in indices) else [None] * len(indices)
+
+
+@torch.library.custom_op("baracuda::index_get_fwd", mutates_args=())
+def _index_get_fwd(x: Tensor, indices: List[Optional[Tensor]]) -> Tensor:
+    return _t(_bc.index_get(_d(x), [_d(i) for i in indices]))
+
+
+@_index_get_fwd.register_fake
+def _(x, indices):
+    return torch.ops.aten.index(x, indices)
+
+
+def _index_get_setup(ctx, inputs, output):
+    x, indices = inputs
+    ctx.indices = indices
+    ctx.shape = x.shape
+
+
+def _index_get_backward(ctx, dy):
+    return _index_put_fwd(dy.new_zeros(ctx.shape), ctx.indices, dy, True), _no_index_grads(ctx.indices)
+
+
+_index_get_fwd.register_autograd(_index_get_backward, setup_context=_index_get_setup)
+
+
+def index_get(input: Tensor, indices) -> Tensor:
+    """aten::index on baracuda: indices a list (one entry per leading dim: None = a full
+    slice, an integer or bool tensor, a Python int); bt.index_get(x, [i, None, j]) is
+    x[i, :, j]. The gradient is index_put(accumulate=True) into zeros (deterministic)."""
+    return _index_get_fwd(input, _index_list(input, indices))
+
+
+@torch.library.custom_op("baracuda::index_put_fwd", mutates_args=())
+def _index_put_fwd(x: Tensor, indices: List[Optional[Tensor]], values: Tensor, accumulate: bool) -> Tensor:
+    return _t(_bc.index_put(_d(x), [_d(i) for i in indices], _d(values), accumulate))
+
+
+@_index_put_fwd.register_fake
+def _(x, indices, values, accumulate):
+    return x.new_empty(x.shape)
+
+
+def _index_put_setup(ctx, inputs, output):
+    x, indices, values, accumulate = inputs
+    ctx.indices = indices
+    ctx.accumulate = accumulate
+    ctx.values_shape = values.shape
+
+
+def _index_put_backward(ctx, dy):
+    dx = None
+    if ctx.needs_input_grad[0]:
+        dx = dy if ctx.accumulate else _index_put_fwd(dy, ctx.indices, dy.new_zeros(()), False)
+    dv = None
+    if ctx.needs_input_grad[2]:
+        dv = _index_get_fwd(dy, ctx.indices)
+        if tuple(dv.shape) != tuple(ctx.values_shape):
+            dv = dv.sum_to_size(ctx.values_shape) if len(ctx.values_shape) else dv.sum()
+    return dx, _no_index_grads(ctx.indices), dv, None
+
+
+_index_put_fwd.register_autograd(_index_put_backward, setup_context=_index_put_setup)
+
+
+def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
+    """torch.index_put on baracuda (out of place; indices as index_get's). Duplicates
+    without accumulate: the last position wins (deterministic); accumulate sums in order."""
+    if not isinstance(values, Tensor):
+        values = torch.tensor(values, dtype=input.dtype, device=input.device)
+    return _index_put_fwd(input, _index_list(input, indices), values, bool(accumulate))
+
+
+# ---- modules: rotary embedding, flash attention -------------------------------------------------------
+class RotaryEmbedding(torch.nn.Module):
+    """Rotary position embedding as a module: forward(q, k, positions=None) returns the
+    rotated (q, k) ([B, H, S, D] / [B, Hk, S, D]; positions None = 0..S-1, [S] or [B, S]).
+    dim: the rotated features (rotary_dim, default all of D); base: theta. No parameters
+    or buffers (the angles are computed in the kernel)."""
+
+    def __init__(self, dim=None, base=10000.0, interleaved=False):
+        super().__init__()
+        self.dim, self.base, self.interleaved = dim, float(base), bool(interleaved)
+
+    def forward(self, q, k, positions=None):
+        return rope(q, k, positions, self.base, self.dim, self.interleaved)
+
+    def extra_repr(self):
+        return f"dim={self.dim}, base={self.base}, interleaved={self.interleaved}"
+
+
+class FlashAttention(torch.nn.Module):
+    """scaled_dot_product_attention as a module on the flash kernels: forward(q, k, v) with
+    q [B, H, Q, D], k / v [B, Hk, K, D] (grouped-query when Hk < H); causal, scale (None:
+    1/sqrt(D)) and window=(left, right) fixed at construction. No parameters."""
+
+    def __init__(self, causal=False, scale=None, window=None):
+        super().__init__()
+        self.causal, self.scale, self.window = bool(causal), scale, window
+
+    def forward(self, q, k, v):
+        return flash_attention(q, k, v, self.causal, self.scale, self.window)
+
+    def extra_repr(self):
+        return f"causal={self.causal}, scale={self.scale}, window={self.window}"
+
+
+# ---- grouped linear (mixture of experts) ------------------------------------------------------------
+__all__ += ["grouped_linear"]
+
+
+def _host_offsets(offsets):
+    if isinstance(offsets, Tensor):
+        return offsets.detach().to("cpu", torch.int64)
+    return torch.tensor([int(o) for o in offsets], dtype=torch.int64)
+
+
+@torch.library.custom_op("baracuda::grouped_linear_fwd", mutates_args=())
+def _grouped_fwd(x: Tensor, weight: Tensor, bias: Optional[Tensor], offsets: Tensor,
+                 activation: str) -> Tuple[Tensor, Tensor]:
+    act = None if activation == "none" else activation
+    gelu = activation in ("gelu", "gelu_tanh")
+    r = _bc.grouped_linear(_d(x), _d(weight), _d(offsets), _d(bias), activation=act, return_aux=gelu)
+    y, aux = (_t(r[0]), _t(r[1])) if gelu else (_t(r), x.new_empty((0,)))
+    end = int(offsets[-1])
+    y[end:] = 0  # the unused capacity: defined (zeros) for torch
+    if gelu:
+        aux[end:] = 0
+    return y, aux
+
+
+@_grouped_fwd.register_fake
+def _(x, weight, bias, offsets, activation):
+    y = x.new_empty((x.shape[0], weight.shape[-2]))
+    return y, (x.new_empty(y.shape) if activation in ("gelu", "gelu_tanh") else x.new_empty((0,)))
+
+
+@torch.library.custom_op("baracuda::grouped_linear_bwd", mutates_args=())
+def _grouped_bwd(dy: Tensor, x: Tensor, weight: Tensor, offsets: Tensor, saved: Tensor, has_bias: bool,
+                 activation: str, need_dx: bool, need_dw: bool) -> Tuple[Tensor, Tensor, Tensor]:
+    act = None if activation == "none" else activation
+    dx, dw, db = _bc.grouped_linear_backward(_d(dy), _d(x), _d(weight), _d(offsets), has_bias=has_bias,
+                                             activation=act, aux=_d(saved) if act else None,
+                                             output_mask=(need_dx, need_dw, has_bias))
+    dx = _t(dx) if dx is not None else x.new_empty((0,))
+    if need_dx:
+        dx[int(offsets[-1]):] = 0
+    return (dx, _t(dw) if dw is not None else x.new_empty((0,)), _t(db) if db is not None else x.new_empty((0,)))
+
+
+@_grouped_bwd.register_fake
+def _(dy, x, weight, offsets, saved, has_bias, activation, need_dx, need_dw):
+    nb = weight.shape[:-1]
+    return (x.new_empty(x.shape if need_dx else (0,)), x.new_empty(weight.shape if need_dw else (0,)),
+            x.new_empty(nb if has_bias else (0,)))
+
+
+def _grouped_setup(ctx, inputs, output):
+    x, weight, bias, offsets, activation = inputs
+    y, aux = output
+    ctx.save_for_backward(x, weight, offsets, y if activation == "relu" else aux)
+    ctx.has_bias = bias is not None
+    ctx.activation = activation
+
+
+def _grouped_backward(ctx, dy, _daux):
+    x, weight, offsets, saved = ctx.saved_tensors
+    need_dx, need_dw = ctx.needs_input_grad[0], ctx.needs_input_grad[1]
+    need_db = ctx.has_bias and ctx.needs_input_grad[2]
+    if not (need_dx or need_dw or need_db):
+        return None, None, None, None, None
+    dx, dw, db = _grouped_bwd(dy, x, weight, offsets, saved, ctx.has_bias, ctx.activation, need_dx, need_dw)
+    return (dx if need_dx else None), (dw if need_dw else None), (db if need_db else None), None, None
+
+
+_grouped_fwd.register_autograd(_grouped_backward, setup_context=_grouped_setup)
+
+
+def grouped_linear(input: Tensor, weight: Tensor, offsets, bias: Optional[Tensor] = None,
+                   activation: Optional[str] = None) -> Tensor:
+    """The experts of a mixture-of-experts layer: rows offsets[g]:offsets[g+1] of input [T, K]
+    through weight[g] [N, K] (+ bias[g]) and the fused activation (None / 'relu' / 'gelu' /
+    'gelu_tanh'); a 2-D weight is shared. offsets: G + 1 ints (a list or a tensor; read on the
+    host). Rows past offsets[-1] are zeros in the output and get zero gradient."""
+    act = "none" if activation is None else str(activation)
+    return _grouped_fwd(input, weight, bias, _host_offsets(offsets), act)[0]

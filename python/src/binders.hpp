@@ -367,3 +367,38 @@ void def_check_indices(nb::class_<P>& cls) {
 
 }  // namespace
 }  // namespace bpy
+
+// ---- appended (plans_b.cpp): descriptor fields that are not one member ----------------
+namespace bpy {
+namespace {
+// A descriptor field with its own setter / getter (e.g. AdvancedIndex's per-dim
+// arrays), joining the keyword constructor and __repr__ as DescBinder::field does.
+template <class D>
+void desc_custom_field(DescBinder<D>& b, const char* fname, typename DescBinder<D>::Setter set,
+                       typename DescBinder<D>::Getter get) {
+  b.cls.def_prop_rw(fname, get, set);
+  b.fields->push_back({fname, set, get});
+}
+
+// A run() argument that is a list of tensors, one per dim, None for "absent"
+// (advanced indexing's indices): imports each into `out[d]`, keeping the views
+// alive in `keep`.
+inline void import_tensor_list(nb::handle l, const Stream& s, const std::string& what, std::vector<View>& keep,
+                               TensorRef* out, int max_len) {
+  if (!l.is_valid() || l.is_none()) return;
+  if (!nb::isinstance<nb::sequence>(l) || nb::isinstance<nb::str>(l) || is_tensor_like(l))
+    throw nb::type_error((what + ": expected a list (or tuple) of tensors / None, one per dim").c_str());
+  const int n = static_cast<int>(nb::len(l));
+  if (n > max_len) raise_invalid(what + ": more entries (" + std::to_string(n) + ") than the rank limit " +
+                                 std::to_string(max_len));
+  int d = 0;
+  for (nb::handle t : l) {
+    if (!t.is_none()) {
+      keep.push_back(import_fast(t, s, (what + "[" + std::to_string(d) + "]").c_str()));
+      out[d] = TensorRef(keep.back().view);
+    }
+    ++d;
+  }
+}
+}  // namespace
+}  // namespace bpy

@@ -845,10 +845,13 @@ void bind_core(nb::module_& m) {
 
 }  // namespace bpy
 
+namespace bpy { void bind_plans_b(nb::module_& m); }  // plans_b.cpp
+
 NB_MODULE(_C, m) {
   bpy::bind_core(m);
   bpy::bind_plans(m);
   bpy::bind_plans_more(m);
   bpy::bind_plans_indexing(m);
+  bpy::bind_plans_b(m);
   bpy::bind_fast(m);
 }
