@@ -78,10 +78,16 @@ def _autograd(op, backward, setup_context):
         return impl(*args)
 
     def setup(ctx, inputs, output):
+        ctx._bc_tensor_inputs = tuple(isinstance(i, torch.Tensor) for i in inputs)
         setup_context(ctx, inputs, output)
 
     def backward_(ctx, *grads):
-        return backward(ctx, *grads)
+        # The custom-op API takes a list of gradients for a List[Tensor] input;
+        # autograd.Function wants None for every input that is not a tensor.
+        g = backward(ctx, *grads)
+        if not isinstance(g, tuple):
+            g = (g,)
+        return tuple(gi if t else None for gi, t in zip(g, ctx._bc_tensor_inputs))
 
     # Named at creation: autograd names the node class after it (grad_fn <linear_fwd_eagerBackward>).
     name = getattr(op, "_name", "op") + "_eager"
@@ -667,7 +673,7 @@ def _dims_of(x, dim):
 
 
 # ---- embedding ----------------------------------------------------------------------------------------
-@torch.library.custom_op("baracuda::embedding_fwd", mutates_args=())
+@_custom_op("baracuda::embedding_fwd")
 def _embedding_fwd(weight: Tensor, indices: Tensor, padding_idx: Optional[int]) -> Tensor:
     return _t(_bc.embedding(_d(indices), _d(weight), padding_idx))
 
@@ -677,7 +683,7 @@ def _(weight, indices, padding_idx):
     return weight.new_empty((*indices.shape, weight.shape[1]))
 
 
-@torch.library.custom_op("baracuda::embedding_bwd", mutates_args=())
+@_custom_op("baracuda::embedding_bwd")
 def _embedding_bwd(dout: Tensor, indices: Tensor, num_embeddings: int, padding_idx: Optional[int]) -> Tensor:
     return _t(_bc.embedding_backward(_d(dout), _d(indices), num_embeddings, padding_idx))
 
@@ -698,10 +704,10 @@ def _embedding_backward(ctx, dout):
     (indices,) = ctx.saved_tensors
     if not ctx.needs_input_grad[0]:
         return None, None, None
-    return _embedding_bwd(dout, indices, ctx.num_embeddings, ctx.padding_idx), None, None
+    return _call(_embedding_bwd, dout, indices, ctx.num_embeddings, ctx.padding_idx), None, None
 
 
-_embedding_fwd.register_autograd(_embedding_backward, setup_context=_emb_setup)
+_autograd(_embedding_fwd, _embedding_backward, _emb_setup)
 
 
 def embedding(input: Tensor, weight: Tensor, padding_idx: Optional[int] = None, max_norm: Optional[float] = None,
@@ -711,7 +717,7 @@ def embedding(input: Tensor, weight: Tensor, padding_idx: Optional[int] = None, 
     scale_grad_by_freq and sparse raise UnsupportedError."""
     if max_norm is not None or scale_grad_by_freq or sparse:
         raise _bc.UnsupportedError("embedding: max_norm, scale_grad_by_freq and sparse are not supported")
-    return _embedding_fwd(weight, input, None if padding_idx is None else int(padding_idx))
+    return _call(_embedding_fwd, weight, input, None if padding_idx is None else int(padding_idx))
 
 
 class Embedding(torch.nn.Embedding):
@@ -731,7 +737,7 @@ class Embedding(torch.nn.Embedding):
 
 
 # ---- gather / scatter_add / scatter_reduce --------------------------------------------------------------
-@torch.library.custom_op("baracuda::gather_fwd", mutates_args=())
+@_custom_op("baracuda::gather_fwd")
 def _gather_fwd(x: Tensor, dim: int, index: Tensor) -> Tensor:
     return _t(_bc.gather(_d(x), dim, _d(index)))
 
@@ -750,18 +756,18 @@ def _gather_setup(ctx, inputs, output):
 def _gather_backward(ctx, dy):
     (index,) = ctx.saved_tensors
     z = dy.new_zeros(ctx.shape)
-    return _scatter_add_fwd(z, ctx.dim, index, dy), None, None
+    return _call(_scatter_add_fwd, z, ctx.dim, index, dy), None, None
 
 
-_gather_fwd.register_autograd(_gather_backward, setup_context=_gather_setup)
+_autograd(_gather_fwd, _gather_backward, _gather_setup)
 
 
 def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """torch.gather on baracuda; the gradient is a scatter_add (summed in order: deterministic)."""
-    return _gather_fwd(input, int(dim), index)
+    return _call(_gather_fwd, input, int(dim), index)
 
 
-@torch.library.custom_op("baracuda::scatter_add_fwd", mutates_args=())
+@_custom_op("baracuda::scatter_add_fwd")
 def _scatter_add_fwd(x: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     return _t(_bc.scatter_add(_d(x), dim, _d(index), _d(src)))
 
@@ -779,19 +785,19 @@ def _scatter_add_setup(ctx, inputs, output):
 
 def _scatter_add_backward(ctx, dy):
     (index,) = ctx.saved_tensors
-    dsrc = _gather_fwd(dy, ctx.dim, index) if ctx.needs_input_grad[3] else None
+    dsrc = _call(_gather_fwd, dy, ctx.dim, index) if ctx.needs_input_grad[3] else None
     return dy, None, None, dsrc
 
 
-_scatter_add_fwd.register_autograd(_scatter_add_backward, setup_context=_scatter_add_setup)
+_autograd(_scatter_add_fwd, _scatter_add_backward, _scatter_add_setup)
 
 
 def scatter_add(input: Tensor, dim: int, index: Tensor, src: Tensor) -> Tensor:
     """torch.scatter_add on baracuda (deterministic: summed in position order)."""
-    return _scatter_add_fwd(input, int(dim), index, src)
+    return _call(_scatter_add_fwd, input, int(dim), index, src)
 
 
-@torch.library.custom_op("baracuda::scatter_reduce_fwd", mutates_args=())
+@_custom_op("baracuda::scatter_reduce_fwd")
 def _scatter_reduce_fwd(x: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str, include_self: bool) -> Tensor:
     return _t(_bc.scatter_reduce(_d(x), dim, _d(index), _d(src), reduce, include_self=include_self))
 
@@ -801,7 +807,7 @@ def _(x, dim, index, src, reduce, include_self):
     return x.new_empty(x.shape)
 
 
-@torch.library.custom_op("baracuda::scatter_reduce_bwd", mutates_args=())
+@_custom_op("baracuda::scatter_reduce_bwd")
 def _scatter_reduce_bwd(grad: Tensor, x: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str,
                         result: Tensor, include_self: bool, need_x: bool,
                         need_src: bool) -> Tuple[Tensor, Tensor]:
@@ -827,22 +833,22 @@ def _scatter_reduce_backward(ctx, grad):
     nx, ns = ctx.needs_input_grad[0], ctx.needs_input_grad[3]
     if not (nx or ns):
         return None, None, None, None, None, None
-    gx, gs = _scatter_reduce_bwd(grad, x, dim, index, src, reduce, result, include_self, nx, ns)
+    gx, gs = _call(_scatter_reduce_bwd, grad, x, dim, index, src, reduce, result, include_self, nx, ns)
     return (gx if nx else None), None, None, (gs if ns else None), None, None
 
 
-_scatter_reduce_fwd.register_autograd(_scatter_reduce_backward, setup_context=_scatter_reduce_setup)
+_autograd(_scatter_reduce_fwd, _scatter_reduce_backward, _scatter_reduce_setup)
 
 
 def scatter_reduce(input: Tensor, dim: int, index: Tensor, src: Tensor, reduce: str,
                    include_self: bool = True) -> Tensor:
     """torch.scatter_reduce on baracuda ('sum', 'prod', 'mean', 'amax', 'amin'); the backward
     is ScatterReduceBackwardPlan (torch's formulas: ties of amax / amin share the gradient)."""
-    return _scatter_reduce_fwd(input, int(dim), index, src, str(reduce), bool(include_self))
+    return _call(_scatter_reduce_fwd, input, int(dim), index, src, str(reduce), bool(include_self))
 
 
 # ---- index_select / index_add -------------------------------------------------------------------------
-@torch.library.custom_op("baracuda::index_select_fwd", mutates_args=())
+@_custom_op("baracuda::index_select_fwd")
 def _index_select_fwd(x: Tensor, dim: int, index: Tensor) -> Tensor:
     return _t(_bc.index_select(_d(x), dim, _d(index)))
 
@@ -862,18 +868,18 @@ def _index_select_setup(ctx, inputs, output):
 
 def _index_select_backward(ctx, dy):
     (index,) = ctx.saved_tensors
-    return _index_add_fwd(dy.new_zeros(ctx.shape), ctx.dim, index.reshape(-1), dy, 1.0), None, None
+    return _call(_index_add_fwd, dy.new_zeros(ctx.shape), ctx.dim, index.reshape(-1), dy, 1.0), None, None
 
 
-_index_select_fwd.register_autograd(_index_select_backward, setup_context=_index_select_setup)
+_autograd(_index_select_fwd, _index_select_backward, _index_select_setup)
 
 
 def index_select(input: Tensor, dim: int, index: Tensor) -> Tensor:
     """torch.index_select on baracuda; the gradient is an index_add (deterministic)."""
-    return _index_select_fwd(input, int(dim), index)
+    return _call(_index_select_fwd, input, int(dim), index)
 
 
-@torch.library.custom_op("baracuda::index_add_fwd", mutates_args=())
+@_custom_op("baracuda::index_add_fwd")
 def _index_add_fwd(x: Tensor, dim: int, index: Tensor, source: Tensor, alpha: float) -> Tensor:
     return _t(_bc.index_add(_d(x), dim, _d(index), _d(source), alpha=alpha))
 
@@ -893,22 +899,22 @@ def _index_add_backward(ctx, dy):
     (index,) = ctx.saved_tensors
     ds = None
     if ctx.needs_input_grad[3]:
-        ds = _index_select_fwd(dy, ctx.dim, index)
+        ds = _call(_index_select_fwd, dy, ctx.dim, index)
         if ctx.alpha != 1.0:
             ds = ds * ctx.alpha
     return dy, None, None, ds, None
 
 
-_index_add_fwd.register_autograd(_index_add_backward, setup_context=_index_add_setup)
+_autograd(_index_add_fwd, _index_add_backward, _index_add_setup)
 
 
 def index_add(input: Tensor, dim: int, index: Tensor, source: Tensor, alpha: float = 1.0) -> Tensor:
     """torch.index_add on baracuda (deterministic: duplicates summed in order)."""
-    return _index_add_fwd(input, int(dim), index, source, float(alpha))
+    return _call(_index_add_fwd, input, int(dim), index, source, float(alpha))
 
 
 # ---- take / put -----------------------------------------------------------------------------------------
-@torch.library.custom_op("baracuda::take_fwd", mutates_args=())
+@_custom_op("baracuda::take_fwd")
 def _take_fwd(x: Tensor, index: Tensor) -> Tensor:
     return _t(_bc.take(_d(x), _d(index)))
 
@@ -926,18 +932,18 @@ def _take_setup(ctx, inputs, output):
 
 def _take_backward(ctx, dy):
     (index,) = ctx.saved_tensors
-    return _put_fwd(dy.new_zeros(ctx.shape), index, dy, True), None
+    return _call(_put_fwd, dy.new_zeros(ctx.shape), index, dy, True), None
 
 
-_take_fwd.register_autograd(_take_backward, setup_context=_take_setup)
+_autograd(_take_fwd, _take_backward, _take_setup)
 
 
 def take(input: Tensor, index: Tensor) -> Tensor:
     """torch.take on baracuda; the gradient is put(accumulate=True) (deterministic)."""
-    return _take_fwd(input, index)
+    return _call(_take_fwd, input, index)
 
 
-@torch.library.custom_op("baracuda::put_fwd", mutates_args=())
+@_custom_op("baracuda::put_fwd")
 def _put_fwd(x: Tensor, index: Tensor, source: Tensor, accumulate: bool) -> Tensor:
     return _t(_bc.put(_d(x), _d(index), _d(source), accumulate))
 
@@ -955,21 +961,21 @@ def _put_setup(ctx, inputs, output):
 
 def _put_backward(ctx, dy):
     (index,) = ctx.saved_tensors
-    dx = dy if ctx.accumulate else _put_fwd(dy, index, dy.new_zeros(index.shape), False)
-    ds = _take_fwd(dy, index) if ctx.needs_input_grad[2] else None
+    dx = dy if ctx.accumulate else _call(_put_fwd, dy, index, dy.new_zeros(index.shape), False)
+    ds = _call(_take_fwd, dy, index) if ctx.needs_input_grad[2] else None
     return dx, None, ds, None
 
 
-_put_fwd.register_autograd(_put_backward, setup_context=_put_setup)
+_autograd(_put_fwd, _put_backward, _put_setup)
 
 
 def put(input: Tensor, index: Tensor, source: Tensor, accumulate: bool = False) -> Tensor:
     """torch.put on baracuda (duplicates without accumulate: the last position wins)."""
-    return _put_fwd(input, index, source, bool(accumulate))
+    return _call(_put_fwd, input, index, source, bool(accumulate))
 
 
 # ---- masked_select / masked_scatter ---------------------------------------------------------------------
-@torch.library.custom_op("baracuda::masked_select_fwd", mutates_args=())
+@_custom_op("baracuda::masked_select_fwd")
 def _masked_select_fwd(x: Tensor, mask: Tensor) -> Tensor:
     return _t(_bc.masked_select(_d(x), _d(mask)))  # the exact length: a host sync on CUDA (as torch)
 
@@ -989,22 +995,22 @@ def _masked_select_setup(ctx, inputs, output):
 def _masked_select_backward(ctx, dy):
     (mask,) = ctx.saved_tensors
     full = torch.broadcast_shapes(ctx.shape, mask.shape)
-    dx = _masked_scatter_fwd(dy.new_zeros(full), mask, dy)
+    dx = _call(_masked_scatter_fwd, dy.new_zeros(full), mask, dy)
     if tuple(full) != tuple(ctx.shape):
         dx = dx.sum_to_size(ctx.shape)
     return dx, None
 
 
-_masked_select_fwd.register_autograd(_masked_select_backward, setup_context=_masked_select_setup)
+_autograd(_masked_select_fwd, _masked_select_backward, _masked_select_setup)
 
 
 def masked_select(input: Tensor, mask: Tensor) -> Tensor:
     """torch.masked_select on baracuda (a host sync on CUDA for the length, as torch); the
     gradient is a masked_scatter into zeros (summed over broadcast dims)."""
-    return _masked_select_fwd(input, mask)
+    return _call(_masked_select_fwd, input, mask)
 
 
-@torch.library.custom_op("baracuda::masked_scatter_fwd", mutates_args=())
+@_custom_op("baracuda::masked_scatter_fwd")
 def _masked_scatter_fwd(x: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     return _t(_bc.masked_scatter(_d(x), _d(mask), _d(source)))
 
@@ -1025,18 +1031,18 @@ def _masked_scatter_backward(ctx, dy):
     dx = dy.masked_fill(mask, 0)
     ds = None
     if ctx.needs_input_grad[2]:
-        sel = _masked_select_fwd(dy, mask)
+        sel = _call(_masked_select_fwd, dy, mask)
         n = math.prod(ctx.source_shape)
         ds = torch.cat([sel, sel.new_zeros(n - sel.numel())]).reshape(ctx.source_shape)
     return dx, None, ds
 
 
-_masked_scatter_fwd.register_autograd(_masked_scatter_backward, setup_context=_masked_scatter_setup)
+_autograd(_masked_scatter_fwd, _masked_scatter_backward, _masked_scatter_setup)
 
 
 def masked_scatter(input: Tensor, mask: Tensor, source: Tensor) -> Tensor:
     """Tensor.masked_scatter on baracuda (mask broadcast to input's shape)."""
-    return _masked_scatter_fwd(input, mask, source)
+    return _call(_masked_scatter_fwd, input, mask, source)
 
 
 # ---- advanced indexing: x[i, :, j] and index_put ----------------------------------------------------
@@ -1058,7 +1064,7 @@ def _no_index_grads(indices):
     return None if any(i is None for i in indices) else [None] * len(indices)
 
 
-@torch.library.custom_op("baracuda::index_get_fwd", mutates_args=())
+@_custom_op("baracuda::index_get_fwd")
 def _index_get_fwd(x: Tensor, indices: List[Optional[Tensor]]) -> Tensor:
     return _t(_bc.index_get(_d(x), [_d(i) for i in indices]))
 
@@ -1075,20 +1081,20 @@ def _index_get_setup(ctx, inputs, output):
 
 
 def _index_get_backward(ctx, dy):
-    return _index_put_fwd(dy.new_zeros(ctx.shape), ctx.indices, dy, True), _no_index_grads(ctx.indices)
+    return _call(_index_put_fwd, dy.new_zeros(ctx.shape), ctx.indices, dy, True), _no_index_grads(ctx.indices)
 
 
-_index_get_fwd.register_autograd(_index_get_backward, setup_context=_index_get_setup)
+_autograd(_index_get_fwd, _index_get_backward, _index_get_setup)
 
 
 def index_get(input: Tensor, indices) -> Tensor:
     """aten::index on baracuda: indices a list (one entry per leading dim: None = a full
     slice, an integer or bool tensor, a Python int); bt.index_get(x, [i, None, j]) is
     x[i, :, j]. The gradient is index_put(accumulate=True) into zeros (deterministic)."""
-    return _index_get_fwd(input, _index_list(input, indices))
+    return _call(_index_get_fwd, input, _index_list(input, indices))
 
 
-@torch.library.custom_op("baracuda::index_put_fwd", mutates_args=())
+@_custom_op("baracuda::index_put_fwd")
 def _index_put_fwd(x: Tensor, indices: List[Optional[Tensor]], values: Tensor, accumulate: bool) -> Tensor:
     return _t(_bc.index_put(_d(x), [_d(i) for i in indices], _d(values), accumulate))
 
@@ -1108,16 +1114,16 @@ def _index_put_setup(ctx, inputs, output):
 def _index_put_backward(ctx, dy):
     dx = None
     if ctx.needs_input_grad[0]:
-        dx = dy if ctx.accumulate else _index_put_fwd(dy, ctx.indices, dy.new_zeros(()), False)
+        dx = dy if ctx.accumulate else _call(_index_put_fwd, dy, ctx.indices, dy.new_zeros(()), False)
     dv = None
     if ctx.needs_input_grad[2]:
-        dv = _index_get_fwd(dy, ctx.indices)
+        dv = _call(_index_get_fwd, dy, ctx.indices)
         if tuple(dv.shape) != tuple(ctx.values_shape):
             dv = dv.sum_to_size(ctx.values_shape) if len(ctx.values_shape) else dv.sum()
     return dx, _no_index_grads(ctx.indices), dv, None
 
 
-_index_put_fwd.register_autograd(_index_put_backward, setup_context=_index_put_setup)
+_autograd(_index_put_fwd, _index_put_backward, _index_put_setup)
 
 
 def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) -> Tensor:
@@ -1125,7 +1131,7 @@ def index_put(input: Tensor, indices, values: Tensor, accumulate: bool = False) 
     without accumulate: the last position wins (deterministic); accumulate sums in order."""
     if not isinstance(values, Tensor):
         values = torch.tensor(values, dtype=input.dtype, device=input.device)
-    return _index_put_fwd(input, _index_list(input, indices), values, bool(accumulate))
+    return _call(_index_put_fwd, input, _index_list(input, indices), values, bool(accumulate))
 
 
 # ---- modules: rotary embedding, flash attention -------------------------------------------------------
@@ -1172,7 +1178,7 @@ def _host_offsets(offsets):
     return torch.tensor([int(o) for o in offsets], dtype=torch.int64)
 
 
-@torch.library.custom_op("baracuda::grouped_linear_fwd", mutates_args=())
+@_custom_op("baracuda::grouped_linear_fwd")
 def _grouped_fwd(x: Tensor, weight: Tensor, bias: Optional[Tensor], offsets: Tensor,
                  activation: str) -> Tuple[Tensor, Tensor]:
     act = None if activation == "none" else activation
@@ -1192,7 +1198,7 @@ def _(x, weight, bias, offsets, activation):
     return y, (x.new_empty(y.shape) if activation in ("gelu", "gelu_tanh") else x.new_empty((0,)))
 
 
-@torch.library.custom_op("baracuda::grouped_linear_bwd", mutates_args=())
+@_custom_op("baracuda::grouped_linear_bwd")
 def _grouped_bwd(dy: Tensor, x: Tensor, weight: Tensor, offsets: Tensor, saved: Tensor, has_bias: bool,
                  activation: str, need_dx: bool, need_dw: bool) -> Tuple[Tensor, Tensor, Tensor]:
     act = None if activation == "none" else activation
@@ -1226,11 +1232,11 @@ def _grouped_backward(ctx, dy, _daux):
     need_db = ctx.has_bias and ctx.needs_input_grad[2]
     if not (need_dx or need_dw or need_db):
         return None, None, None, None, None
-    dx, dw, db = _grouped_bwd(dy, x, weight, offsets, saved, ctx.has_bias, ctx.activation, need_dx, need_dw)
+    dx, dw, db = _call(_grouped_bwd, dy, x, weight, offsets, saved, ctx.has_bias, ctx.activation, need_dx, need_dw)
     return (dx if need_dx else None), (dw if need_dw else None), (db if need_db else None), None, None
 
 
-_grouped_fwd.register_autograd(_grouped_backward, setup_context=_grouped_setup)
+_autograd(_grouped_fwd, _grouped_backward, _grouped_setup)
 
 
 def grouped_linear(input: Tensor, weight: Tensor, offsets, bias: Optional[Tensor] = None,
@@ -1240,4 +1246,4 @@ def grouped_linear(input: Tensor, weight: Tensor, offsets, bias: Optional[Tensor
     'gelu_tanh'); a 2-D weight is shared. offsets: G + 1 ints (a list or a tensor; read on the
     host). Rows past offsets[-1] are zeros in the output and get zero gradient."""
     act = "none" if activation is None else str(activation)
-    return _grouped_fwd(input, weight, bias, _host_offsets(offsets), act)[0]
+    return _call(_grouped_fwd, input, weight, bias, _host_offsets(offsets), act)[0]
