@@ -264,32 +264,39 @@ nb::object plan_run(const P& plan, const std::vector<ArgField<A>>& fields, nb::h
   return nb::none();
 }
 
+// What every bound plan class has: select(desc, stream, preference) and the
+// workspace_size / sku / device / name / empty / descriptor properties.
+template <class P, class D>
+void def_plan_common(nb::class_<P>& cls) {
+  cls.def_static(
+      "select",
+      [](const D& d, nb::handle stream, nb::handle pref) {
+        const Stream s = select_stream(stream);
+        const PlanPreference p = preference_from_py(pref);
+        std::optional<Result<P>> r;
+        {
+          nb::gil_scoped_release release;
+          r.emplace(P::select(s, d, p));
+        }
+        return unwrap(std::move(*r));
+      },
+      nb::arg("desc"), nb::arg("stream") = nb::none(), nb::arg("preference") = nb::none(),
+      "Selects the plan for `desc` on `stream`'s device (None: the CPU).");
+  cls.def_prop_ro("workspace_size", [](const P& p) { return p.workspace_size(); });
+  cls.def_prop_ro("sku", [](const P& p) { return sku_to_py(p.sku()); });
+  cls.def_prop_ro("device", [](const P& p) { return device_to_py(p.device()); });
+  cls.def_prop_ro("name", [](const P& p) { return std::string(p.name()); });
+  cls.def_prop_ro("empty", [](const P& p) { return p.empty(); });
+  cls.def_prop_ro("descriptor", [](const P& p) { return D(p.descriptor()); });
+}
+
 template <class P, class D, class A>
 struct PlanBinder {
   nb::class_<P> cls;
   std::shared_ptr<std::vector<ArgField<A>>> fields = std::make_shared<std::vector<ArgField<A>>>();
 
   PlanBinder(nb::module_& m, const char* name) : cls(m, name) {
-    cls.def_static(
-        "select",
-        [](const D& d, nb::handle stream, nb::handle pref) {
-          const Stream s = select_stream(stream);
-          const PlanPreference p = preference_from_py(pref);
-          std::optional<Result<P>> r;
-          {
-            nb::gil_scoped_release release;
-            r.emplace(P::select(s, d, p));
-          }
-          return unwrap(std::move(*r));
-        },
-        nb::arg("desc"), nb::arg("stream") = nb::none(), nb::arg("preference") = nb::none(),
-        "Selects the plan for `desc` on `stream`'s device (None: the CPU).");
-    cls.def_prop_ro("workspace_size", [](const P& p) { return p.workspace_size(); });
-    cls.def_prop_ro("sku", [](const P& p) { return sku_to_py(p.sku()); });
-    cls.def_prop_ro("device", [](const P& p) { return device_to_py(p.device()); });
-    cls.def_prop_ro("name", [](const P& p) { return std::string(p.name()); });
-    cls.def_prop_ro("empty", [](const P& p) { return p.empty(); });
-    cls.def_prop_ro("descriptor", [](const P& p) { return D(p.descriptor()); });
+    def_plan_common<P, D>(cls);
     auto fs = fields;
     cls.def(
         "run",

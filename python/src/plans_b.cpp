@@ -146,26 +146,7 @@ struct AdvancedRun {
 template <class P, class D, class A>
 nb::class_<P> bind_advanced_plan(nb::module_& m, const char* name, AdvancedRun<P, A> r) {
   nb::class_<P> cls(m, name);
-  cls.def_static(
-      "select",
-      [](const D& d, nb::handle stream, nb::handle pref) {
-        const Stream s = select_stream(stream);
-        const PlanPreference p = preference_from_py(pref);
-        std::optional<Result<P>> res;
-        {
-          nb::gil_scoped_release release;
-          res.emplace(P::select(s, d, p));
-        }
-        return unwrap(std::move(*res));
-      },
-      nb::arg("desc"), nb::arg("stream") = nb::none(), nb::arg("preference") = nb::none(),
-      "Selects the plan for `desc` on `stream`'s device (None: the CPU).");
-  cls.def_prop_ro("workspace_size", [](const P& p) { return p.workspace_size(); });
-  cls.def_prop_ro("sku", [](const P& p) { return sku_to_py(p.sku()); });
-  cls.def_prop_ro("device", [](const P& p) { return device_to_py(p.device()); });
-  cls.def_prop_ro("name", [](const P& p) { return std::string(p.name()); });
-  cls.def_prop_ro("empty", [](const P& p) { return p.empty(); });
-  cls.def_prop_ro("descriptor", [](const P& p) { return D(p.descriptor()); });
+  def_plan_common<P, D>(cls);
   cls.def_prop_ro("out_shape", [](const P& p) { return dims_to_py(p.out_shape()); });
   cls.def_prop_ro("broadcast_shape", [](const P& p) { return dims_to_py(p.broadcast_shape()); });
   auto rr = std::make_shared<AdvancedRun<P, A>>(std::move(r));
