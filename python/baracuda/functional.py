@@ -31,7 +31,8 @@ __all__ = [
     # loss
     "cross_entropy", "cross_entropy_backward", "linear_cross_entropy",
     # attention, rotary embeddings
-    "flash_attention", "flash_attention_backward", "rope", "rope_backward",
+    "flash_attention", "flash_attention_backward", "flash_attention_varlen", "flash_attention_varlen_backward",
+    "scaled_dot_product_attention", "scaled_dot_product_attention_backward", "rope", "rope_backward",
     # random numbers, dropout (explicit seeds)
     "uniform", "normal", "dropout", "dropout_backward",
     "zeros",
@@ -767,7 +768,13 @@ def linear_cross_entropy(hidden, weight, target, bias=None, class_weight=None, i
 
 
 # ---- flash attention ------------------------------------------------------------------------------------
-def _flash_desc(P, qv, kv, causal, scale, window, softcap, align, save_lse):
+def _alibi_mode(P, av):
+    if av is None:
+        return P.AlibiMode.None_
+    return P.AlibiMode.PerHead if len(av.shape) == 1 else P.AlibiMode.PerBatchHead
+
+
+def _flash_desc(P, qv, kv, causal, scale, window, softcap, align, save_lse, mv=None, av=None):
     from ._errors import InvalidProblemError
     if len(qv.shape) != 4 or len(kv.shape) != 4:
         raise InvalidProblemError(f"flash_attention: q, k, v must be 4-D [B, H, S, D] (got {qv.shape} and "
@@ -776,11 +783,12 @@ def _flash_desc(P, qv, kv, causal, scale, window, softcap, align, save_lse):
     wl, wr = (-1, -1) if window is None else (int(window[0]), int(window[1]))
     return P.FlashSdpaDescriptor(dtype=qv.dtype, batch=B, heads=H, kv_heads=kv.shape[1], q_len=Q,
                                  kv_len=kv.shape[2], head_dim=D, scale=scale, causal=bool(causal), align=align,
-                                 window_left=wl, window_right=wr, softcap=float(softcap), save_lse=save_lse)
+                                 window_left=wl, window_right=wr, softcap=float(softcap), save_lse=save_lse,
+                                 has_mask=mv is not None, alibi=_alibi_mode(P, av))
 
 
 def flash_attention(q, k, v, causal=False, scale=None, *, window=None, softcap=0.0, align="top_left",
-                    return_lse=False, out=None, stream=None):
+                    attn_mask=None, alibi_slopes=None, return_lse=False, out=None, stream=None):
     """softmax(q k^T * scale [+ causal mask]) v without materializing the scores.
 
     q [B, H, Q, D], k and v [B, Hk, K, D] (torch's SDPA layout, any strides;
@@ -788,35 +796,150 @@ def flash_attention(q, k, v, causal=False, scale=None, *, window=None, softcap=0
     scale: 1/sqrt(D) by default. causal with align 'top_left' (torch's
     is_causal) or 'bottom_right' (FlashAttention's, for KV-cache decoding);
     window=(left, right) a sliding window (-1: unbounded); softcap > 0:
-    s = softcap * tanh(s / softcap). A row with no allowed key gives 0
+    s = softcap * tanh(s / softcap). attn_mask: an additive float32 mask
+    [B, H, Q, K] (broadcast extents as stride-0 views, e.g. torch's
+    mask.expand(B, H, Q, K)). alibi_slopes: float32 [H] or [B, H], adds
+    -slope * |i + off - j| to the scores. A row with no allowed key gives 0
     (PyTorch: NaN). return_lse=True also returns the row log-sum-exp
     [B, H, Q] (float32), which flash_attention_backward needs."""
     P = _plans()
-    s, (qv, kv, vv, ov) = _C.prepare((q, k, v, out), stream)
+    s, (qv, kv, vv, mv, av, ov) = _C.prepare((q, k, v, attn_mask, alibi_slopes, out), stream)
     if qv is None or kv is None or vv is None:
         raise TypeError("flash_attention: expected tensors for q, k and v")
-    key = (qv.dtype, qv.shape, kv.shape, bool(causal), scale, window, float(softcap), align, bool(return_lse))
+    key = (qv.dtype, qv.shape, kv.shape, bool(causal), scale, window, float(softcap), align, bool(return_lse),
+           mv is not None, None if av is None else len(av.shape))
     plan = _plan(P.FlashSdpaPlan, key,
-                 lambda: _flash_desc(P, qv, kv, causal, scale, window, softcap, align, bool(return_lse)), s)
+                 lambda: _flash_desc(P, qv, kv, causal, scale, window, softcap, align, bool(return_lse), mv, av), s)
     y = _out(out, ov, plan.y_shape, qv.dtype, s)
     lse = _C.empty(plan.lse_shape, "float32", s) if return_lse else None
-    plan.run(stream=s, q=qv, k=kv, v=vv, y=y, lse=lse)
+    plan.run(stream=s, q=qv, k=kv, v=vv, mask=mv, alibi_slopes=av, y=y, lse=lse)
     y = _result(out, y)
     return (y, lse) if return_lse else y
 
 
 def flash_attention_backward(grad_out, q, k, v, out, lse, causal=False, scale=None, *, window=None, softcap=0.0,
-                             align="top_left", stream=None):
+                             align="top_left", attn_mask=None, alibi_slopes=None, stream=None):
     """(dq, dk, dv) of flash_attention from its output and lse (same options)."""
     P = _plans()
-    s, (dyv, qv, kv, vv, yv, lv) = _C.prepare((grad_out, q, k, v, out, lse), stream)
-    key = (qv.dtype, qv.shape, kv.shape, bool(causal), scale, window, float(softcap), align)
+    s, (dyv, qv, kv, vv, yv, lv, mv, av) = _C.prepare((grad_out, q, k, v, out, lse, attn_mask, alibi_slopes), stream)
+    key = (qv.dtype, qv.shape, kv.shape, bool(causal), scale, window, float(softcap), align,
+           mv is not None, None if av is None else len(av.shape))
     plan = _plan(P.FlashSdpaBackwardPlan, key,
-                 lambda: _flash_desc(P, qv, kv, causal, scale, window, softcap, align, True), s)
+                 lambda: _flash_desc(P, qv, kv, causal, scale, window, softcap, align, True, mv, av), s)
     dq = _C.empty(qv.shape, qv.dtype, s)
     dk = _C.empty(kv.shape, qv.dtype, s)
     dv = _C.empty(vv.shape, qv.dtype, s)
-    plan.run(stream=s, dy=dyv, q=qv, k=kv, v=vv, y=yv, lse=lv, dq=dq, dk=dk, dv=dv)
+    plan.run(stream=s, dy=dyv, q=qv, k=kv, v=vv, y=yv, lse=lv, mask=mv, alibi_slopes=av, dq=dq, dk=dk, dv=dv)
+    return dq, dk, dv
+
+
+def _varlen_desc(P, qv, kv, max_q, max_k, causal, scale, window, softcap, align, save_lse, av, batch):
+    from ._errors import InvalidProblemError
+    if len(qv.shape) != 3 or len(kv.shape) != 3:
+        raise InvalidProblemError(f"flash_attention_varlen: q must be [total_q, H, D] and k, v [total_k, Hk, D] "
+                                  f"(got {qv.shape} and {kv.shape})")
+    wl, wr = (-1, -1) if window is None else (int(window[0]), int(window[1]))
+    return P.FlashSdpaDescriptor(dtype=qv.dtype, batch=batch, heads=qv.shape[1], kv_heads=kv.shape[1],
+                                 q_len=int(max_q), kv_len=int(max_k), head_dim=qv.shape[2], scale=scale,
+                                 causal=bool(causal), align=align, window_left=wl, window_right=wr,
+                                 softcap=float(softcap), save_lse=save_lse, alibi=_alibi_mode(P, av), varlen=True,
+                                 total_q=qv.shape[0], total_kv=kv.shape[0])
+
+
+def flash_attention_varlen(q, k, v, cu_seqlens_q, cu_seqlens_k, max_seqlen_q, max_seqlen_k, causal=False,
+                           scale=None, *, window=None, softcap=0.0, align="top_left", alibi_slopes=None,
+                           return_lse=False, out=None, stream=None):
+    """FlashAttention's variable-length API: packed sequences, q [total_q, H, D],
+    k and v [total_k, Hk, D], sequence b owning rows cu_seqlens_q[b] ..
+    cu_seqlens_q[b + 1] (int32 [B + 1], starting at 0; likewise cu_seqlens_k);
+    max_seqlen_q / max_seqlen_k bound every sequence's length (they size the
+    launch: give the true maxima). The other options as flash_attention's,
+    applied per sequence (no attn_mask). lse: [H, total_q] float32. The CPU
+    checks the offsets (InvalidProblemError); CUDA kernels clamp them to the
+    tensors (a bad array gives wrong numbers, never out-of-bounds accesses)."""
+    P = _plans()
+    s, (qv, kv, vv, cq, ck, av, ov) = _C.prepare((q, k, v, cu_seqlens_q, cu_seqlens_k, alibi_slopes, out), stream)
+    if qv is None or kv is None or vv is None or cq is None or ck is None:
+        raise TypeError("flash_attention_varlen: expected tensors for q, k, v, cu_seqlens_q and cu_seqlens_k")
+    batch = cq.shape[0] - 1 if len(cq.shape) == 1 else -1
+    key = ("varlen", qv.dtype, qv.shape, kv.shape, batch, int(max_seqlen_q), int(max_seqlen_k), bool(causal), scale,
+           window, float(softcap), align, bool(return_lse), None if av is None else len(av.shape))
+    plan = _plan(P.FlashSdpaPlan, key,
+                 lambda: _varlen_desc(P, qv, kv, max_seqlen_q, max_seqlen_k, causal, scale, window, softcap, align,
+                                      bool(return_lse), av, batch), s)
+    y = _out(out, ov, plan.y_shape, qv.dtype, s)
+    lse = _C.empty(plan.lse_shape, "float32", s) if return_lse else None
+    plan.run(stream=s, q=qv, k=kv, v=vv, alibi_slopes=av, cu_seqlens_q=cq, cu_seqlens_kv=ck, y=y, lse=lse)
+    y = _result(out, y)
+    return (y, lse) if return_lse else y
+
+
+def flash_attention_varlen_backward(grad_out, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, max_seqlen_q,
+                                    max_seqlen_k, causal=False, scale=None, *, window=None, softcap=0.0,
+                                    align="top_left", alibi_slopes=None, stream=None):
+    """(dq, dk, dv) of flash_attention_varlen from its output and lse (same options)."""
+    P = _plans()
+    s, (dyv, qv, kv, vv, yv, lv, cq, ck, av) = _C.prepare(
+        (grad_out, q, k, v, out, lse, cu_seqlens_q, cu_seqlens_k, alibi_slopes), stream)
+    batch = cq.shape[0] - 1 if len(cq.shape) == 1 else -1
+    key = ("varlen", qv.dtype, qv.shape, kv.shape, batch, int(max_seqlen_q), int(max_seqlen_k), bool(causal), scale,
+           window, float(softcap), align, None if av is None else len(av.shape))
+    plan = _plan(P.FlashSdpaBackwardPlan, key,
+                 lambda: _varlen_desc(P, qv, kv, max_seqlen_q, max_seqlen_k, causal, scale, window, softcap, align,
+                                      True, av, batch), s)
+    dq = _C.empty(qv.shape, qv.dtype, s)
+    dk = _C.empty(kv.shape, qv.dtype, s)
+    dv = _C.empty(vv.shape, qv.dtype, s)
+    plan.run(stream=s, dy=dyv, q=qv, k=kv, v=vv, y=yv, lse=lv, alibi_slopes=av, cu_seqlens_q=cq, cu_seqlens_kv=ck,
+             dq=dq, dk=dk, dv=dv)
+    return dq, dk, dv
+
+
+# ---- materialized attention ------------------------------------------------------------------------------
+def _sdpa_desc(P, qv, kv, vv, is_causal, scale, align, has_mask):
+    from ._errors import InvalidProblemError
+    if len(qv.shape) != 4 or len(kv.shape) != 4 or len(vv.shape) != 4:
+        raise InvalidProblemError(f"scaled_dot_product_attention: q, k, v must be 4-D [B, H, S, D] (got {qv.shape}, "
+                                  f"{kv.shape}, {vv.shape})")
+    B, H, Q, D = qv.shape
+    return P.SdpaDescriptor(dtype=qv.dtype, batch=B, heads=H, kv_heads=kv.shape[1], q_len=Q, kv_len=kv.shape[2],
+                            head_dim=D, head_dim_v=vv.shape[3], scale=scale, causal=bool(is_causal), align=align,
+                            has_mask=has_mask)
+
+
+def scaled_dot_product_attention(q, k, v, attn_mask=None, is_causal=False, scale=None, *, align="top_left",
+                                 return_probs=False, out=None, stream=None):
+    """Materialized attention (SdpaPlan): the probabilities [B, H, Q, K] are
+    formed (float32 for 16/32-bit inputs, float64 for float64), so any head
+    dims (Dv may differ from Dk) and float64 work; flash_attention is the fast
+    path. attn_mask: additive float32 [B, H, Q, K] (stride-0 broadcast views);
+    a row with no allowed key gives 0 (PyTorch: NaN). return_probs=True also
+    returns the probabilities, which scaled_dot_product_attention_backward needs."""
+    P = _plans()
+    s, (qv, kv, vv, mv, ov) = _C.prepare((q, k, v, attn_mask, out), stream)
+    if qv is None or kv is None or vv is None:
+        raise TypeError("scaled_dot_product_attention: expected tensors for q, k and v")
+    key = (qv.dtype, qv.shape, kv.shape, vv.shape, bool(is_causal), scale, align, mv is not None)
+    plan = _plan(P.SdpaPlan, key, lambda: _sdpa_desc(P, qv, kv, vv, is_causal, scale, align, mv is not None), s)
+    y = _out(out, ov, plan.y_shape, qv.dtype, s)
+    probs = _C.empty(plan.probs_shape, plan.probs_dtype, s)
+    plan.run(stream=s, q=qv, k=kv, v=vv, mask=mv, y=y, probs=probs)
+    y = _result(out, y)
+    return (y, probs) if return_probs else y
+
+
+def scaled_dot_product_attention_backward(grad_out, q, k, v, probs, is_causal=False, scale=None, *,
+                                          align="top_left", stream=None):
+    """(dq, dk, dv) of scaled_dot_product_attention from its probabilities
+    (the mask and the causal rule are already in them)."""
+    P = _plans()
+    s, (dyv, qv, kv, vv, pv) = _C.prepare((grad_out, q, k, v, probs), stream)
+    key = (qv.dtype, qv.shape, kv.shape, vv.shape, bool(is_causal), scale, align)
+    plan = _plan(P.SdpaBackwardPlan, key, lambda: _sdpa_desc(P, qv, kv, vv, is_causal, scale, align, False), s)
+    dq = _C.empty(qv.shape, qv.dtype, s)
+    dk = _C.empty(kv.shape, qv.dtype, s)
+    dv = _C.empty(vv.shape, qv.dtype, s)
+    plan.run(stream=s, dy=dyv, q=qv, k=kv, v=vv, probs=pv, dq=dq, dk=dk, dv=dv)
     return dq, dk, dv
 
 
