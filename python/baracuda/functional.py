@@ -20,6 +20,7 @@ __all__ = [
     # elementwise
     "add", "sub", "mul", "div", "maximum", "minimum", "pow",
     "exp", "log", "tanh", "sigmoid", "relu", "gelu", "silu", "neg", "abs", "sqrt", "rsqrt", "to",
+    "unary_backward", "binary_backward",
     # reductions
     "sum", "mean", "amax", "amin", "prod", "logsumexp", "var", "std", "argmax", "argmin",
     # matmul
@@ -196,6 +197,80 @@ def _binary_general(op, a, b, out, stream, alpha):
     y = _out(out, ov, plan.output_shape, plan.out_dtype, s)
     plan.run(stream=s, a=av, b=bv, a_value=a if a_num else None, b_value=b if b_num else None, out=y)
     return _result(out, y)
+
+
+# ---- elementwise backward -----------------------------------------------------------------------------
+def unary_backward(op, grad_output, input=None, *, output=None, alpha=None, beta=None, gamma=None, stream=None):
+    """dx = dy * f'(x) of unary op ``op`` (UnaryBackwardPlan; PyTorch's values at
+    the kinks: relu'(0) = 0, ...). Give the forward's ``input``, or only its
+    ``output`` where the derivative is exact from it (sigmoid, tanh, exp, expm1,
+    sqrt, reciprocal, relu); alpha / beta / gamma: the forward's parameters."""
+    P = _plans()
+    if (input is None) == (output is None):
+        raise TypeError(f"unary_backward: give exactly one of input= and output= (op {op!r})")
+    s, (dyv, xv, yv) = _C.prepare((grad_output, input, output), stream)
+    _need("unary_backward", grad_output=dyv)
+    src = xv if xv is not None else yv
+    params = {k: float(v) for k, v in (("alpha", alpha), ("beta", beta), ("gamma", gamma)) if v is not None}
+    key = ("unary_backward", op, dyv.dtype, src.dtype, src.shape, yv is not None, tuple(sorted(params.items())))
+
+    def make():
+        fwd = P.UnaryDescriptor(op=op, x=P.ElementwiseOperand.tensor(src.dtype, src.shape), **params)
+        return P.UnaryBackwardDescriptor(forward=fwd, from_output=yv is not None)
+
+    plan = _plan(P.UnaryBackwardPlan, key, make, s)
+    dx = _C.empty(src.shape, src.dtype, s)
+    plan.run(stream=s, dy=dyv, x=xv, y=yv, dx=dx)
+    return dx
+
+
+# Which operands each gradient of a binary op reads (BinaryBackwardPlan takes
+# exactly those): (da's, db's); ops not listed read both for both.
+_BINARY_READS = {
+    "add": ((), ()), "sub": ((), ()), "div_floor": ((), ()), "div_trunc": ((), ()),
+    "mul": (("b",), ("a",)), "div": (("b",), ("a", "b")),
+    "remainder": ((), ("a", "b")), "fmod": ((), ("a", "b")),
+    "copysign": (("a", "b"), ()),
+}
+
+
+def binary_backward(op, grad_output, a, b, *, alpha=None, output_mask=(True, True), stream=None):
+    """The gradients (da, db) of binary op ``op`` (a, b: the forward's operands,
+    tensors or Python numbers; alpha: add / sub's) from ``grad_output`` (the
+    broadcast shape, the forward's output dtype). A gradient comes back for a
+    tensor operand whose output_mask entry is set, else None; a broadcast
+    operand's gradient is summed down to its shape (torch's sum_to_size),
+    deterministically (BinaryBackwardPlan; PyTorch's derivative formulas)."""
+    P = _plans()
+    a_num, b_num = _is_number(a), _is_number(b)
+    need_a = bool(output_mask[0]) and not a_num
+    need_b = bool(output_mask[1]) and not b_num
+    if not (need_a or need_b):
+        return None, None
+    reads_a, reads_b = _BINARY_READS.get(op, (("a", "b"), ("a", "b")))
+    reads = set(reads_a if need_a else ()) | set(reads_b if need_b else ())
+    s, (dyv, av, bv) = _C.prepare((grad_output, None if a_num else a, None if b_num else b), stream)
+    _need("binary_backward", grad_output=dyv)
+    ka = ("s", _scalar_dtype(a)) if a_num else (av.dtype, av.shape)
+    kb = ("s", _scalar_dtype(b)) if b_num else (bv.dtype, bv.shape)
+    alpha = None if alpha is None else float(alpha)
+    key = ("binary_backward", op, ka, kb, alpha, need_a, need_b)
+
+    def operand(num, x, v):
+        return P.ElementwiseOperand.scalar(_scalar_dtype(x)) if num else P.ElementwiseOperand.tensor(v.dtype, v.shape)
+
+    def make():
+        fwd = P.BinaryDescriptor(op=op, a=operand(a_num, a, av), b=operand(b_num, b, bv), alpha=alpha)
+        return P.BinaryBackwardDescriptor(forward=fwd, need_a=need_a, need_b=need_b)
+
+    plan = _plan(P.BinaryBackwardPlan, key, make, s)
+    da = _C.empty(av.shape, av.dtype, s) if need_a else None
+    db = _C.empty(bv.shape, bv.dtype, s) if need_b else None
+    plan.run(stream=s, dy=dyv, a=av if "a" in reads and not a_num else None,
+             b=bv if "b" in reads and not b_num else None,
+             a_value=_py_scalar(a) if a_num and "a" in reads else None,
+             b_value=_py_scalar(b) if b_num and "b" in reads else None, da=da, db=db)
+    return da, db
 
 
 def add(input, other, *, alpha=1, out=None, stream=None):
