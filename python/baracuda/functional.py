@@ -1231,3 +1231,8 @@ def masked_scatter(input, mask, source, *, out=None, stream=None):
     y = _out(out, ov, xv.shape, xv.dtype, s)
     plan.run(stream=s, input=xv, mask=mv, source=sv, out=y)
     return _result(out, y)
+
+# Part A (optimizer steps, gradient utilities, sampling, ternary ops, factories): _functional_a.py.
+from ._functional_a import *  # noqa: E402,F401,F403
+from ._functional_a import __all__ as _all_a  # noqa: E402
+__all__ += _all_a

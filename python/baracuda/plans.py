@@ -26,3 +26,11 @@ from ._C import (  # noqa: F401
     NonzeroDescriptor, NonzeroPlan, MaskedSelectDescriptor, MaskedSelectPlan, MaskedScatterDescriptor,
     MaskedScatterPlan,
 )
+from ._C import (  # noqa: F401,E402  (plans_optim.cpp: optimizers, gradient utilities, sampling, ternary, factories)
+    SgdDescriptor, SgdPlan, LionDescriptor, LionPlan, AdafactorDescriptor, AdafactorPlan,
+    NormType, TensorListDescriptor, GlobalNormDescriptor, GlobalNormPlan, ClipGradNormDescriptor, ClipGradNormPlan,
+    NonFiniteCheckUnscalePlan, MultiTensorScaleDescriptor, MultiTensorScalePlan, MultiTensorZeroPlan,
+    RandpermDescriptor, RandpermPlan, MultinomialDescriptor, MultinomialPlan,
+    TernaryOp, TernaryDescriptor, TernaryPlan, TernaryBackwardDescriptor, TernaryBackwardPlan,
+    FactoryOp, FactoryDescriptor, FactoryPlan,
+)

@@ -783,10 +783,15 @@ void bind_core(nb::module_& m) {
 
 }  // namespace bpy
 
+namespace bpy {
+void bind_plans_optim(nb::module_& m);  // plans_optim.cpp: optimizers, gradient utilities, sampling, ternary, factories
+}  // namespace bpy
+
 NB_MODULE(_C, m) {
   bpy::bind_core(m);
   bpy::bind_plans(m);
   bpy::bind_plans_more(m);
   bpy::bind_plans_indexing(m);
   bpy::bind_fast(m);
+  bpy::bind_plans_optim(m);  // plans_optim.cpp
 }
