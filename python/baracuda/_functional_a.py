@@ -32,7 +32,8 @@ def _as_list(op, name, x, allow_none=False):
         return None
     if _C.is_tensor(x) or isinstance(x, (str, bytes)):
         raise TypeError(f"{op}: {name}: expected a list of tensors")
-    x = list(x)
+    if not isinstance(x, list):
+        x = list(x)
     if not allow_none and any(t is None for t in x):
         raise TypeError(f"{op}: {name}: expected a list of tensors, got None in it")
     return x
@@ -248,32 +249,34 @@ def _gen_stream(out, stream):
     return (_C.Stream.from_py(stream) if stream is not None else _C.Stream.cpu()), None
 
 
-def randperm(n, *, seed, offset=0, dtype="int64", out=None, stream=None):
+def randperm(n, *, seed, offset=0, dtype=None, out=None, stream=None):
     """torch.randperm(n): a uniformly random permutation of 0..n-1, Philox
     keyed by (seed, offset) (no global generator; the same values on the CPU
-    and on CUDA). dtype int64 / int32 / float types (n must fit exactly)."""
+    and on CUDA). dtype int64 / int32 / float types (n must fit exactly);
+    None: out's dtype, else int64."""
     P = _plans()
     s, ov = _gen_stream(out, stream)
     n = _op.index(n)
-    dt = _dtype_name(dtype)
+    dt = _dtype_name(dtype) if dtype is not None else ov.dtype if ov is not None else "int64"
     plan = _plan(P.RandpermPlan, ("randperm", n, dt), lambda: P.RandpermDescriptor(n=n, dtype=dt), s)
     y = _out(out, ov, (n,), dt, s)
     plan.run(stream=s, seed=(int(seed), int(offset)), out=y)
     return _result(out, y)
 
 
-def multinomial(input, num_samples, replacement=False, *, seed, offset=0, dtype="int64", out=None, stream=None):
+def multinomial(input, num_samples, replacement=False, *, seed, offset=0, dtype=None, out=None, stream=None):
     """torch.multinomial(input, num_samples, replacement): category indices
     drawn from the non-negative weights of each row of input ([C] or [R, C]),
     Philox keyed by (seed, offset). Bad rows (negative / non-finite weights,
     zero sum, too few positive weights without replacement) raise on the
     CPU; on CUDA their samples are -1 (no host sync: the plan layer's
-    MultinomialPlan.check_probs reports them). num_samples = 0 is allowed."""
+    MultinomialPlan.check_probs reports them). num_samples = 0 is allowed.
+    dtype int64 or int32 (None: out's, else int64)."""
     P = _plans()
     s, (pv, ov) = _C.prepare((input, out), stream)
     _need("multinomial", input=pv)
     k = _op.index(num_samples)
-    dt = _dtype_name(dtype)
+    dt = _dtype_name(dtype) if dtype is not None else ov.dtype if ov is not None else "int64"
     key = ("multinomial", pv.dtype, tuple(pv.shape), k, bool(replacement), dt)
     plan = _plan(P.MultinomialPlan, key, lambda: P.MultinomialDescriptor(
         dtype=pv.dtype, probs_shape=pv.shape, num_samples=k, replacement=bool(replacement), out_dtype=dt), s)
@@ -376,10 +379,13 @@ def arange(start=0, end=None, step=1, *, dtype=None, out=None, stream=None):
     """torch.arange(start=0, end, step=1) (``arange(end)`` as torch): a 1-D
     array of ceil((end - start) / step) values start + i * step. dtype None:
     int64 when start, end and step are all integers, else float32 (torch's
-    default dtype). On out's device, else the stream's (default: the CPU)."""
+    default dtype); with out= given, out's dtype. On out's device, else the
+    stream's (default: the CPU)."""
     if end is None:
         start, end = 0, start
     start, end, step = (_factory_scalar("arange", n, x) for n, x in (("start", start), ("end", end), ("step", step)))
+    if dtype is None and out is not None:
+        dtype = _C.prepare((out,), stream)[1][0].dtype
     if dtype is None:
         dtype = "int64" if all(isinstance(x, int) and not isinstance(x, bool) for x in (start, end, step)) \
             else "float32"
@@ -396,12 +402,12 @@ def arange(start=0, end=None, step=1, *, dtype=None, out=None, stream=None):
 
 def linspace(start, end, steps, *, dtype=None, out=None, stream=None):
     """torch.linspace(start, end, steps): steps values from start to end
-    (PyTorch's symmetric formula); dtype None: float32."""
+    (PyTorch's symmetric formula); dtype None: out's, else float32."""
     start, end = _factory_scalar("linspace", "start", start), _factory_scalar("linspace", "end", end)
     steps = _op.index(steps)
-    dt = _dtype_name(dtype) if dtype is not None else "float32"
     P = _plans()
     s, ov = _gen_stream(out, stream)
+    dt = _dtype_name(dtype) if dtype is not None else ov.dtype if ov is not None else "float32"
     key = ("linspace", dt, (type(start), start), (type(end), end), steps)
     plan = _plan(P.FactoryPlan, key, lambda: P.FactoryDescriptor(op="linspace", dtype=dt, start=start, end=end,
                                                                  steps=steps), s)

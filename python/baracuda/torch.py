@@ -592,3 +592,192 @@ class AdamW(torch.optim.Optimizer):
                          max_exp_avg_sq=[s["max_exp_avg_sq"] for s in sts] if group["amsgrad"] else None,
                          lr=float(group["lr"]), step=step)
         return loss
+
+
+# ---- part A (issue 16): SGD, Lion, Adafactor, clip_grad_norm_ ------------------------------------
+# Optimizers on the multi-tensor plans through the functional layer
+# (baracuda.sgd_ / lion_ / adafactor_: plans cached by the bucket's shapes);
+# one launch per (device, dtype[, step / first-step]) bucket of a group.
+__all__ += ["SGD", "Lion", "Adafactor", "clip_grad_norm_"]
+
+
+def _opt_grads(name, group):
+    out = []
+    for p in group["params"]:
+        if p.grad is None:
+            continue
+        if p.grad.is_sparse:
+            raise RuntimeError(f"baracuda.torch.{name} does not support sparse gradients")
+        out.append(p)
+    return out
+
+
+def _f32_state(st, name, like, shape=None):
+    t = st.get(name)
+    if t is None:
+        t = torch.zeros(like.shape if shape is None else shape, dtype=torch.float32, device=like.device)
+        st[name] = t
+    elif t.dtype != torch.float32 or not t.is_contiguous():
+        t = st[name] = t.float().contiguous()
+    return t
+
+
+class SGD(torch.optim.Optimizer):
+    """Drop-in for torch.optim.SGD (momentum, dampening, nesterov, weight
+    decay, maximize) on baracuda's multi-tensor SgdPlan. Same arguments and
+    state_dict keys (state: momentum_buffer), except that the momentum buffer
+    is float32 whatever the parameters' dtype (a loaded lower-precision
+    buffer is widened). Dense, contiguous parameters and gradients."""
+
+    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, *,
+                 maximize=False):
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                                      nesterov=nesterov, maximize=maximize))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for g in self.param_groups:
+            buckets = {}
+            for p in _opt_grads("SGD", g):
+                st = self.state[p]
+                init = st.get("momentum_buffer") is not None
+                if g["momentum"] != 0:
+                    _f32_state(st, "momentum_buffer", p)
+                buckets.setdefault((p.device, p.dtype, init), []).append(p)
+            for (_dev, _dt, init), ps in buckets.items():
+                bufs = [self.state[p]["momentum_buffer"] for p in ps] if g["momentum"] != 0 else None
+                _bc.sgd_([p.detach() for p in ps], [p.grad.detach() for p in ps], bufs, lr=float(g["lr"]),
+                         momentum=g["momentum"], dampening=g["dampening"], weight_decay=g["weight_decay"],
+                         nesterov=g["nesterov"], maximize=g["maximize"], buffers_initialized=init)
+        return loss
+
+
+class Lion(torch.optim.Optimizer):
+    """Lion (Chen et al. 2023; torch has none) on baracuda's LionPlan:
+    c = b1 m + (1 - b1) g; p *= 1 - lr wd; p -= lr sign(c); m = b2 m + (1 - b2) g.
+    State: exp_avg (float32)."""
+
+    def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0, *, maximize=False):
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not (0.0 <= betas[0] <= 1.0 and 0.0 <= betas[1] <= 1.0):
+            raise ValueError(f"Invalid betas: {betas}")
+        super().__init__(params, dict(lr=lr, betas=betas, weight_decay=weight_decay, maximize=maximize))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for g in self.param_groups:
+            buckets = {}
+            for p in _opt_grads("Lion", g):
+                _f32_state(self.state[p], "exp_avg", p)
+                buckets.setdefault((p.device, p.dtype), []).append(p)
+            for ps in buckets.values():
+                _bc.lion_([p.detach() for p in ps], [p.grad.detach() for p in ps],
+                          [self.state[p]["exp_avg"] for p in ps], lr=float(g["lr"]), betas=tuple(g["betas"]),
+                          weight_decay=g["weight_decay"], maximize=g["maximize"])
+        return loss
+
+
+class Adafactor(torch.optim.Optimizer):
+    """Drop-in for torch.optim.Adafactor (torch >= 2.5) on baracuda's
+    AdafactorPlan. Same arguments and state_dict keys (step, row_var,
+    col_var, variance; torch's shapes), except that the state is float32
+    whatever the parameters' dtype and a bf16 / f16 step is computed in f32
+    and rounded once (include/baracuda/ops/optim_adafactor.hpp)."""
+
+    def __init__(self, params, lr=1e-2, beta2_decay=-0.8, eps=(None, 1e-3), d=1.0, weight_decay=0.0, *,
+                 maximize=False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Learning rate should be >= 0 but is: {lr}")
+        if not 0.0 >= beta2_decay:
+            raise ValueError(f"beta2_decay should be <= 0 but is: {beta2_decay}")
+        if eps[0] is not None and not 0.0 <= eps[0]:
+            raise ValueError(f"epsilon1 should be >= 0 but is: {eps[0]}")
+        if not 0.0 <= eps[1]:
+            raise ValueError(f"epsilon2 should be >= 0 but is: {eps[1]}")
+        if not 1.0 <= d:
+            raise ValueError(f"Clipping threshold d should be >= 1 but is: {d}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"weight_decay should be >= 0 but is: {weight_decay}")
+        super().__init__(params, dict(lr=lr, beta2_decay=beta2_decay, eps=eps, d=d, weight_decay=weight_decay,
+                                      maximize=maximize))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for g in self.param_groups:
+            buckets = {}
+            for p in _opt_grads("Adafactor", g):
+                st = self.state[p]
+                if "step" not in st:
+                    st["step"] = torch.tensor(0.0)
+                if p.dim() >= 2:
+                    rs, cs = list(p.shape), list(p.shape)
+                    rs[-1] = 1
+                    cs[-2] = 1
+                    _f32_state(st, "row_var", p, rs)
+                    _f32_state(st, "col_var", p, cs)
+                else:
+                    _f32_state(st, "variance", p)
+                st["step"] += 1
+                buckets.setdefault((p.device, p.dtype, int(st["step"].item())), []).append(p)
+            for (_dev, _dt, step), ps in buckets.items():
+                sts = [self.state[p] for p in ps]
+                _bc.adafactor_([p.detach() for p in ps], [p.grad.detach() for p in ps],
+                               [s.get("row_var") for s in sts], [s.get("col_var") for s in sts],
+                               [s.get("variance") for s in sts], step=step, lr=float(g["lr"]),
+                               beta2_decay=g["beta2_decay"], eps=tuple(g["eps"]), d=g["d"],
+                               weight_decay=g["weight_decay"], maximize=g["maximize"])
+        return loss
+
+
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """torch.nn.utils.clip_grad_norm_ (norm_type 2 or inf) on baracuda's
+    multi-tensor plans: one ClipGradNormPlan launch when the gradients share
+    a device and dtype, else a GlobalNormPlan per (device, dtype) bucket,
+    the norms combined by torch and the scale applied by MultiTensorScalePlan
+    (a device scalar: no host sync). Returns the total norm as a float32
+    tensor (torch: the gradients' dtype). error_if_nonfinite reads the norm
+    on the host (a sync, as torch)."""
+    if isinstance(parameters, torch.Tensor):
+        parameters = [parameters]
+    grads = [p.grad.detach() for p in parameters if p.grad is not None]
+    if not grads:
+        return torch.tensor(0.0)
+    buckets = {}
+    for t in grads:
+        buckets.setdefault((t.device, t.dtype), []).append(t)
+    inf = _bc._functional_a._norm_type("clip_grad_norm_", norm_type) == "Inf"
+    if len(buckets) == 1 and not error_if_nonfinite:
+        return _t(_bc.clip_grad_norm_(grads, max_norm, norm_type))
+    first = grads[0].device
+    norms = [_t(_bc.global_norm(ts, norm_type)).to(first) for ts in buckets.values()]
+    stacked = torch.stack(norms)
+    total = stacked.amax() if inf else torch.sqrt((stacked.double() ** 2).sum()).float()
+    if error_if_nonfinite and not torch.isfinite(total):
+        raise RuntimeError(f"The total norm of order {float(norm_type)} for gradients from `parameters` is "
+                           "non-finite, so it cannot be clipped. To disable this error and scale the gradients by "
+                           "the non-finite norm anyway, set `error_if_nonfinite=False`")
+    coef = torch.clamp(float(max_norm) / (total + 1e-6), max=1.0).float()
+    for (dev, _dt), ts in buckets.items():
+        _bc.foreach_mul_(ts, coef.to(dev))
+    return total
