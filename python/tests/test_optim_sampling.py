@@ -615,3 +615,108 @@ def test_factories_out_errors_and_plan_layer():
 def bt():
     import baracuda.torch as m
     return m
+
+
+# ---- 16-bit dtypes (torch tensors: NumPy has no bf16) ------------------------------------------
+LOW = ["bfloat16", "float16"]
+
+
+def _low_setup(dtype, shapes=SHAPES[:4]):
+    torch.manual_seed(1)
+    td = getattr(torch, dtype)
+    ps = [torch.randn(s).to(td) for s in shapes]
+    gs = [torch.randn(s).to(td) for s in shapes]
+    return td, ps, gs
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", LOW)
+def test_sgd_lion_low_precision_is_f32_step_rounded_once(dtype):
+    # documented: a bf16 / f16 parameter is widened, updated in f32 and rounded back once
+    td, ps, gs = _low_setup(dtype)
+    ref = [p.float() for p in ps]
+    bufs, rbufs = [torch.ones(p.shape) for p in ps], [torch.ones(p.shape) for p in ps]
+    bc.sgd_(ps, gs, bufs, lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)
+    bc.sgd_(ref, [g.float() for g in gs], rbufs, lr=0.1, momentum=0.9, nesterov=True, weight_decay=0.01)
+    for p, r in zip(ps, ref):
+        assert p.dtype == td
+        torch.testing.assert_close(p, r.to(td), rtol=0, atol=0)
+    ms, rms = [torch.zeros(p.shape) for p in ps], [torch.zeros(p.shape) for p in ps]
+    ref = [p.float() for p in ps]
+    bc.lion_(ps, gs, ms, lr=0.01, weight_decay=0.1)
+    bc.lion_(ref, [g.float() for g in gs], rms, lr=0.01, weight_decay=0.1)
+    for p, r in zip(ps, ref):
+        torch.testing.assert_close(p, r.to(td), rtol=0, atol=0)
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", LOW)
+def test_adafactor_low_precision(dtype):
+    shapes = [(3, 4), (5,)]
+    td, ps, gs = _low_setup(dtype, shapes)
+    ref = [p.float() for p in ps]
+    st = [_af_states(shapes) for _ in range(2)]
+    eps1 = {"bfloat16": 2.0 ** -7, "float16": 2.0 ** -10}[dtype]  # finfo(dtype).eps: the default follows the dtype
+    bc.adafactor_(ps, gs, *st[0], step=1, lr=0.05)
+    bc.adafactor_(ref, [g.float() for g in gs], *st[1], step=1, lr=0.05, eps=(eps1, 1e-3))
+    for p, r in zip(ps, ref):
+        assert p.dtype == td
+        torch.testing.assert_close(p.float(), r.to(td).float(), rtol=0, atol=0)
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", LOW)
+def test_grad_utils_low_precision(dtype):
+    td, ps, gs = _low_setup(dtype)
+    flat = torch.cat([g.double().flatten() for g in gs])
+    close(bc.global_norm(gs), flat.norm().numpy(), rtol=1e-6)
+    close(bc.global_norm(gs, "inf"), flat.abs().max().numpy(), rtol=0)
+    ref = [g.float() for g in gs]
+    n = bc.clip_grad_norm_(gs, 0.5)
+    close(n, flat.norm().numpy(), rtol=1e-6)
+    coef = np.float32(0.5) / (np.float32(np_of(n)) + np.float32(1e-6))
+    for g, r in zip(gs, ref):
+        torch.testing.assert_close(g, (r * float(coef)).to(td), rtol=0, atol=0)
+    bc.foreach_zero_(gs)
+    assert all(not g.any() for g in gs)
+
+
+@needs_torch
+@pytest.mark.parametrize("dtype", LOW)
+def test_sampling_and_ternary_low_precision(dtype):
+    td = getattr(torch, dtype)
+    p = torch.rand(3, 20).to(td)
+    y = torch.from_dlpack(bc.multinomial(p, 20, seed=4))
+    assert all(sorted(r.tolist()) == list(range(20)) for r in y)
+    y = torch.from_dlpack(bc.multinomial(p, 50, True, seed=4))
+    assert y.min() >= 0 and y.max() < 20
+    a, b, c = (torch.randn(4, 5).to(td) for _ in range(3))
+    w = torch.rand(5).to(td)
+    tol = dict(rtol=1e-2, atol=1e-2) if td == torch.bfloat16 else dict(rtol=1e-3, atol=1e-3)
+    for got, ref in [(bc.lerp(a, b, w), torch.lerp(a, b, w)), (bc.addcmul(a, b, c, value=0.5),
+                                                                torch.addcmul(a, b, c, value=0.5)),
+                     (bc.addcdiv(a, b, c.abs() + 1), torch.addcdiv(a, b, c.abs() + 1)),
+                     (bc.clamp(a, b, b + 1), torch.clamp(a, b, b + 1)), (bc.where(a > 0, a, b), torch.where(a > 0, a, b)),
+                     (bc.where(a > 0, a, 2.5), torch.where(a > 0, a, 2.5))]:
+        t = torch.from_dlpack(got)
+        assert t.dtype == ref.dtype
+        torch.testing.assert_close(t, ref, **tol)
+
+
+@needs_torch
+def test_torch_optimizers_train():
+    torch.manual_seed(0)
+    for cls, kw in [(bt().SGD, dict(lr=0.05, momentum=0.9)), (bt().Lion, dict(lr=2e-2)),
+                    (bt().Adafactor, dict(lr=0.05))]:
+        m = torch.nn.Linear(4, 1)
+        opt = cls(m.parameters(), **kw)
+        x = torch.randn(64, 4)
+        y = x.sum(1, keepdim=True)
+        first = None
+        for _ in range(150):
+            opt.zero_grad()
+            loss = torch.nn.functional.mse_loss(m(x), y)
+            loss.backward()
+            opt.step()
+            first = first if first is not None else loss.item()
+        assert loss.item() < 0.1 * first, cls.__name__
