@@ -720,3 +720,53 @@ def test_torch_optimizers_train():
             opt.step()
             first = first if first is not None else loss.item()
         assert loss.item() < 0.1 * first, cls.__name__
+
+
+# ---- the list plans' options through the plan layer --------------------------------------------
+def test_sgd_plan_device_scalars_grad_scale_found_inf(rng):
+    shapes = [(3, 4), (5,)]
+    d = P.SgdDescriptor(shapes=shapes, param_dtype="float32", device_scalars=True, has_grad_scale=True,
+                        has_found_inf=True, weight_decay=0.0)
+    assert d.shapes == [(3, 4), (5,)] and "SgdDescriptor(" in repr(d)
+    plan = P.SgdPlan.select(d)
+    assert plan.name == "SgdPlan" and plan.device == "cpu" and plan.descriptor.has_grad_scale
+    ps, gs = _params(rng, shapes), _params(rng, shapes)
+    ref = [p.copy() for p in ps]
+    lr, scale, found = np.array(0.5, np.float32), np.array(4.0, np.float32), np.zeros((), np.float32)
+    plan.run(params=ps, grads=gs, lr_tensor=lr, grad_scale=scale, found_inf=found)
+    for p, r, g in zip(ps, ref, gs):
+        close(p, r - np.float32(0.5) * (g / np.float32(4.0)))
+    found[...] = 1.0  # a non-finite step: skipped
+    before = [p.copy() for p in ps]
+    plan.run(params=ps, grads=gs, lr_tensor=lr, grad_scale=scale, found_inf=found)
+    for p, b in zip(ps, before):
+        np.testing.assert_array_equal(p, b)
+    assert isinstance(plan.sku_for(params=ps, grads=gs, lr_tensor=lr, grad_scale=scale, found_inf=found), dict)
+    with pytest.raises(bc.InvalidProblemError, match="^SgdPlan"):
+        plan.can_implement(params=ps, grads=gs, lr_tensor=lr, found_inf=found)  # grad_scale missing
+    with pytest.raises(TypeError, match="list of tensors"):
+        plan.run(params=ps[0], grads=gs)
+    with pytest.raises(TypeError, match="unknown argument 'param'"):
+        plan.run(param=ps)
+
+
+@needs_torch
+def test_lion_plan_master_weights_stochastic_rounding():
+    shapes = [(64,), (8, 8)]
+    torch.manual_seed(0)
+    master = [torch.randn(s) for s in shapes]
+    d = P.LionDescriptor(shapes=shapes, param_dtype="bfloat16", master_weights=True, stochastic_rounding=True)
+    plan = P.LionPlan.select(d)
+    outs = []
+    for _ in range(2):
+        m = [t.clone() for t in master]
+        ps = [torch.empty(s, dtype=torch.bfloat16) for s in shapes]
+        gs = [torch.ones(s, dtype=torch.bfloat16) for s in shapes]
+        ms = [torch.zeros(s) for s in shapes]
+        plan.run(params=ps, grads=gs, exp_avg=ms, master=m, lr=1e-3, seed=(7, 3))
+        outs.append((ps, m))
+    for a, b in zip(outs[0][0], outs[1][0]):
+        assert torch.equal(a, b)  # the same (seed, offset): the same bits
+    for p, m, m0 in zip(outs[0][0], outs[0][1], master):
+        torch.testing.assert_close(m, m0 - 1e-3, rtol=0, atol=1e-6)  # sign(c) = 1
+        assert ((p.float() - m).abs() <= m.abs() * 2 ** -7 + 1e-30).all()  # within one bf16 ulp
