@@ -14,7 +14,7 @@ from .functional import (_plan, _plans, _dtype_name, _out, _result, _is_number, 
 
 __all__ = [
     # optimizers (in place, lists of tensors)
-    "sgd_", "lion_", "adafactor_",
+    "sgd_", "lion_", "adafactor_", "adam_", "adamw_",
     # gradient utilities
     "global_norm", "clip_grad_norm_", "non_finite_check_and_unscale_", "foreach_mul_", "foreach_zero_",
     # sampling
@@ -141,6 +141,43 @@ def adafactor_(params, grads, row_vars, col_vars, variances, *, step, lr=1e-2, b
         weight_decay=opts[5], maximize=opts[6]), s)
     plan.run(stream=s, params=pv, grads=gv, row_vars=rvv, col_vars=cvv, variances=vvv, step=_op.index(step))
     return params
+
+
+def _adam(op, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, lr, betas, eps, weight_decay, amsgrad,
+          maximize, decoupled, stream):
+    params, grads = _as_list(op, "params", params), _as_list(op, "grads", grads)
+    m, v = _as_list(op, "exp_avgs", exp_avgs), _as_list(op, "exp_avg_sqs", exp_avg_sqs)
+    vmax = _as_list(op, "max_exp_avg_sqs", max_exp_avg_sqs)
+    _check_len(op, len(params), grads=grads, exp_avgs=m, exp_avg_sqs=v, max_exp_avg_sqs=vmax)
+    P = _plans()
+    s, (pv, gv, mv, vv, xv) = _prepare_lists(stream, params, grads, m, v, vmax)
+    dt = _list_dtype(op, pv)
+    opts = (float(betas[0]), float(betas[1]), float(eps), float(weight_decay), bool(amsgrad), bool(maximize),
+            bool(decoupled))
+    key = ("adam", _shapes(pv), dt, opts)
+    plan = _plan(P.AdamPlan, key, lambda: P.AdamDescriptor(
+        shapes=list(_shapes(pv)), param_dtype=dt, beta1=opts[0], beta2=opts[1], eps=opts[2], weight_decay=opts[3],
+        amsgrad=opts[4], maximize=opts[5], decoupled_weight_decay=opts[6]), s)
+    plan.run(params=pv, grads=gv, exp_avg=mv, exp_avg_sq=vv, max_exp_avg_sq=xv, lr=float(lr), step=_op.index(step),
+             stream=s)
+    return params
+
+
+def adamw_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs=None, *, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
+           weight_decay=1e-2, amsgrad=False, maximize=False, stream=None):
+    """One step of torch.optim.AdamW over lists of tensors, in place
+    (AdamPlan; include/baracuda/ops/optim.hpp). ``step``: the step number
+    after torch's increment (>= 1); moments float32; ``max_exp_avg_sqs``
+    iff amsgrad. Returns ``params``."""
+    return _adam("adamw_", params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, lr, betas, eps, weight_decay,
+                 amsgrad, maximize, True, stream)
+
+
+def adam_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs=None, *, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
+          weight_decay=0.0, amsgrad=False, maximize=False, stream=None):
+    """One step of torch.optim.Adam (L2 weight decay) over lists of tensors, in place; as adamw_."""
+    return _adam("adam_", params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, lr, betas, eps, weight_decay,
+                 amsgrad, maximize, False, stream)
 
 
 # ---- gradient utilities ------------------------------------------------------------------------

@@ -770,3 +770,29 @@ def test_lion_plan_master_weights_stochastic_rounding():
     for p, m, m0 in zip(outs[0][0], outs[0][1], master):
         torch.testing.assert_close(m, m0 - 1e-3, rtol=0, atol=1e-6)  # sign(c) = 1
         assert ((p.float() - m).abs() <= m.abs() * 2 ** -7 + 1e-30).all()  # within one bf16 ulp
+
+
+@needs_torch
+@pytest.mark.parametrize("decoupled", [True, False])
+@pytest.mark.parametrize("amsgrad", [False, True])
+def test_adam_functional_matches_torch(decoupled, amsgrad):
+    torch.manual_seed(0)
+    ref = [torch.randn(s) for s in SHAPES]
+    ours = [t.clone() for t in ref]
+    cls = torch.optim.AdamW if decoupled else torch.optim.Adam
+    o1 = cls(ref, lr=1e-2, weight_decay=0.05, amsgrad=amsgrad)
+    m = [torch.zeros(p.shape) for p in ours]
+    v = [torch.zeros(p.shape) for p in ours]
+    vmax = [torch.zeros(p.shape) for p in ours] if amsgrad else None
+    fn = bc.adamw_ if decoupled else bc.adam_
+    for it in range(1, 5):
+        g = torch.Generator().manual_seed(it)
+        for p in ref:
+            p.grad = torch.randn(p.shape, generator=g)
+        gs = [p.grad.clone() for p in ref]
+        o1.step()
+        assert fn(ours, gs, m, v, vmax, step=it, lr=1e-2, weight_decay=0.05, amsgrad=amsgrad) is ours
+    for a, b in zip(ref, ours):
+        torch.testing.assert_close(b, a, rtol=1e-6, atol=1e-7)
+    with pytest.raises(bc.InvalidProblemError, match="^AdamPlan"):
+        bc.adamw_(ours, gs, m, v, step=1, amsgrad=True)  # amsgrad without max_exp_avg_sqs
