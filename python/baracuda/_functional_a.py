@@ -71,46 +71,64 @@ def _check_len(op, n, **lists):
             raise ValueError(f"{op}: {name} has {len(lst)} tensors, params {n}")
 
 
+def _amp_flags(lrv, gsv, fv):
+    return (lrv is not None, gsv is not None, fv is not None)
+
+
 # ---- optimizers --------------------------------------------------------------------------------
 def sgd_(params, grads, momentum_buffers=None, *, lr, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False,
-         maximize=False, buffers_initialized=True, stream=None):
+         maximize=False, buffers_initialized=True, grad_scale=None, found_inf=None, stream=None):
     """One step of torch.optim.SGD over lists of tensors, in place (one
     multi-tensor launch: SgdPlan). ``momentum_buffers`` (float32, the params'
     shapes) is needed iff momentum != 0; pass ``buffers_initialized=False`` at
-    the first step (torch's buf = grad). Returns ``params``."""
+    the first step (torch's buf = grad). Returns ``params``.
+    AMP / capture (torch's fused optimizers' arguments): ``lr`` may be a
+    float32 0-d tensor on the device (read by the kernel); ``grad_scale``
+    (float32 0-d: grads are divided by it) and ``found_inf`` (float32 0-d:
+    nonzero skips the whole step) are read on the device, no host sync."""
     op = "sgd_"
     params, grads = _as_list(op, "params", params), _as_list(op, "grads", grads)
     bufs = _as_list(op, "momentum_buffers", momentum_buffers)
     _check_len(op, len(params), grads=grads, momentum_buffers=bufs)
     P = _plans()
-    s, (pv, gv, bv) = _prepare_lists(stream, params, grads, bufs)
+    lr_num = _is_number(lr)
+    s, (pv, gv, bv, (lrv, gsv, fv)) = _prepare_lists(stream, params, grads, bufs,
+                                                     [None if lr_num else lr, grad_scale, found_inf])
     dt = _list_dtype(op, pv)
     opts = (float(momentum), float(dampening), float(weight_decay), bool(nesterov), bool(maximize))
-    key = ("sgd", _shapes(pv), dt, opts)
+    flags = _amp_flags(lrv, gsv, fv)
+    key = ("sgd", _shapes(pv), dt, opts, flags)
     plan = _plan(P.SgdPlan, key, lambda: P.SgdDescriptor(
         shapes=list(_shapes(pv)), param_dtype=dt, momentum=opts[0], dampening=opts[1], weight_decay=opts[2],
-        nesterov=opts[3], maximize=opts[4]), s)
+        nesterov=opts[3], maximize=opts[4], device_scalars=flags[0], has_grad_scale=flags[1],
+        has_found_inf=flags[2]), s)
     plan.run(stream=s, params=pv, grads=gv, momentum_buffer=bv, buffers_initialized=bool(buffers_initialized),
-             lr=float(lr))
+             lr=float(lr) if lr_num else None, lr_tensor=lrv, grad_scale=gsv, found_inf=fv)
     return params
 
 
-def lion_(params, grads, exp_avgs, *, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0, maximize=False, stream=None):
+def lion_(params, grads, exp_avgs, *, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0, maximize=False, grad_scale=None,
+          found_inf=None, stream=None):
     """One step of Lion (Chen et al. 2023) over lists of tensors, in place
     (LionPlan): c = b1 m + (1 - b1) g; p *= 1 - lr wd; p -= lr sign(c);
-    m = b2 m + (1 - b2) g. ``exp_avgs`` float32. Returns ``params``."""
+    m = b2 m + (1 - b2) g. ``exp_avgs`` float32. Returns ``params``. ``lr``
+    (a tensor too), ``grad_scale``, ``found_inf``: as sgd_."""
     op = "lion_"
     params, grads, ms = _as_list(op, "params", params), _as_list(op, "grads", grads), _as_list(op, "exp_avgs", exp_avgs)
     _check_len(op, len(params), grads=grads, exp_avgs=ms)
     P = _plans()
-    s, (pv, gv, mv) = _prepare_lists(stream, params, grads, ms)
+    lr_num = _is_number(lr)
+    s, (pv, gv, mv, (lrv, gsv, fv)) = _prepare_lists(stream, params, grads, ms,
+                                                     [None if lr_num else lr, grad_scale, found_inf])
     dt = _list_dtype(op, pv)
     opts = (float(betas[0]), float(betas[1]), float(weight_decay), bool(maximize))
-    key = ("lion", _shapes(pv), dt, opts)
+    flags = _amp_flags(lrv, gsv, fv)
+    key = ("lion", _shapes(pv), dt, opts, flags)
     plan = _plan(P.LionPlan, key, lambda: P.LionDescriptor(
         shapes=list(_shapes(pv)), param_dtype=dt, beta1=opts[0], beta2=opts[1], weight_decay=opts[2],
-        maximize=opts[3]), s)
-    plan.run(stream=s, params=pv, grads=gv, exp_avg=mv, lr=float(lr))
+        maximize=opts[3], device_scalars=flags[0], has_grad_scale=flags[1], has_found_inf=flags[2]), s)
+    plan.run(stream=s, params=pv, grads=gv, exp_avg=mv, lr=float(lr) if lr_num else None, lr_tensor=lrv,
+             grad_scale=gsv, found_inf=fv)
     return params
 
 
@@ -144,40 +162,43 @@ def adafactor_(params, grads, row_vars, col_vars, variances, *, step, lr=1e-2, b
 
 
 def _adam(op, params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, lr, betas, eps, weight_decay, amsgrad,
-          maximize, decoupled, stream):
+          maximize, decoupled, grad_scale, found_inf, stream):
     params, grads = _as_list(op, "params", params), _as_list(op, "grads", grads)
     m, v = _as_list(op, "exp_avgs", exp_avgs), _as_list(op, "exp_avg_sqs", exp_avg_sqs)
     vmax = _as_list(op, "max_exp_avg_sqs", max_exp_avg_sqs)
     _check_len(op, len(params), grads=grads, exp_avgs=m, exp_avg_sqs=v, max_exp_avg_sqs=vmax)
     P = _plans()
-    s, (pv, gv, mv, vv, xv) = _prepare_lists(stream, params, grads, m, v, vmax)
+    s, (pv, gv, mv, vv, xv, (gsv, fv)) = _prepare_lists(stream, params, grads, m, v, vmax, [grad_scale, found_inf])
     dt = _list_dtype(op, pv)
     opts = (float(betas[0]), float(betas[1]), float(eps), float(weight_decay), bool(amsgrad), bool(maximize),
-            bool(decoupled))
+            bool(decoupled), gsv is not None, fv is not None)
     key = ("adam", _shapes(pv), dt, opts)
     plan = _plan(P.AdamPlan, key, lambda: P.AdamDescriptor(
         shapes=list(_shapes(pv)), param_dtype=dt, beta1=opts[0], beta2=opts[1], eps=opts[2], weight_decay=opts[3],
-        amsgrad=opts[4], maximize=opts[5], decoupled_weight_decay=opts[6]), s)
+        amsgrad=opts[4], maximize=opts[5], decoupled_weight_decay=opts[6], has_grad_scale=opts[7],
+        has_found_inf=opts[8]), s)
     plan.run(params=pv, grads=gv, exp_avg=mv, exp_avg_sq=vv, max_exp_avg_sq=xv, lr=float(lr), step=_op.index(step),
-             stream=s)
+             grad_scale=gsv, found_inf=fv, stream=s)
     return params
 
 
 def adamw_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs=None, *, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
-           weight_decay=1e-2, amsgrad=False, maximize=False, stream=None):
+           weight_decay=1e-2, amsgrad=False, maximize=False, grad_scale=None, found_inf=None, stream=None):
     """One step of torch.optim.AdamW over lists of tensors, in place
     (AdamPlan; include/baracuda/ops/optim.hpp). ``step``: the step number
     after torch's increment (>= 1); moments float32; ``max_exp_avg_sqs``
-    iff amsgrad. Returns ``params``."""
+    iff amsgrad. Returns ``params``. ``grad_scale`` / ``found_inf``: as sgd_
+    (with found_inf the caller keeps its step count: a skipped step is not
+    seen on the host)."""
     return _adam("adamw_", params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, lr, betas, eps, weight_decay,
-                 amsgrad, maximize, True, stream)
+                 amsgrad, maximize, True, grad_scale, found_inf, stream)
 
 
 def adam_(params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs=None, *, step, lr=1e-3, betas=(0.9, 0.999), eps=1e-8,
-          weight_decay=0.0, amsgrad=False, maximize=False, stream=None):
+          weight_decay=0.0, amsgrad=False, maximize=False, grad_scale=None, found_inf=None, stream=None):
     """One step of torch.optim.Adam (L2 weight decay) over lists of tensors, in place; as adamw_."""
     return _adam("adam_", params, grads, exp_avgs, exp_avg_sqs, max_exp_avg_sqs, step, lr, betas, eps, weight_decay,
-                 amsgrad, maximize, False, stream)
+                 amsgrad, maximize, False, grad_scale, found_inf, stream)
 
 
 # ---- gradient utilities ------------------------------------------------------------------------

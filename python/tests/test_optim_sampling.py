@@ -796,3 +796,36 @@ def test_adam_functional_matches_torch(decoupled, amsgrad):
         torch.testing.assert_close(b, a, rtol=1e-6, atol=1e-7)
     with pytest.raises(bc.InvalidProblemError, match="^AdamPlan"):
         bc.adamw_(ours, gs, m, v, step=1, amsgrad=True)  # amsgrad without max_exp_avg_sqs
+
+
+def test_functional_optimizers_amp_arguments(rng):
+    shapes = [(3, 4), (5,)]
+    ps, gs = _params(rng, shapes), _params(rng, shapes)
+    ref = [p.copy() for p in ps]
+    lr, scale, found = np.array(0.5, np.float32), np.array(4.0, np.float32), np.zeros((), np.float32)
+    bc.sgd_(ps, [g * 4 for g in gs], lr=lr, grad_scale=scale, found_inf=found)  # lr a device scalar
+    for p, r, g in zip(ps, ref, gs):
+        close(p, r - np.float32(0.5) * g, rtol=1e-6, atol=1e-6)
+    found[...] = 1
+    before = [p.copy() for p in ps]
+    bc.sgd_(ps, gs, lr=0.5, found_inf=found)
+    bc.lion_(ps, gs, [np.zeros(s, np.float32) for s in shapes], lr=lr, found_inf=found)
+    bc.adamw_(ps, gs, [np.zeros(s, np.float32) for s in shapes], [np.zeros(s, np.float32) for s in shapes], step=1,
+              found_inf=found)
+    for p, b in zip(ps, before):
+        np.testing.assert_array_equal(p, b)
+    # grad_scale divides the gradients: the same step as the unscaled gradients
+    a = [p.copy() for p in ps]
+    b = [p.copy() for p in ps]
+    st = [[np.zeros(s, np.float32) for s in shapes] for _ in range(4)]
+    bc.adamw_(a, [g * 8 for g in gs], st[0], st[1], step=1, grad_scale=np.array(8.0, np.float32))
+    bc.adamw_(b, gs, st[2], st[3], step=1)
+    for x, y in zip(a, b):
+        close(x, y, rtol=1e-6, atol=1e-7)
+    m1, m2 = [np.zeros(s, np.float32) for s in shapes], [np.zeros(s, np.float32) for s in shapes]
+    a = [p.copy() for p in ps]
+    b = [p.copy() for p in ps]
+    bc.lion_(a, [g * 8 for g in gs], m1, lr=0.1, grad_scale=np.array(8.0, np.float32))
+    bc.lion_(b, gs, m2, lr=0.1)
+    for x, y in zip(a, b):
+        close(x, y, rtol=1e-6, atol=1e-7)
