@@ -20,7 +20,7 @@ __all__ = [
     # sampling
     "randperm", "multinomial",
     # ternary elementwise
-    "where", "clamp", "clip", "lerp", "addcmul", "addcdiv",
+    "where", "clamp", "clip", "lerp", "addcmul", "addcdiv", "ternary_backward",
     # factories
     "arange", "linspace",
 ]
@@ -424,6 +424,72 @@ def addcdiv(input, tensor1, tensor2, *, value=1, out=None, stream=None):
     if input is None or tensor1 is None or tensor2 is None:
         raise TypeError("addcdiv: input, tensor1 and tensor2 must be given")
     return _ternary("addcdiv", input, tensor1, tensor2, out, stream, alpha=float(value))
+
+
+# Which operands each operand's gradient reads (include/baracuda/ops/elementwise.hpp,
+# "binary and ternary backward"): the plan takes exactly those.
+_TERNARY_READS = {
+    "where": ({"a"}, {"a"}, {"a"}),
+    "clamp": ({"a", "b", "c"}, {"a", "b", "c"}, {"a", "b", "c"}),
+    "lerp": ({"c"}, {"c"}, {"a", "b"}),
+    "addcmul": (set(), {"c"}, {"b"}),
+    "addcdiv": (set(), {"c"}, {"b", "c"}),
+}
+
+
+def ternary_backward(op, grad_output, a, b, c, *, value=None, output_mask=(True, True, True), stream=None):
+    """The gradients (da, db, dc) of ternary op ``op`` ("where", "clamp",
+    "lerp", "addcmul", "addcdiv"; a, b, c as the forward's operands:
+    tensors, Python numbers, None for clamp's absent bounds; ``value`` the
+    forward's addcmul / addcdiv value) from ``grad_output`` (the forward
+    output's shape and dtype). A gradient comes back only for a tensor
+    operand whose output_mask entry is set (where's condition has none);
+    the others are None. A broadcast operand's gradient is summed to its
+    shape (TernaryBackwardPlan; torch's sum_to_size), deterministically."""
+    if op not in _TERNARY_READS:
+        raise ValueError(f"ternary_backward: op must be one of {sorted(_TERNARY_READS)}, got {op!r}")
+    P = _plans()
+    ops = (a, b, c)
+    kinds = ["absent" if x is None else "scalar" if _is_number(x) else "tensor" for x in ops]
+    vals = [_py_scalar(x) if k == "scalar" else None for x, k in zip(ops, kinds)]
+    need = [bool(m) and k == "tensor" and not (op == "where" and i == 0)
+            for i, (m, k) in enumerate(zip(output_mask, kinds))]
+    if not any(need):
+        return (None, None, None)
+    reads = set()
+    for i in range(3):
+        if need[i]:
+            reads |= _TERNARY_READS[op][i]
+    s, views = _C.prepare((grad_output,) + tuple(x if k == "tensor" else None for x, k in zip(ops, kinds)), stream)
+    dyv, ov = views[0], views[1:]
+    _need("ternary_backward", grad_output=dyv)
+    alpha = None if value is None else float(value)
+
+    def kkey(k, v, w):
+        return (w.dtype, tuple(w.shape)) if k == "tensor" else (k, _scalar_dtype(v)) if k == "scalar" else (k,)
+
+    key = ("ternary_bwd", op) + tuple(kkey(k, v, w) for k, v, w in zip(kinds, vals, ov)) + (alpha, tuple(need))
+
+    def operand(k, v, w):
+        if k == "tensor":
+            return P.ElementwiseOperand.tensor(w.dtype, w.shape)
+        if k == "scalar":
+            return P.ElementwiseOperand.scalar(_scalar_dtype(v))
+        return P.ElementwiseOperand.absent()
+
+    def make():
+        a_, b_, c_ = (operand(k, v, w) for k, v, w in zip(kinds, vals, ov))
+        return P.TernaryBackwardDescriptor(forward=P.TernaryDescriptor(op=op, a=a_, b=b_, c=c_, alpha=alpha),
+                                           need_a=need[0], need_b=need[1], need_c=need[2])
+
+    plan = _plan(P.TernaryBackwardPlan, key, make, s)
+    grads = [_C.empty(ov[i].shape, ov[i].dtype, s) if need[i] else None for i in range(3)]
+    given = ["abc"[i] in reads for i in range(3)]
+    t = [ov[i] if given[i] and kinds[i] == "tensor" else None for i in range(3)]
+    sv = [vals[i] if given[i] and kinds[i] == "scalar" else None for i in range(3)]
+    plan.run(stream=s, dy=dyv, a=t[0], b=t[1], c=t[2], a_value=sv[0], b_value=sv[1], c_value=sv[2], da=grads[0],
+             db=grads[1], dc=grads[2])
+    return tuple(grads)
 
 
 # ---- factories -----------------------------------------------------------------------------------
