@@ -781,3 +781,112 @@ def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=Fals
     for (dev, _dt), ts in buckets.items():
         _bc.foreach_mul_(ts, coef.to(dev))
     return total
+
+
+# ---- ternary ops with autograd: where, clamp, lerp, addcmul, addcdiv ------------------------------
+# One custom-op pair for the five ops (TernaryPlan / TernaryBackwardPlan):
+# operands b and c are tensors or numbers (a number is a `Scalar?`), absent
+# for clamp's missing bounds; a is a tensor (where: the condition).
+from typing import Union  # noqa: E402
+
+__all__ += ["where", "clamp", "lerp", "addcmul", "addcdiv"]
+
+_TORCH_TERNARY = {
+    "where": lambda a, b, c, v: torch.where(a, b, c),
+    "clamp": lambda a, b, c, v: torch.clamp(a, b, c),
+    "lerp": lambda a, b, c, v: torch.lerp(a, b, c),
+    "addcmul": lambda a, b, c, v: torch.addcmul(a, b, c, value=v),
+    "addcdiv": lambda a, b, c, v: torch.addcdiv(a, b, c, value=v),
+}
+
+
+def _operand(t, v):
+    return _d(t) if t is not None else v
+
+
+@torch.library.custom_op("baracuda::ternary_fwd", mutates_args=())
+def _ternary_fwd(op: str, a: Tensor, b: Optional[Tensor], c: Optional[Tensor], b_value: Optional[Union[int, float, bool]],
+                 c_value: Optional[Union[int, float, bool]], value: Optional[float]) -> Tensor:
+    from baracuda._functional_a import _ternary
+    return _t(_ternary(op, _d(a), _operand(b, b_value), _operand(c, c_value), None, None, value))
+
+
+@_ternary_fwd.register_fake
+def _(op, a, b, c, b_value, c_value, value):
+    bb = b if b is not None else b_value
+    cc = c if c is not None else c_value
+    if op == "clamp" and (isinstance(bb, Tensor) != isinstance(cc, Tensor)) and bb is not None and cc is not None:
+        y = torch.clamp(torch.clamp(a, min=bb), max=cc)  # torch.clamp takes two tensors or two numbers
+    else:
+        y = _TORCH_TERNARY[op](a, bb, cc, 1 if value is None else value)
+    return torch.empty_like(y, memory_format=torch.contiguous_format)
+
+
+@torch.library.custom_op("baracuda::ternary_bwd", mutates_args=())
+def _ternary_bwd(op: str, dy: Tensor, a: Tensor, b: Optional[Tensor], c: Optional[Tensor],
+                 b_value: Optional[Union[int, float, bool]], c_value: Optional[Union[int, float, bool]],
+                 value: Optional[float], need_a: bool, need_b: bool, need_c: bool) -> Tuple[Tensor, Tensor, Tensor]:
+    g = _bc.ternary_backward(op, _d(dy), _d(a), _operand(b, b_value), _operand(c, c_value), value=value,
+                             output_mask=(need_a, need_b, need_c))
+    return tuple(_t(x) if x is not None else a.new_empty((0,)) for x in g)
+
+
+@_ternary_bwd.register_fake
+def _(op, dy, a, b, c, b_value, c_value, value, need_a, need_b, need_c):
+    def one(t, need):
+        return t.new_empty(t.shape) if (need and t is not None) else a.new_empty((0,))
+    return one(a, need_a and op != "where"), one(b, need_b), one(c, need_c)
+
+
+def _ternary_setup(ctx, inputs, output):
+    op, a, b, c, b_value, c_value, value = inputs
+    ctx.save_for_backward(a, b, c)
+    ctx.op, ctx.b_value, ctx.c_value, ctx.value = op, b_value, c_value, value
+
+
+def _ternary_backward(ctx, dy):
+    a, b, c = ctx.saved_tensors
+    na, nb, nc = ctx.needs_input_grad[1:4]
+    na = na and ctx.op != "where"
+    if not (na or nb or nc):
+        return None, None, None, None, None, None, None
+    da, db, dc = _ternary_bwd(ctx.op, dy, a, b, c, ctx.b_value, ctx.c_value, ctx.value, na, nb, nc)
+    return None, (da if na else None), (db if nb else None), (dc if nc else None), None, None, None
+
+
+_ternary_fwd.register_autograd(_ternary_backward, setup_context=_ternary_setup)
+
+
+def _split(x):
+    return (x, None) if isinstance(x, Tensor) or x is None else (None, x)
+
+
+def _ternary_call(op, a, b, c, value=None):
+    (bt_, bv), (ct, cv) = _split(b), _split(c)
+    return _ternary_fwd(op, a, bt_, ct, bv, cv, value)
+
+
+def where(condition: Tensor, input, other) -> Tensor:
+    """torch.where(condition, input, other) with autograd (input / other tensors or numbers)."""
+    return _ternary_call("where", condition, input, other)
+
+
+def clamp(input: Tensor, min=None, max=None) -> Tensor:
+    """torch.clamp(input, min, max) with autograd (bounds tensors, numbers or None; torch's gradient rule:
+    the gradient goes to max where min > max)."""
+    return _ternary_call("clamp", input, min, max)
+
+
+def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
+    """torch.lerp(input, end, weight) with autograd (weight a tensor or a number)."""
+    return _ternary_call("lerp", input, end, weight)
+
+
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
+    """torch.addcmul with autograd."""
+    return _ternary_call("addcmul", input, tensor1, tensor2, float(value))
+
+
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
+    """torch.addcdiv with autograd."""
+    return _ternary_call("addcdiv", input, tensor1, tensor2, float(value))

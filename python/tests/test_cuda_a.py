@@ -243,3 +243,34 @@ def test_linspace_cuda_matches_torch_cuda(args, dtype):
     torch.testing.assert_close(out, ref, rtol=0, atol=0)
     c = T(bc.linspace(*args, dtype=str(ref.dtype)[6:]))  # the CPU: the same bits
     torch.testing.assert_close(c, ref.cpu(), rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.bfloat16, torch.float64])
+def test_ternary_autograd_cuda(dtype):
+    import baracuda.torch as bt
+    torch.manual_seed(0)
+    leaves = [torch.randn(s, device=DEV, dtype=dtype) for s in ((64, 257), (257,), (64, 1))]
+    rtol, atol = TOL[dtype]
+    scale = 4.0  # summed broadcast gradients
+    cases = [(bt.lerp, torch.lerp, lambda a, b, c: (a, b, c)),
+             (lambda a, b, c: bt.addcmul(a, b, c, value=0.5), lambda a, b, c: torch.addcmul(a, b, c, value=0.5),
+              lambda a, b, c: (a, b, c)),
+             (lambda a, b, c: bt.addcdiv(a, b, c, value=2.0), lambda a, b, c: torch.addcdiv(a, b, c, value=2.0),
+              lambda a, b, c: (a, b, c.abs() + 1)),
+             (lambda a, b, c: bt.clamp(a, b, b + 1), lambda a, b, c: torch.clamp(a, b, b + 1),
+              lambda a, b, c: (a, b, c)),
+             (lambda a, b, c: bt.where(a > 0, a, c), lambda a, b, c: torch.where(a > 0, a, c),
+              lambda a, b, c: (a, b, c))]
+    for ours, ref, prep in cases:
+        xs = [t.clone().requires_grad_(True) for t in leaves]
+        ys = [t.clone().requires_grad_(True) for t in leaves]
+        o, r = ours(*prep(*xs)), ref(*prep(*ys))
+        torch.testing.assert_close(o, r, rtol=rtol, atol=atol)
+        dy = torch.randn(r.shape, device=DEV, dtype=dtype)
+        o.backward(dy)
+        r.backward(dy)
+        for x, y in zip(xs, ys):
+            if y.grad is None:
+                assert x.grad is None or not x.grad.any()
+                continue
+            torch.testing.assert_close(x.grad, y.grad, rtol=rtol * scale, atol=atol * scale * 16)

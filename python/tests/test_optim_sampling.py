@@ -829,3 +829,78 @@ def test_functional_optimizers_amp_arguments(rng):
     bc.lion_(b, gs, m2, lr=0.1)
     for x, y in zip(a, b):
         close(x, y, rtol=1e-6, atol=1e-7)
+
+
+# ---- ternary backward and the autograd drop-ins ------------------------------------------------
+@needs_torch
+@pytest.mark.parametrize("op,args", [
+    ("lerp", ("t34", "t4", "t31")), ("lerp", ("t34", "t4", 0.3)), ("addcmul", ("t34", "t4", "t31")),
+    ("addcdiv", ("t34", "t4", "p31")), ("clamp", ("t34", "t4", "t4+1")), ("clamp", ("t34", None, 0.5)),
+    ("clamp", ("t34", "t4", 0.7)), ("where", ("c34", "t34", "t4")), ("where", ("c34", 2.0, "t31"))])
+def test_ternary_backward_matches_torch(op, args):
+    torch.manual_seed(0)
+    base = {"t34": torch.randn(3, 4, dtype=torch.float64), "t4": torch.randn(4, dtype=torch.float64),
+            "t31": torch.randn(3, 1, dtype=torch.float64)}
+    base["p31"] = base["t31"].abs() + 1
+    base["t4+1"] = base["t4"] + 1
+    base["c34"] = base["t34"] > 0
+    ops = [base[x].clone() if isinstance(x, str) else x for x in args]
+    for t in ops:
+        if isinstance(t, torch.Tensor) and t.is_floating_point():
+            t.requires_grad_(True)
+    value = 0.5 if op.startswith("addc") else None
+    fn = {"lerp": torch.lerp, "clamp": torch.clamp, "where": torch.where,
+          "addcmul": lambda a, b, c: torch.addcmul(a, b, c, value=value),
+          "addcdiv": lambda a, b, c: torch.addcdiv(a, b, c, value=value)}[op]
+    if op == "clamp" and isinstance(ops[1], torch.Tensor) and not isinstance(ops[2], torch.Tensor):
+        y = torch.clamp(torch.clamp(ops[0], min=ops[1]), max=ops[2])
+    else:
+        y = fn(*ops)
+    dy = torch.randn(y.shape, dtype=torch.float64)
+    y.backward(dy)
+    det = [t.detach() if isinstance(t, torch.Tensor) else t for t in ops]
+    got = bc.ternary_backward(op, dy, *det, value=value)
+    for g, t in zip(got, ops):
+        if isinstance(t, torch.Tensor) and t.requires_grad:
+            torch.testing.assert_close(torch.from_dlpack(g), t.grad, rtol=1e-12, atol=1e-12)
+        else:
+            assert g is None
+    # output_mask: only the asked gradients
+    got = bc.ternary_backward(op, dy, *det, value=value, output_mask=(False, False, True))
+    assert got[0] is None and got[1] is None
+    # autograd drop-ins, gradcheck in f64
+    f = {"lerp": bt().lerp, "clamp": bt().clamp, "where": bt().where,
+         "addcmul": lambda a, b, c: bt().addcmul(a, b, c, value=value),
+         "addcdiv": lambda a, b, c: bt().addcdiv(a, b, c, value=value)}[op]
+    leaves = [i for i, t in enumerate(ops) if isinstance(t, torch.Tensor) and t.requires_grad]
+
+    def g(*xs):
+        full = list(det)
+        for i, x in zip(leaves, xs):
+            full[i] = x
+        return f(*full)
+    assert torch.autograd.gradcheck(g, tuple(ops[i].detach().requires_grad_(True) for i in leaves))
+
+
+@needs_torch
+def test_ternary_dropins_compile_and_opcheck():
+    a = torch.randn(3, 4, dtype=torch.float64, requires_grad=True)
+    b = torch.randn(4, dtype=torch.float64, requires_grad=True)
+    c = torch.randn(3, 1, dtype=torch.float64, requires_grad=True)
+    f = torch.compile(lambda x, y, z: bt().lerp(x, y, z).sum() + bt().clamp(x, y, 0.5).sum()
+                      + bt().where(x > 0, x, 1.0).sum(), fullgraph=True, backend="aot_eager")
+    out = f(a, b, c)
+    out.backward()
+    ref_a, ref_b, ref_c = (t.detach().clone().requires_grad_(True) for t in (a, b, c))
+    ref = (torch.lerp(ref_a, ref_b, ref_c).sum() + torch.clamp(torch.clamp(ref_a, min=ref_b), max=0.5).sum()
+           + torch.where(ref_a > 0, ref_a, 1.0).sum())
+    ref.backward()
+    torch.testing.assert_close(out, ref)
+    for x, r in ((a, ref_a), (b, ref_b), (c, ref_c)):
+        torch.testing.assert_close(x.grad, r.grad)
+    torch.library.opcheck(torch.ops.baracuda.ternary_fwd.default,
+                          ("lerp", a.detach(), b.detach(), c.detach(), None, None, None))
+    torch.library.opcheck(torch.ops.baracuda.ternary_fwd.default,
+                          ("clamp", a.detach(), b.detach(), None, None, 0.5, None))
+    with pytest.raises(ValueError, match="ternary_backward"):
+        bc.ternary_backward("bogus", a.detach(), a.detach(), b.detach(), c.detach())
