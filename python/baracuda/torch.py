@@ -791,6 +791,16 @@ from typing import Union  # noqa: E402
 
 __all__ += ["where", "clamp", "lerp", "addcmul", "addcdiv"]
 
+if "_call" not in globals():  # a torch.py without the eager autograd.Function twins: plain custom ops
+    def _custom_op(name):
+        return lambda fn: torch.library.custom_op(name, mutates_args=())(fn)
+
+    def _autograd(op, backward, setup_context):
+        op.register_autograd(backward, setup_context=setup_context)
+
+    def _call(op, *args):
+        return op(*args)
+
 _TORCH_TERNARY = {
     "where": lambda a, b, c, v: torch.where(a, b, c),
     "clamp": lambda a, b, c, v: torch.clamp(a, b, c),
@@ -804,7 +814,7 @@ def _operand(t, v):
     return _d(t) if t is not None else v
 
 
-@torch.library.custom_op("baracuda::ternary_fwd", mutates_args=())
+@_custom_op("baracuda::ternary_fwd")
 def _ternary_fwd(op: str, a: Tensor, b: Optional[Tensor], c: Optional[Tensor], b_value: Optional[Union[int, float, bool]],
                  c_value: Optional[Union[int, float, bool]], value: Optional[float]) -> Tensor:
     from baracuda._functional_a import _ternary
@@ -822,7 +832,7 @@ def _(op, a, b, c, b_value, c_value, value):
     return torch.empty_like(y, memory_format=torch.contiguous_format)
 
 
-@torch.library.custom_op("baracuda::ternary_bwd", mutates_args=())
+@_custom_op("baracuda::ternary_bwd")
 def _ternary_bwd(op: str, dy: Tensor, a: Tensor, b: Optional[Tensor], c: Optional[Tensor],
                  b_value: Optional[Union[int, float, bool]], c_value: Optional[Union[int, float, bool]],
                  value: Optional[float], need_a: bool, need_b: bool, need_c: bool) -> Tuple[Tensor, Tensor, Tensor]:
@@ -850,11 +860,11 @@ def _ternary_backward(ctx, dy):
     na = na and ctx.op != "where"
     if not (na or nb or nc):
         return None, None, None, None, None, None, None
-    da, db, dc = _ternary_bwd(ctx.op, dy, a, b, c, ctx.b_value, ctx.c_value, ctx.value, na, nb, nc)
+    da, db, dc = _call(_ternary_bwd, ctx.op, dy, a, b, c, ctx.b_value, ctx.c_value, ctx.value, na, nb, nc)
     return None, (da if na else None), (db if nb else None), (dc if nc else None), None, None, None
 
 
-_ternary_fwd.register_autograd(_ternary_backward, setup_context=_ternary_setup)
+_autograd(_ternary_fwd, _ternary_backward, _ternary_setup)
 
 
 def _split(x):
@@ -863,7 +873,7 @@ def _split(x):
 
 def _ternary_call(op, a, b, c, value=None):
     (bt_, bv), (ct, cv) = _split(b), _split(c)
-    return _ternary_fwd(op, a, bt_, ct, bv, cv, value)
+    return _call(_ternary_fwd, op, a, bt_, ct, bv, cv, value)
 
 
 def where(condition: Tensor, input, other) -> Tensor:
