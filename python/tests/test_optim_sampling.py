@@ -5,6 +5,7 @@ documented Adafactor formula), the gradient utilities (global_norm,
 clip_grad_norm_, unscale, foreach), sampling (randperm, multinomial), the
 ternary ops (where, clamp, lerp, addcmul, addcdiv) and the factories
 (arange, linspace); errors, zero-size, non-contiguous inputs, out=."""
+import copy
 import math
 
 import numpy as np
@@ -904,3 +905,31 @@ def test_ternary_dropins_compile_and_opcheck():
                           ("clamp", a.detach(), b.detach(), None, None, 0.5, None))
     with pytest.raises(ValueError, match="ternary_backward"):
         bc.ternary_backward("bogus", a.detach(), a.detach(), b.detach(), c.detach())
+
+
+@needs_torch
+@pytest.mark.parametrize("name,kw", [("SGD", dict(lr=0.1, momentum=0.9, nesterov=True)),
+                                     ("Adafactor", dict(lr=0.05, weight_decay=0.01))])
+def test_torch_optimizer_loads_torch_state_dict(name, kw):
+    # a torch optimizer's state continues in ours (same keys and shapes)
+    torch.manual_seed(0)
+    ref = [torch.randn(s) for s in AF_SHAPES]
+    o1 = getattr(torch.optim, name)(ref, **kw)
+
+    def grads(ps, it):
+        g = torch.Generator().manual_seed(it)
+        for p in ps:
+            p.grad = torch.randn(p.shape, generator=g)
+    for it in range(2):
+        grads(ref, it)
+        o1.step()
+    ours = [p.detach().clone() for p in ref]
+    o2 = getattr(bt(), name)(ours, **kw)
+    o2.load_state_dict(copy.deepcopy(o1.state_dict()))  # torch shares the tensors otherwise
+    for it in range(2, 4):
+        grads(ref, it)
+        grads(ours, it)
+        o1.step()
+        o2.step()
+    for a, b in zip(ref, ours):
+        torch.testing.assert_close(b, a, rtol=2e-5, atol=2e-6)
