@@ -92,10 +92,14 @@ void bind_optimizers(nb::module_& m) {
       return static_cast<size_t>(i);
     };
     b.cls.def("factored", [index](const AdafactorPlan& p, int64_t i) { return p.factored(index(p, i)); }, nb::arg("i"))
-        .def("row_var_shape", [index](const AdafactorPlan& p, int64_t i) { return dims_to_py(p.row_var_shape(index(p, i))); },
-             nb::arg("i"))
-        .def("col_var_shape", [index](const AdafactorPlan& p, int64_t i) { return dims_to_py(p.col_var_shape(index(p, i))); },
-             nb::arg("i"));
+        .def(
+            "row_var_shape",
+            [index](const AdafactorPlan& p, int64_t i) { return dims_to_py(p.row_var_shape(index(p, i))); },
+            nb::arg("i"))
+        .def(
+            "col_var_shape",
+            [index](const AdafactorPlan& p, int64_t i) { return dims_to_py(p.col_var_shape(index(p, i))); },
+            nb::arg("i"));
   }
 }
 
@@ -250,7 +254,9 @@ void bind_ternary_and_factories(nb::module_& m) {
                        {{"Fill", FactoryOp::Fill}, {"Arange", FactoryOp::Arange}, {"Linspace", FactoryOp::Linspace}});
   {
     DescBinder<FactoryDescriptor> b(m, "FactoryDescriptor");
-    b.field("op", &FactoryDescriptor::op).field("dtype", &FactoryDescriptor::dtype).field("shape", &FactoryDescriptor::shape);
+    b.field("op", &FactoryDescriptor::op)
+        .field("dtype", &FactoryDescriptor::dtype)
+        .field("shape", &FactoryDescriptor::shape);
     scalar_field(b, "value", &FactoryDescriptor::value);
     scalar_field(b, "start", &FactoryDescriptor::start);
     scalar_field(b, "end", &FactoryDescriptor::end);

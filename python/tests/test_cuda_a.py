@@ -224,7 +224,8 @@ def test_ternary_cuda(dtype):
     torch.testing.assert_close(out, torch.addcmul(a, b, c), rtol=rtol, atol=atol)
 
 
-@pytest.mark.parametrize("args,dtype", [((0, 1000, 3), None), ((0, 1, 0.001), None), ((-5.5, 7.25, 0.25), torch.float64),
+@pytest.mark.parametrize("args,dtype", [((0, 1000, 3), None), ((0, 1, 0.001), None),
+                                        ((-5.5, 7.25, 0.25), torch.float64),
                                         ((0, 2048), torch.float16), ((3, 1000), torch.bfloat16)])
 def test_arange_cuda_matches_torch_cuda(args, dtype):
     ref = torch.arange(*args, dtype=dtype, device=DEV)
@@ -233,7 +234,8 @@ def test_arange_cuda_matches_torch_cuda(args, dtype):
     torch.testing.assert_close(t, ref, rtol=0, atol=0)
 
 
-@pytest.mark.parametrize("args,dtype", [((0, 1, 1001), None), ((-3, 9, 50), torch.float64), ((0, 10, 77), torch.float16),
+@pytest.mark.parametrize("args,dtype", [((0, 1, 1001), None), ((-3, 9, 50), torch.float64),
+                                        ((0, 10, 77), torch.float16),
                                         ((-100, 100, 33), torch.int64), ((2, -2, 9), torch.bfloat16)])
 def test_linspace_cuda_matches_torch_cuda(args, dtype):
     ref = torch.linspace(*args, dtype=dtype, device=DEV)

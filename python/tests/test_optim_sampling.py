@@ -571,7 +571,8 @@ def test_arange_matches_torch(args, dtype):
 
 
 @needs_torch
-@pytest.mark.parametrize("args,dtype", [((0, 1, 5), None), ((-1, 1, 1), None), ((3, 7, 0), None), ((0, 1, 11), "float64"),
+@pytest.mark.parametrize("args,dtype", [((0, 1, 5), None), ((-1, 1, 1), None), ((3, 7, 0), None),
+                                        ((0, 1, 11), "float64"),
                                         ((-10, 10, 7), "int64"), ((0, 1, 33), "float16"), ((2, -2, 9), "bfloat16")])
 def test_linspace_matches_torch(args, dtype):
     td = getattr(torch, dtype) if dtype else None
@@ -697,7 +698,8 @@ def test_sampling_and_ternary_low_precision(dtype):
     for got, ref in [(bc.lerp(a, b, w), torch.lerp(a, b, w)), (bc.addcmul(a, b, c, value=0.5),
                                                                 torch.addcmul(a, b, c, value=0.5)),
                      (bc.addcdiv(a, b, c.abs() + 1), torch.addcdiv(a, b, c.abs() + 1)),
-                     (bc.clamp(a, b, b + 1), torch.clamp(a, b, b + 1)), (bc.where(a > 0, a, b), torch.where(a > 0, a, b)),
+                     (bc.clamp(a, b, b + 1), torch.clamp(a, b, b + 1)),
+                     (bc.where(a > 0, a, b), torch.where(a > 0, a, b)),
                      (bc.where(a > 0, a, 2.5), torch.where(a > 0, a, 2.5))]:
         t = torch.from_dlpack(got)
         assert t.dtype == ref.dtype
