@@ -622,12 +622,30 @@ def _f32_state(st, name, like, shape=None):
     return t
 
 
+def _amp_scalars(opt, device):
+    """torch.amp.GradScaler's attributes for optimizers with _step_supports_amp_scaling
+    (grad_scale: grads are divided by it, or None; found_inf: nonzero skips the step),
+    as float32 0-d tensors on `device` (no host sync)."""
+    def conv(t):
+        if t is None:
+            return None
+        if not isinstance(t, Tensor):
+            t = torch.tensor(float(t))
+        return t.detach().to(device=device, dtype=torch.float32).reshape(())
+    return conv(getattr(opt, "grad_scale", None)), conv(getattr(opt, "found_inf", None))
+
+
 class SGD(torch.optim.Optimizer):
     """Drop-in for torch.optim.SGD (momentum, dampening, nesterov, weight
     decay, maximize) on baracuda's multi-tensor SgdPlan. Same arguments and
     state_dict keys (state: momentum_buffer), except that the momentum buffer
     is float32 whatever the parameters' dtype (a loaded lower-precision
-    buffer is widened). Dense, contiguous parameters and gradients."""
+    buffer is widened). Dense, contiguous parameters and gradients.
+    torch.amp.GradScaler hands it grad_scale / found_inf (as to torch's fused
+    optimizers): the unscale and the skip happen in the kernel, no host sync
+    (a skipped first step leaves a zero momentum buffer)."""
+
+    _step_supports_amp_scaling = True
 
     def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, *,
                  maximize=False):
@@ -656,18 +674,23 @@ class SGD(torch.optim.Optimizer):
                 if g["momentum"] != 0:
                     _f32_state(st, "momentum_buffer", p)
                 buckets.setdefault((p.device, p.dtype, init), []).append(p)
-            for (_dev, _dt, init), ps in buckets.items():
+            for (dev, _dt, init), ps in buckets.items():
                 bufs = [self.state[p]["momentum_buffer"] for p in ps] if g["momentum"] != 0 else None
+                gs, fi = _amp_scalars(self, dev)
                 _bc.sgd_([p.detach() for p in ps], [p.grad.detach() for p in ps], bufs, lr=float(g["lr"]),
                          momentum=g["momentum"], dampening=g["dampening"], weight_decay=g["weight_decay"],
-                         nesterov=g["nesterov"], maximize=g["maximize"], buffers_initialized=init)
+                         nesterov=g["nesterov"], maximize=g["maximize"], buffers_initialized=init, grad_scale=gs,
+                         found_inf=fi)
         return loss
 
 
 class Lion(torch.optim.Optimizer):
     """Lion (Chen et al. 2023; torch has none) on baracuda's LionPlan:
     c = b1 m + (1 - b1) g; p *= 1 - lr wd; p -= lr sign(c); m = b2 m + (1 - b2) g.
-    State: exp_avg (float32)."""
+    State: exp_avg (float32). Takes torch.amp.GradScaler's grad_scale /
+    found_inf as SGD does."""
+
+    _step_supports_amp_scaling = True
 
     def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0, *, maximize=False):
         if lr < 0.0:
@@ -687,10 +710,11 @@ class Lion(torch.optim.Optimizer):
             for p in _opt_grads("Lion", g):
                 _f32_state(self.state[p], "exp_avg", p)
                 buckets.setdefault((p.device, p.dtype), []).append(p)
-            for ps in buckets.values():
+            for (dev, _dt), ps in buckets.items():
+                gs, fi = _amp_scalars(self, dev)
                 _bc.lion_([p.detach() for p in ps], [p.grad.detach() for p in ps],
                           [self.state[p]["exp_avg"] for p in ps], lr=float(g["lr"]), betas=tuple(g["betas"]),
-                          weight_decay=g["weight_decay"], maximize=g["maximize"])
+                          weight_decay=g["weight_decay"], maximize=g["maximize"], grad_scale=gs, found_inf=fi)
         return loss
 
 

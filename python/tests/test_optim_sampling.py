@@ -935,3 +935,49 @@ def test_torch_optimizer_loads_torch_state_dict(name, kw):
         o2.step()
     for a, b in zip(ref, ours):
         torch.testing.assert_close(b, a, rtol=2e-5, atol=2e-6)
+
+
+@needs_torch
+@pytest.mark.parametrize("name", ["SGD", "Lion"])
+def test_torch_optimizers_with_grad_scaler(name):
+    # GradScaler hands grad_scale / found_inf to the optimizer (the fused optimizers' contract)
+    torch.manual_seed(0)
+    m1 = torch.nn.Linear(4, 3)
+    m2 = torch.nn.Linear(4, 3)
+    m2.load_state_dict(m1.state_dict())
+    if name == "SGD":
+        o1 = torch.optim.SGD(m1.parameters(), lr=0.1, momentum=0.9)
+        o2 = bt().SGD(m2.parameters(), lr=0.1, momentum=0.9)
+    else:
+        o1 = None
+        o2 = bt().Lion(m2.parameters(), lr=0.01)
+    s2 = torch.amp.GradScaler("cpu", init_scale=1024.0)
+    x = torch.randn(8, 4)
+    for it in range(3):
+        o2.zero_grad()
+        s2.scale(m2(x).square().mean()).backward()
+        before = [p.detach().clone() for p in m2.parameters()]
+        grads = [p.grad.detach().clone() / 1024.0 for p in m2.parameters()]
+        s2.step(o2)
+        s2.update()
+        if o1 is not None:
+            o1.zero_grad()
+            m1(x).square().mean().backward()
+            o1.step()
+            for a, b in zip(m1.parameters(), m2.parameters()):
+                torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-6)
+        else:
+            for p, b0, gr in zip(m2.parameters(), before, grads):  # first steps: p -= lr sign((1 - b1) g)
+                if it == 0:
+                    torch.testing.assert_close(p.detach(), b0 - 0.01 * torch.sign(gr), rtol=0, atol=1e-7)
+    # an inf gradient: the step is skipped (and the scale backs off)
+    o2.zero_grad()
+    s2.scale(m2(x).square().mean()).backward()
+    next(m2.parameters()).grad[0, 0] = float("inf")
+    before = [p.detach().clone() for p in m2.parameters()]
+    scale = s2.get_scale()
+    s2.step(o2)
+    s2.update()
+    for p, b0 in zip(m2.parameters(), before):
+        assert torch.equal(p.detach(), b0)
+    assert s2.get_scale() < scale
