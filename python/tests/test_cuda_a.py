@@ -276,3 +276,33 @@ def test_ternary_autograd_cuda(dtype):
                 assert x.grad is None or not x.grad.any()
                 continue
             torch.testing.assert_close(x.grad, y.grad, rtol=rtol * scale, atol=atol * scale * 16)
+
+
+def test_sgd_with_cuda_grad_scaler():
+    import baracuda.torch as bt
+    torch.manual_seed(0)
+    m1 = torch.nn.Linear(64, 32, device=DEV)
+    m2 = torch.nn.Linear(64, 32, device=DEV)
+    m2.load_state_dict(m1.state_dict())
+    o1 = torch.optim.SGD(m1.parameters(), lr=0.1, momentum=0.9)
+    o2 = bt.SGD(m2.parameters(), lr=0.1, momentum=0.9)
+    s2 = torch.amp.GradScaler("cuda", init_scale=1024.0)
+    x = torch.randn(16, 64, device=DEV)
+    for _ in range(3):
+        o1.zero_grad()
+        o2.zero_grad()
+        m1(x).square().mean().backward()
+        s2.scale(m2(x).square().mean()).backward()
+        o1.step()
+        s2.step(o2)
+        s2.update()
+    for a, b in zip(m1.parameters(), m2.parameters()):
+        torch.testing.assert_close(b, a, rtol=1e-5, atol=1e-6)
+    o2.zero_grad()
+    s2.scale(m2(x).square().mean()).backward()
+    next(m2.parameters()).grad[0, 0] = float("nan")
+    before = [p.detach().clone() for p in m2.parameters()]
+    s2.step(o2)
+    s2.update()
+    for p, b0 in zip(m2.parameters(), before):
+        assert torch.equal(p.detach(), b0)
