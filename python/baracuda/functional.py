@@ -1432,3 +1432,8 @@ def masked_scatter(input, mask, source, *, out=None, stream=None):
 
 
 from ._functional_b import *  # noqa: E402,F401,F403  (part B: advanced indexing, embedding, grouped / fp8 GEMM)
+
+# Part A (optimizer steps, gradient utilities, sampling, ternary ops, factories): _functional_a.py.
+from ._functional_a import *  # noqa: E402,F401,F403
+from ._functional_a import __all__ as _all_a  # noqa: E402
+__all__ += _all_a

@@ -31,3 +31,11 @@ from ._C import (  # noqa: F401,E402  (part B)
     IndexGetDescriptor, IndexGetPlan, IndexPutDescriptor, IndexPutPlan, GroupedLinearDescriptor, GroupedLinearPlan,
     GroupedLinearBackwardDescriptor, GroupedLinearBackwardPlan, Fp8Scaling, ScaledMatmulDescriptor, ScaledMatmulPlan,
 )
+from ._C import (  # noqa: F401,E402  (plans_optim.cpp: optimizers, gradient utilities, sampling, ternary, factories)
+    SgdDescriptor, SgdPlan, LionDescriptor, LionPlan, AdafactorDescriptor, AdafactorPlan,
+    NormType, TensorListDescriptor, GlobalNormDescriptor, GlobalNormPlan, ClipGradNormDescriptor, ClipGradNormPlan,
+    NonFiniteCheckUnscalePlan, MultiTensorScaleDescriptor, MultiTensorScalePlan, MultiTensorZeroPlan,
+    RandpermDescriptor, RandpermPlan, MultinomialDescriptor, MultinomialPlan,
+    TernaryOp, TernaryDescriptor, TernaryPlan, TernaryBackwardDescriptor, TernaryBackwardPlan,
+    FactoryOp, FactoryDescriptor, FactoryPlan,
+)

@@ -1247,3 +1247,335 @@ def grouped_linear(input: Tensor, weight: Tensor, offsets, bias: Optional[Tensor
     host). Rows past offsets[-1] are zeros in the output and get zero gradient."""
     act = "none" if activation is None else str(activation)
     return _call(_grouped_fwd, input, weight, bias, _host_offsets(offsets), act)[0]
+
+
+# ---- part A (issue 16): SGD, Lion, Adafactor, clip_grad_norm_ ------------------------------------
+# Optimizers on the multi-tensor plans through the functional layer
+# (baracuda.sgd_ / lion_ / adafactor_: plans cached by the bucket's shapes);
+# one launch per (device, dtype[, step / first-step]) bucket of a group.
+__all__ += ["SGD", "Lion", "Adafactor", "clip_grad_norm_"]
+
+
+def _opt_grads(name, group):
+    out = []
+    for p in group["params"]:
+        if p.grad is None:
+            continue
+        if p.grad.is_sparse:
+            raise RuntimeError(f"baracuda.torch.{name} does not support sparse gradients")
+        out.append(p)
+    return out
+
+
+def _f32_state(st, name, like, shape=None):
+    t = st.get(name)
+    if t is None:
+        t = torch.zeros(like.shape if shape is None else shape, dtype=torch.float32, device=like.device)
+        st[name] = t
+    elif t.dtype != torch.float32 or not t.is_contiguous():
+        t = st[name] = t.float().contiguous()
+    return t
+
+
+def _amp_scalars(opt, device):
+    """torch.amp.GradScaler's attributes for optimizers with _step_supports_amp_scaling
+    (grad_scale: grads are divided by it, or None; found_inf: nonzero skips the step),
+    as float32 0-d tensors on `device` (no host sync)."""
+    def conv(t):
+        if t is None:
+            return None
+        if not isinstance(t, Tensor):
+            t = torch.tensor(float(t))
+        return t.detach().to(device=device, dtype=torch.float32).reshape(())
+    return conv(getattr(opt, "grad_scale", None)), conv(getattr(opt, "found_inf", None))
+
+
+class SGD(torch.optim.Optimizer):
+    """Drop-in for torch.optim.SGD (momentum, dampening, nesterov, weight
+    decay, maximize) on baracuda's multi-tensor SgdPlan. Same arguments and
+    state_dict keys (state: momentum_buffer), except that the momentum buffer
+    is float32 whatever the parameters' dtype (a loaded lower-precision
+    buffer is widened). Dense, contiguous parameters and gradients.
+    torch.amp.GradScaler hands it grad_scale / found_inf (as to torch's fused
+    optimizers): the unscale and the skip happen in the kernel, no host sync
+    (a skipped first step leaves a zero momentum buffer)."""
+
+    _step_supports_amp_scaling = True
+
+    def __init__(self, params, lr=1e-3, momentum=0.0, dampening=0.0, weight_decay=0.0, nesterov=False, *,
+                 maximize=False):
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if momentum < 0.0:
+            raise ValueError(f"Invalid momentum value: {momentum}")
+        if weight_decay < 0.0:
+            raise ValueError(f"Invalid weight_decay value: {weight_decay}")
+        if nesterov and (momentum <= 0 or dampening != 0):
+            raise ValueError("Nesterov momentum requires a momentum and zero dampening")
+        super().__init__(params, dict(lr=lr, momentum=momentum, dampening=dampening, weight_decay=weight_decay,
+                                      nesterov=nesterov, maximize=maximize))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for g in self.param_groups:
+            buckets = {}
+            for p in _opt_grads("SGD", g):
+                st = self.state[p]
+                init = st.get("momentum_buffer") is not None
+                if g["momentum"] != 0:
+                    _f32_state(st, "momentum_buffer", p)
+                buckets.setdefault((p.device, p.dtype, init), []).append(p)
+            for (dev, _dt, init), ps in buckets.items():
+                bufs = [self.state[p]["momentum_buffer"] for p in ps] if g["momentum"] != 0 else None
+                gs, fi = _amp_scalars(self, dev)
+                _bc.sgd_([p.detach() for p in ps], [p.grad.detach() for p in ps], bufs, lr=float(g["lr"]),
+                         momentum=g["momentum"], dampening=g["dampening"], weight_decay=g["weight_decay"],
+                         nesterov=g["nesterov"], maximize=g["maximize"], buffers_initialized=init, grad_scale=gs,
+                         found_inf=fi)
+        return loss
+
+
+class Lion(torch.optim.Optimizer):
+    """Lion (Chen et al. 2023; torch has none) on baracuda's LionPlan:
+    c = b1 m + (1 - b1) g; p *= 1 - lr wd; p -= lr sign(c); m = b2 m + (1 - b2) g.
+    State: exp_avg (float32). Takes torch.amp.GradScaler's grad_scale /
+    found_inf as SGD does."""
+
+    _step_supports_amp_scaling = True
+
+    def __init__(self, params, lr=1e-4, betas=(0.9, 0.99), weight_decay=0.0, *, maximize=False):
+        if lr < 0.0:
+            raise ValueError(f"Invalid learning rate: {lr}")
+        if not (0.0 <= betas[0] <= 1.0 and 0.0 <= betas[1] <= 1.0):
+            raise ValueError(f"Invalid betas: {betas}")
+        super().__init__(params, dict(lr=lr, betas=betas, weight_decay=weight_decay, maximize=maximize))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for g in self.param_groups:
+            buckets = {}
+            for p in _opt_grads("Lion", g):
+                _f32_state(self.state[p], "exp_avg", p)
+                buckets.setdefault((p.device, p.dtype), []).append(p)
+            for (dev, _dt), ps in buckets.items():
+                gs, fi = _amp_scalars(self, dev)
+                _bc.lion_([p.detach() for p in ps], [p.grad.detach() for p in ps],
+                          [self.state[p]["exp_avg"] for p in ps], lr=float(g["lr"]), betas=tuple(g["betas"]),
+                          weight_decay=g["weight_decay"], maximize=g["maximize"], grad_scale=gs, found_inf=fi)
+        return loss
+
+
+class Adafactor(torch.optim.Optimizer):
+    """Drop-in for torch.optim.Adafactor (torch >= 2.5) on baracuda's
+    AdafactorPlan. Same arguments and state_dict keys (step, row_var,
+    col_var, variance; torch's shapes), except that the state is float32
+    whatever the parameters' dtype and a bf16 / f16 step is computed in f32
+    and rounded once (include/baracuda/ops/optim_adafactor.hpp)."""
+
+    def __init__(self, params, lr=1e-2, beta2_decay=-0.8, eps=(None, 1e-3), d=1.0, weight_decay=0.0, *,
+                 maximize=False):
+        if not 0.0 <= lr:
+            raise ValueError(f"Learning rate should be >= 0 but is: {lr}")
+        if not 0.0 >= beta2_decay:
+            raise ValueError(f"beta2_decay should be <= 0 but is: {beta2_decay}")
+        if eps[0] is not None and not 0.0 <= eps[0]:
+            raise ValueError(f"epsilon1 should be >= 0 but is: {eps[0]}")
+        if not 0.0 <= eps[1]:
+            raise ValueError(f"epsilon2 should be >= 0 but is: {eps[1]}")
+        if not 1.0 <= d:
+            raise ValueError(f"Clipping threshold d should be >= 1 but is: {d}")
+        if not 0.0 <= weight_decay:
+            raise ValueError(f"weight_decay should be >= 0 but is: {weight_decay}")
+        super().__init__(params, dict(lr=lr, beta2_decay=beta2_decay, eps=eps, d=d, weight_decay=weight_decay,
+                                      maximize=maximize))
+
+    @torch.no_grad()
+    def step(self, closure=None):
+        loss = None
+        if closure is not None:
+            with torch.enable_grad():
+                loss = closure()
+        for g in self.param_groups:
+            buckets = {}
+            for p in _opt_grads("Adafactor", g):
+                st = self.state[p]
+                if "step" not in st:
+                    st["step"] = torch.tensor(0.0)
+                if p.dim() >= 2:
+                    rs, cs = list(p.shape), list(p.shape)
+                    rs[-1] = 1
+                    cs[-2] = 1
+                    _f32_state(st, "row_var", p, rs)
+                    _f32_state(st, "col_var", p, cs)
+                else:
+                    _f32_state(st, "variance", p)
+                st["step"] += 1
+                buckets.setdefault((p.device, p.dtype, int(st["step"].item())), []).append(p)
+            for (_dev, _dt, step), ps in buckets.items():
+                sts = [self.state[p] for p in ps]
+                _bc.adafactor_([p.detach() for p in ps], [p.grad.detach() for p in ps],
+                               [s.get("row_var") for s in sts], [s.get("col_var") for s in sts],
+                               [s.get("variance") for s in sts], step=step, lr=float(g["lr"]),
+                               beta2_decay=g["beta2_decay"], eps=tuple(g["eps"]), d=g["d"],
+                               weight_decay=g["weight_decay"], maximize=g["maximize"])
+        return loss
+
+
+def clip_grad_norm_(parameters, max_norm, norm_type=2.0, error_if_nonfinite=False, foreach=None):
+    """torch.nn.utils.clip_grad_norm_ (norm_type 2 or inf) on baracuda's
+    multi-tensor plans: one ClipGradNormPlan launch when the gradients share
+    a device and dtype, else a GlobalNormPlan per (device, dtype) bucket,
+    the norms combined by torch and the scale applied by MultiTensorScalePlan
+    (a device scalar: no host sync). Returns the total norm as a float32
+    tensor (torch: the gradients' dtype). error_if_nonfinite reads the norm
+    on the host (a sync, as torch)."""
+    if isinstance(parameters, torch.Tensor):
+        parameters = [parameters]
+    grads = [p.grad.detach() for p in parameters if p.grad is not None]
+    if not grads:
+        return torch.tensor(0.0)
+    buckets = {}
+    for t in grads:
+        buckets.setdefault((t.device, t.dtype), []).append(t)
+    inf = _bc._functional_a._norm_type("clip_grad_norm_", norm_type) == "Inf"
+    if len(buckets) == 1 and not error_if_nonfinite:
+        return _t(_bc.clip_grad_norm_(grads, max_norm, norm_type))
+    first = grads[0].device
+    norms = [_t(_bc.global_norm(ts, norm_type)).to(first) for ts in buckets.values()]
+    stacked = torch.stack(norms)
+    total = stacked.amax() if inf else torch.sqrt((stacked.double() ** 2).sum()).float()
+    if error_if_nonfinite and not torch.isfinite(total):
+        raise RuntimeError(f"The total norm of order {float(norm_type)} for gradients from `parameters` is "
+                           "non-finite, so it cannot be clipped. To disable this error and scale the gradients by "
+                           "the non-finite norm anyway, set `error_if_nonfinite=False`")
+    coef = torch.clamp(float(max_norm) / (total + 1e-6), max=1.0).float()
+    for (dev, _dt), ts in buckets.items():
+        _bc.foreach_mul_(ts, coef.to(dev))
+    return total
+
+
+# ---- ternary ops with autograd: where, clamp, lerp, addcmul, addcdiv ------------------------------
+# One custom-op pair for the five ops (TernaryPlan / TernaryBackwardPlan):
+# operands b and c are tensors or numbers (a number is a `Scalar?`), absent
+# for clamp's missing bounds; a is a tensor (where: the condition).
+from typing import Union  # noqa: E402
+
+__all__ += ["where", "clamp", "lerp", "addcmul", "addcdiv"]
+
+if "_call" not in globals():  # a torch.py without the eager autograd.Function twins: plain custom ops
+    def _custom_op(name):
+        return lambda fn: torch.library.custom_op(name, mutates_args=())(fn)
+
+    def _autograd(op, backward, setup_context):
+        op.register_autograd(backward, setup_context=setup_context)
+
+    def _call(op, *args):
+        return op(*args)
+
+_TORCH_TERNARY = {
+    "where": lambda a, b, c, v: torch.where(a, b, c),
+    "clamp": lambda a, b, c, v: torch.clamp(a, b, c),
+    "lerp": lambda a, b, c, v: torch.lerp(a, b, c),
+    "addcmul": lambda a, b, c, v: torch.addcmul(a, b, c, value=v),
+    "addcdiv": lambda a, b, c, v: torch.addcdiv(a, b, c, value=v),
+}
+
+
+def _operand(t, v):
+    return _d(t) if t is not None else v
+
+
+@_custom_op("baracuda::ternary_fwd")
+def _ternary_fwd(op: str, a: Tensor, b: Optional[Tensor], c: Optional[Tensor], b_value: Optional[Union[int, float, bool]],
+                 c_value: Optional[Union[int, float, bool]], value: Optional[float]) -> Tensor:
+    from baracuda._functional_a import _ternary
+    return _t(_ternary(op, _d(a), _operand(b, b_value), _operand(c, c_value), None, None, value))
+
+
+@_ternary_fwd.register_fake
+def _(op, a, b, c, b_value, c_value, value):
+    bb = b if b is not None else b_value
+    cc = c if c is not None else c_value
+    if op == "clamp" and (isinstance(bb, Tensor) != isinstance(cc, Tensor)) and bb is not None and cc is not None:
+        y = torch.clamp(torch.clamp(a, min=bb), max=cc)  # torch.clamp takes two tensors or two numbers
+    else:
+        y = _TORCH_TERNARY[op](a, bb, cc, 1 if value is None else value)
+    return torch.empty_like(y, memory_format=torch.contiguous_format)
+
+
+@_custom_op("baracuda::ternary_bwd")
+def _ternary_bwd(op: str, dy: Tensor, a: Tensor, b: Optional[Tensor], c: Optional[Tensor],
+                 b_value: Optional[Union[int, float, bool]], c_value: Optional[Union[int, float, bool]],
+                 value: Optional[float], need_a: bool, need_b: bool, need_c: bool) -> Tuple[Tensor, Tensor, Tensor]:
+    g = _bc.ternary_backward(op, _d(dy), _d(a), _operand(b, b_value), _operand(c, c_value), value=value,
+                             output_mask=(need_a, need_b, need_c))
+    return tuple(_t(x) if x is not None else a.new_empty((0,)) for x in g)
+
+
+@_ternary_bwd.register_fake
+def _(op, dy, a, b, c, b_value, c_value, value, need_a, need_b, need_c):
+    def one(t, need):
+        return t.new_empty(t.shape) if (need and t is not None) else a.new_empty((0,))
+    return one(a, need_a and op != "where"), one(b, need_b), one(c, need_c)
+
+
+def _ternary_setup(ctx, inputs, output):
+    op, a, b, c, b_value, c_value, value = inputs
+    ctx.save_for_backward(a, b, c)
+    ctx.op, ctx.b_value, ctx.c_value, ctx.value = op, b_value, c_value, value
+
+
+def _ternary_backward(ctx, dy):
+    a, b, c = ctx.saved_tensors
+    na, nb, nc = ctx.needs_input_grad[1:4]
+    na = na and ctx.op != "where"
+    if not (na or nb or nc):
+        return None, None, None, None, None, None, None
+    da, db, dc = _call(_ternary_bwd, ctx.op, dy, a, b, c, ctx.b_value, ctx.c_value, ctx.value, na, nb, nc)
+    return None, (da if na else None), (db if nb else None), (dc if nc else None), None, None, None
+
+
+_autograd(_ternary_fwd, _ternary_backward, _ternary_setup)
+
+
+def _split(x):
+    return (x, None) if isinstance(x, Tensor) or x is None else (None, x)
+
+
+def _ternary_call(op, a, b, c, value=None):
+    (bt_, bv), (ct, cv) = _split(b), _split(c)
+    return _call(_ternary_fwd, op, a, bt_, ct, bv, cv, value)
+
+
+def where(condition: Tensor, input, other) -> Tensor:
+    """torch.where(condition, input, other) with autograd (input / other tensors or numbers)."""
+    return _ternary_call("where", condition, input, other)
+
+
+def clamp(input: Tensor, min=None, max=None) -> Tensor:
+    """torch.clamp(input, min, max) with autograd (bounds tensors, numbers or None; torch's gradient rule:
+    the gradient goes to max where min > max)."""
+    return _ternary_call("clamp", input, min, max)
+
+
+def lerp(input: Tensor, end: Tensor, weight) -> Tensor:
+    """torch.lerp(input, end, weight) with autograd (weight a tensor or a number)."""
+    return _ternary_call("lerp", input, end, weight)
+
+
+def addcmul(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
+    """torch.addcmul with autograd."""
+    return _ternary_call("addcmul", input, tensor1, tensor2, float(value))
+
+
+def addcdiv(input: Tensor, tensor1: Tensor, tensor2: Tensor, *, value: float = 1) -> Tensor:
+    """torch.addcdiv with autograd."""
+    return _ternary_call("addcdiv", input, tensor1, tensor2, float(value))

@@ -409,3 +409,195 @@ inline void import_tensor_list(nb::handle l, const Stream& s, const std::string&
 }
 }  // namespace
 }  // namespace bpy
+
+// ---- plans over tensor lists; Scalar descriptor fields (plans_optim.cpp) ---------------
+#include <deque>
+
+namespace bpy {
+namespace {
+
+// A descriptor field of type std::optional<Scalar>: a Python bool / int /
+// float, or None.
+template <class D>
+void scalar_field(DescBinder<D>& b, const char* fname, std::optional<Scalar> D::*pm) {
+  std::string what = b.name + "." + fname;
+  typename DescBinder<D>::Setter set = [pm, what](D& d, nb::handle h) {
+    if (h.is_none()) {
+      d.*pm = std::nullopt;
+      return;
+    }
+    d.*pm = scalar_from_py(h, what.c_str());
+  };
+  typename DescBinder<D>::Getter get = [pm](const D& d) -> nb::object {
+    if (!(d.*pm)) return nb::none();
+    const Scalar& s = *(d.*pm);
+    if (s.dtype == DType::Bool) return nb::bool_(s.i != 0);
+    if (s.dtype == DType::I64) return nb::int_(s.i);
+    return nb::float_(s.f);
+  };
+  b.cls.def_prop_rw(fname, get, set);
+  b.fields->push_back({fname, set, get});
+}
+
+// One keyword argument of a list plan's run(): a list of tensors (None
+// entries: "not given", an empty view), one tensor, a host number / bool, or a
+// RandomSeed (an int seed or a (seed, offset) tuple).
+template <class A>
+struct ListArgField {
+  std::string name;
+  int tensors = 0;  // 0: not a tensor; 1: one tensor; 2: a list of tensors (stream resolution)
+  std::function<void(A&, nb::handle, const Stream&, std::deque<View>&, const std::string&)> set;
+};
+
+inline void list_check(nb::handle l, const std::string& what) {
+  if (!nb::isinstance<nb::sequence>(l) || nb::isinstance<nb::str>(l) || is_tensor_like(l))
+    throw nb::type_error((what + ": expected a list of tensors").c_str());
+}
+
+template <class P, class A>
+nb::object list_plan_call(const P& plan, const std::vector<ListArgField<A>>& fields, nb::handle stream_arg,
+                          nb::handle ws_arg, const nb::kwargs& kw, PlanCall call) {
+  const char* verb = call == PlanCall::Run ? ".run: " : call == PlanCall::CanImplement ? ".can_implement: " : ".sku_for: ";
+  std::vector<std::pair<const ListArgField<A>*, nb::handle>> given;
+  std::vector<nb::handle> inputs;
+  for (auto [k, v] : kw) {
+    const std::string key = nb::cast<std::string>(k);
+    auto it = std::find_if(fields.begin(), fields.end(), [&](const ListArgField<A>& f) { return f.name == key; });
+    if (it == fields.end()) {
+      std::string all;
+      for (const auto& f : fields) all += (all.empty() ? "" : ", ") + f.name;
+      throw nb::type_error((std::string(plan.name()) + verb + "unknown argument '" + key + "' (arguments: " + all +
+                            ", stream, workspace)")
+                               .c_str());
+    }
+    if (v.is_none()) continue;
+    given.push_back({&*it, v});
+    if (it->tensors == 1) inputs.push_back(v);
+    if (it->tensors == 2) {
+      list_check(v, std::string(plan.name()) + verb + key);
+      for (nb::handle t : v)
+        if (!t.is_none()) inputs.push_back(t);
+    }
+  }
+  if (plan.empty()) check(Status(StatusCode::InvalidProblem, std::string(plan.name()) + ": the plan is empty"));
+  const Stream s = resolve_stream(stream_arg, plan.device(), inputs);
+  A args{};
+  std::deque<View> keep;
+  for (const auto& [f, v] : given) f->set(args, v, s, keep, std::string(plan.name()) + verb + f->name);
+  if (call == PlanCall::CanImplement) {
+    check(plan.can_implement(args));
+    return nb::bool_(true);
+  }
+  std::optional<ScopedWorkspace> own_ws;
+  std::optional<View> ws_view;
+  const Workspace ws = workspace_from_py(ws_arg, plan.workspace_size(), s, own_ws, ws_view);
+  if (call == PlanCall::SkuFor) return sku_to_py(unwrap(plan.sku_for(s, ws, args)));
+  Status st;
+  {
+    nb::gil_scoped_release release;
+    st = plan.run(s, ws, args);
+  }
+  check(st);
+  return nb::none();
+}
+
+inline TensorMut import_one(nb::handle v, const Stream& s, std::deque<View>& keep, const std::string& what,
+                            bool mut) {
+  keep.push_back(import_fast(v, s, what.c_str()));
+  if (mut && keep.back().read_only) raise_invalid(what + ": the tensor is read-only (an output must be writable)");
+  return keep.back().view;
+}
+
+// The plan class of a plan whose Args hold tensor lists (the optimizers, the
+// gradient utilities): select / properties as PlanBinder, run / can_implement
+// / sku_for by keyword.
+template <class P, class D, class A>
+struct ListPlanBinder {
+  nb::class_<P> cls;
+  std::shared_ptr<std::vector<ListArgField<A>>> fields = std::make_shared<std::vector<ListArgField<A>>>();
+
+  ListPlanBinder(nb::module_& m, const char* name) : cls(m, name) {
+    def_plan_common<P, D>(cls);
+    auto fs = fields;
+    cls.def(
+        "run",
+        [fs](const P& p, nb::handle stream, nb::handle workspace, nb::kwargs kw) {
+          list_plan_call<P, A>(p, *fs, stream, workspace, kw, PlanCall::Run);
+        },
+        nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("workspace") = nb::none(), nb::arg("kwargs"),
+        "Runs the plan. Lists of tensors, tensors and host values by keyword (the C++ Args' field names).");
+    cls.def(
+        "can_implement",
+        [fs](const P& p, nb::handle stream, nb::kwargs kw) {
+          return list_plan_call<P, A>(p, *fs, stream, nb::none(), kw, PlanCall::CanImplement);
+        },
+        nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("kwargs"),
+        "run()'s checks of these arguments without running: True, or the error run() would raise.");
+    cls.def(
+        "sku_for",
+        [fs](const P& p, nb::handle stream, nb::handle workspace, nb::kwargs kw) {
+          return list_plan_call<P, A>(p, *fs, stream, workspace, kw, PlanCall::SkuFor);
+        },
+        nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("workspace") = nb::none(), nb::arg("kwargs"),
+        "What run() would launch for exactly these arguments (the sku dict), launching nothing.");
+    cls.def("__repr__", [](const P& p) {
+      return std::string(p.name()) + "(" + (p.empty() ? std::string("empty") : p.sku().to_string()) + ")";
+    });
+  }
+  template <class T>
+  ListPlanBinder& list(const char* n, std::vector<T> A::*pm) {
+    constexpr bool mut = std::is_same_v<T, TensorMut>;
+    fields->push_back({n, 2, [pm](A& a, nb::handle v, const Stream& s, std::deque<View>& keep, const std::string& what) {
+                         list_check(v, what);
+                         size_t i = 0;
+                         for (nb::handle t : v) {
+                           const std::string w = what + "[" + std::to_string(i++) + "]";
+                           if (t.is_none()) {
+                             (a.*pm).push_back(T{});
+                             continue;
+                           }
+                           const TensorMut x = import_one(t, s, keep, w, mut);
+                           if constexpr (mut) {
+                             (a.*pm).push_back(x);
+                           } else {
+                             (a.*pm).push_back(TensorRef(x));
+                           }
+                         }
+                       }});
+    return *this;
+  }
+  template <class T>
+  ListPlanBinder& tensor(const char* n, T A::*pm) {
+    constexpr bool mut = std::is_same_v<T, TensorMut>;
+    fields->push_back({n, 1, [pm](A& a, nb::handle v, const Stream& s, std::deque<View>& keep, const std::string& what) {
+                         const TensorMut x = import_one(v, s, keep, what, mut);
+                         if constexpr (mut) {
+                           a.*pm = x;
+                         } else {
+                           a.*pm = TensorRef(x);
+                         }
+                       }});
+    return *this;
+  }
+  template <class T>
+  ListPlanBinder& value(const char* n, T A::*pm) {
+    fields->push_back({n, 0, [pm](A& a, nb::handle v, const Stream&, std::deque<View>&, const std::string& what) {
+                         a.*pm = from_py<T>(v, what.c_str());
+                       }});
+    return *this;
+  }
+  ListPlanBinder& seed(const char* n, RandomSeed A::*pm) {
+    fields->push_back({n, 0, [pm](A& a, nb::handle v, const Stream&, std::deque<View>&, const std::string& what) {
+                         a.*pm = seed_from_py(v, what);
+                       }});
+    return *this;
+  }
+  template <class F>
+  ListPlanBinder& prop(const char* n, F f) {
+    cls.def_prop_ro(n, f);
+    return *this;
+  }
+};
+
+}  // namespace
+}  // namespace bpy

@@ -846,6 +846,9 @@ void bind_core(nb::module_& m) {
 }  // namespace bpy
 
 namespace bpy { void bind_plans_b(nb::module_& m); }  // plans_b.cpp
+namespace bpy {
+void bind_plans_optim(nb::module_& m);  // plans_optim.cpp: optimizers, gradient utilities, sampling, ternary, factories
+}  // namespace bpy
 
 NB_MODULE(_C, m) {
   bpy::bind_core(m);
@@ -854,4 +857,5 @@ NB_MODULE(_C, m) {
   bpy::bind_plans_indexing(m);
   bpy::bind_plans_b(m);
   bpy::bind_fast(m);
+  bpy::bind_plans_optim(m);  // plans_optim.cpp
 }
