@@ -1,7 +1,8 @@
 // CPU reference of the paged-KV plans. Both first check every index they will
 // use (seq_lens, then the block-table entries of the pages each sequence
 // touches), so an error leaves the outputs untouched; then plain loops with
-// double accumulation (attention: two-pass softmax per query row).
+// double accumulation (attention: two passes per query row, max then
+// exp-sum and P.V, recomputing the scores).
 #include "ops/attention_paged/reference.hpp"
 
 #include <cmath>
@@ -55,32 +56,33 @@ Status attention(const char* plan, const PagedAttentionDescriptor& d, const Page
   const auto& o = a.out;
   const auto& lse = a.lse;
   const double kNegInf = -std::numeric_limits<double>::infinity();
-  std::vector<double> s, acc(static_cast<size_t>(D));
+  std::vector<double> acc(static_cast<size_t>(D));
+  auto score = [&](int64_t b, int64_t h, int64_t i, int64_t kh, int64_t j) {
+    const int64_t pg = page_of(a.block_table, b, j / P), slot = j % P;
+    double dot = 0;
+    for (int64_t e = 0; e < D; ++e)
+      dot += load_f(q.data, q.dtype, b * q.strides[0] + h * q.strides[1] + i * q.strides[2] + e * q.strides[3]) *
+             load_f(k.data, k.dtype, pg * k.strides[0] + slot * k.strides[1] + kh * k.strides[2] + e * k.strides[3]);
+    double sc = dot * scale;
+    if (d.softcap > 0) sc = d.softcap * std::tanh(sc / d.softcap);
+    return sc;
+  };
   for (int64_t b = 0; b < B; ++b) {
     const int64_t n = len_of(a.seq_lens, b);
-    s.assign(static_cast<size_t>(n), kNegInf);
     for (int64_t h = 0; h < Hq; ++h) {
       const int64_t kh = h / G;
       for (int64_t i = 0; i < Lq; ++i) {
         const int64_t pos = n - Lq + i;
         const int64_t hi = d.causal ? std::min(n, pos + 1) : n;  // keys [0, hi)
+        // Two passes (the scores are recomputed rather than stored: no
+        // allocation that grows with seq_lens).
         double m = kNegInf;
-        for (int64_t j = 0; j < hi; ++j) {
-          const int64_t pg = page_of(a.block_table, b, j / P), slot = j % P;
-          double dot = 0;
-          for (int64_t e = 0; e < D; ++e)
-            dot += load_f(q.data, q.dtype, b * q.strides[0] + h * q.strides[1] + i * q.strides[2] + e * q.strides[3]) *
-                   load_f(k.data, k.dtype, pg * k.strides[0] + slot * k.strides[1] + kh * k.strides[2] + e * k.strides[3]);
-          double sc = dot * scale;
-          if (d.softcap > 0) sc = d.softcap * std::tanh(sc / d.softcap);
-          s[static_cast<size_t>(j)] = sc;
-          m = std::max(m, sc);
-        }
+        for (int64_t j = 0; j < hi; ++j) m = std::max(m, score(b, h, i, kh, j));
         std::fill(acc.begin(), acc.end(), 0.0);
         double l = 0;
         if (hi > 0 && m != kNegInf) {
           for (int64_t j = 0; j < hi; ++j) {
-            const double p = std::exp(s[static_cast<size_t>(j)] - m);
+            const double p = std::exp(score(b, h, i, kh, j) - m);
             l += p;
             const int64_t pg = page_of(a.block_table, b, j / P), slot = j % P;
             for (int64_t e = 0; e < D; ++e)
