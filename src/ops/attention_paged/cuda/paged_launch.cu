@@ -250,8 +250,7 @@ __global__ void __launch_bounds__(kThreads) paged_splitkv_kernel(const AttnParam
       const int64_t grow = (static_cast<int64_t>(b) * p.Hq + h) * p.Lq + i;
       float* dst = p.part_o + (split * rows_total + grow) * D + c * VEC;
 #pragma unroll
-      for (int e = 0; e < VEC; e += 4)
-        *reinterpret_cast<float4*>(dst + e) = make_float4(acc[k][e], acc[k][e + 1], acc[k][e + 2], acc[k][e + 3]);
+      for (int e = 0; e < VEC; ++e) dst[e] = acc[k][e];  // scalar: the workspace needs only 4-byte alignment
     }
   }
   if (tid < nr) {
