@@ -81,6 +81,7 @@ struct AttnParams {
   float* lse;
   int64_t lses[3];
   int B, Hq, Hkv, G, Lq, D, P, max_pages, num_pages;
+  int page_shift;  // log2(P) when P is a power of two, else -1
   int rows;       // G * Lq
   int rb;         // rows per CTA
   int splits;
@@ -135,18 +136,34 @@ __global__ void __launch_bounds__(kThreads) paged_splitkv_kernel(const AttnParam
 
   const T* kbase = static_cast<const T*>(p.k);
   const T* vbase = static_cast<const T*>(p.v);
+  // The 16-byte chunks this thread copies are the same in every tile:
+  // chunk c = tid + k * kThreads -> (key t, column col), computed once.
+  constexpr int MAXC = kTK * 256 / VEC / kThreads;  // chunks per thread at most (per K or V)
+  const int nchunks = kTK * DC;
+  int ct[MAXC], ccol[MAXC];
+#pragma unroll
+  for (int k = 0; k < MAXC; ++k) {
+    const int c = tid + k * kThreads;
+    ct[k] = c / DC;
+    ccol[k] = c % DC;
+  }
   auto load_tile = [&](int stage, int64_t key0) {
-    for (int c = tid; c < kTK * DC; c += kThreads) {
-      const int t = c / DC, col = c % DC;
-      const int64_t j = key0 + t;
-      bool ok = j < k1;
+#pragma unroll
+    for (int k = 0; k < MAXC; ++k) {
+      if (tid + k * kThreads >= nchunks) break;
+      const int t = ct[k], col = ccol[k];
+      const int64_t j64 = key0 + t;
+      bool ok = j64 < k1;
+      const int j = static_cast<int>(j64);  // used only when ok: < max_pages * page_size <= INT32_MAX (select())
       int64_t pg = 0;
+      int slot = 0;
       if (ok) {
-        pg = p.table[b * p.ts[0] + (j / p.P) * p.ts[1]];
+        const int blk = p.page_shift >= 0 ? (j >> p.page_shift) : j / p.P;
+        slot = j - blk * p.P;
+        pg = p.table[b * p.ts[0] + blk * p.ts[1]];
         ok = pg >= 0 && pg < p.num_pages;
       }
-      const int64_t slot = ok ? j % p.P : 0;
-      if (!ok) pg = 0;
+      if (!ok) pg = 0, slot = 0;
       const T* ks = kbase + pg * p.ks[0] + slot * p.ks[1] + kvh * p.ks[2] + col * VEC;
       const T* vs = vbase + pg * p.vs[0] + slot * p.vs[1] + kvh * p.vs[2] + col * VEC;
       cp_async16(Ks + (stage * kTK + t) * ld + col * VEC, ok ? ks : kbase, ok);
@@ -187,7 +204,13 @@ __global__ void __launch_bounds__(kThreads) paged_splitkv_kernel(const AttnParam
           const uint4 raw = *reinterpret_cast<const uint4*>(kr + c * VEC);
           const T* kv = reinterpret_cast<const T*>(&raw);
 #pragma unroll
-          for (int e = 0; e < VEC; ++e) dot = fmaf(qr[c * VEC + e], to_f(kv[e]), dot);
+          for (int e = 0; e < VEC; e += 4) {  // q row chunks as float4 (rows are 16-byte aligned: D % 4 == 0)
+            const float4 q4 = *reinterpret_cast<const float4*>(qr + c * VEC + e);
+            dot = fmaf(q4.x, to_f(kv[e]), dot);
+            dot = fmaf(q4.y, to_f(kv[e + 1]), dot);
+            dot = fmaf(q4.z, to_f(kv[e + 2]), dot);
+            dot = fmaf(q4.w, to_f(kv[e + 3]), dot);
+          }
         }
         float x = dot * p.scale;
         if (p.softcap > 0.f) x = p.softcap * tanhf(x / p.softcap);
@@ -320,6 +343,9 @@ Status launch_attention_typed(const AttnLaunch& l) {
   p.Lq = static_cast<int>(d.q_len);
   p.D = static_cast<int>(d.head_dim);
   p.P = static_cast<int>(d.page_size);
+  p.page_shift = -1;
+  for (int sh = 0; sh < 31; ++sh)
+    if ((int64_t{1} << sh) == d.page_size) p.page_shift = sh;
   p.max_pages = static_cast<int>(d.max_pages);
   p.num_pages = static_cast<int>(std::min<int64_t>(d.num_pages, INT32_MAX));
   p.rows = static_cast<int>(rows_per_kv_head(d));
