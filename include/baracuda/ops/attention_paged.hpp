@@ -29,8 +29,9 @@
 // and softmax on CUDA, double on the CPU reference.
 //
 // Errors (InvalidProblem naming the plan). select(): dims < 0, Hq % Hkv != 0,
-// page_size < 1, max_pages < 0, num_pages < 0, non-finite scale, softcap < 0,
-// an unsupported dtype. can_implement() / run(): shapes and dtypes of every
+// page_size < 1, max_pages < 0, num_pages < 0, max_pages * page_size >
+// INT32_MAX, non-finite scale, softcap < 0; Unsupported for a dtype other than
+// f16 / bf16 / f32. can_implement() / run(): shapes and dtypes of every
 // view (block_table and seq_lens must be int32). The CPU reference also reads
 // the index tensors and reports (InvalidProblem) a seq_lens[b] outside
 // [Lq, max_pages * page_size] and a block_table entry outside [0, num_pages)
@@ -54,7 +55,8 @@
 // its (max, sum) to the workspace; a combine kernel merges the splits in split
 // order (deterministic, bit-identical reruns, no atomics). The number of
 // splits is chosen at select() from B * Hkv * row blocks against the SM count
-// and max_pages * page_size (workspace_size() depends on it). sku().variant
+// and max_pages * page_size (workspace_size() depends on it: f32, 4-byte
+// aligned, splits * B * Hq * Lq * (D + 2) floats). sku().variant
 // names it ("splitkv.s<splits>.rb<rows>").
 //
 // PagedKvAppendPlan: k_new, v_new [B, Hkv, Lnew, D] (logical, free strides:

@@ -53,13 +53,14 @@ inline int64_t row_blocks(const PagedAttentionDescriptor& d) {
   return (r + rb - 1) / rb;
 }
 
-// Splits of the key range: enough CTAs for ~2 waves of 2 CTAs per SM, each
-// split at least 8 tiles (256 keys) long.
+// Splits of the key range: the fewest that give >= 3 CTAs per SM (all of them
+// resident at once: ~5 fit per SM at head dim 128 in 16-bit, so no tail wave),
+// each split at least 8 tiles (256 keys) long, at most kMaxSplits.
 inline int splits_for(const PagedAttentionDescriptor& d, int sm_count) {
   const int64_t ctas = d.batch * d.kv_heads * row_blocks(d);
   const int64_t max_keys = d.max_pages * d.page_size;
   if (ctas <= 0 || max_keys <= 0) return 1;
-  const int64_t target = 4 * static_cast<int64_t>(std::max(sm_count, 1));
+  const int64_t target = 3 * static_cast<int64_t>(std::max(sm_count, 1));
   int64_t s = (target + ctas - 1) / ctas;
   const int64_t by_len = std::max<int64_t>(1, max_keys / (8 * kTileKeys));
   s = std::clamp<int64_t>(s, 1, std::min<int64_t>(by_len, kMaxSplits));
