@@ -33,6 +33,7 @@ namespace {
 constexpr int kThreads = 128;
 constexpr int kTK = kTileKeys;  // 32: one key per lane in the softmax step
 static_assert(kTK == 32, "the softmax step maps a tile's keys onto a warp");
+static_assert(kThreads == 4 * kTK, "the score step puts 4 lanes on each key of a tile");
 
 __device__ __forceinline__ float to_f(float x) { return x; }
 __device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
@@ -98,7 +99,10 @@ __global__ void __launch_bounds__(kThreads) paged_splitkv_kernel(const AttnParam
   constexpr int VEC = 16 / sizeof(T);
   constexpr int MAXI = kMaxRowBlock * 256 / VEC / kThreads;  // output chunks per thread at most
   extern __shared__ __align__(16) unsigned char smem_raw[];
-  const int D = p.D, DC = D / VEC, ld = D + VEC;  // smem row stride (elements), padded by 16 bytes
+  // smem row stride (elements): padded by 4 chunks (64 bytes), so that the 8
+  // lanes of a quarter warp in the score step (2 keys x 4 chunk lanes) hit
+  // distinct banks.
+  const int D = p.D, DC = D / VEC, ld = D + 4 * VEC;
   float* Qs = reinterpret_cast<float*>(smem_raw);                 // [rb][D]
   float* S = Qs + p.rb * D;                                        // [rb][kTK]
   float* row_m = S + p.rb * kTK;                                   // [rb]
@@ -190,33 +194,61 @@ __global__ void __launch_bounds__(kThreads) paged_splitkv_kernel(const AttnParam
     cp_async_wait<1>();
     __syncthreads();
 
-    // Scores (log2 units), -inf where not allowed.
-    for (int idx = tid; idx < nr * kTK; idx += kThreads) {
-      const int r = idx / kTK, t = idx % kTK, rr = row0 + r;
-      const int64_t j = key0 + t;
-      const int64_t pos = n - p.Lq + rr % p.Lq;
-      float s = -INFINITY;
-      if (j < k1 && kvalid[stage * kTK + t] && (!p.causal || j <= pos)) {
-        const T* kr = Ks + (stage * kTK + t) * ld;
-        const float* qr = Qs + r * D;
-        float dot = 0.f;
-        for (int c = 0; c < DC; ++c) {
-          const uint4 raw = *reinterpret_cast<const uint4*>(kr + c * VEC);
-          const T* kv = reinterpret_cast<const T*>(&raw);
+    // Scores (log2 units), -inf where not allowed: 4 lanes per key (t = tid / 4),
+    // each over every 4th 16-byte chunk of the head dim and for every row (a K
+    // chunk is read and converted once for all rows); the 4 partial dots are
+    // summed by two xor shuffles (a fixed order).
+    {
+      const int t = tid >> 2, seg = tid & 3;
+      const T* kr = Ks + (stage * kTK + t) * ld;
+      float dot[kMaxRowBlock];
 #pragma unroll
-          for (int e = 0; e < VEC; e += 4) {  // q row chunks as float4 (rows are 16-byte aligned: D % 4 == 0)
-            const float4 q4 = *reinterpret_cast<const float4*>(qr + c * VEC + e);
-            dot = fmaf(q4.x, to_f(kv[e]), dot);
-            dot = fmaf(q4.y, to_f(kv[e + 1]), dot);
-            dot = fmaf(q4.z, to_f(kv[e + 2]), dot);
-            dot = fmaf(q4.w, to_f(kv[e + 3]), dot);
+      for (int r = 0; r < kMaxRowBlock; ++r) dot[r] = 0.f;
+      for (int c = seg; c < DC; c += 4) {
+        const uint4 raw = *reinterpret_cast<const uint4*>(kr + c * VEC);
+        const T* kv = reinterpret_cast<const T*>(&raw);
+        float kf[VEC];
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) kf[e] = to_f(kv[e]);
+#pragma unroll
+        for (int r = 0; r < kMaxRowBlock; ++r) {
+          if (r < nr) {
+            const float* qr = Qs + r * D + c * VEC;  // 16-byte aligned: D % 4 == 0
+#pragma unroll
+            for (int e = 0; e < VEC; e += 4) {
+              const float4 q4 = *reinterpret_cast<const float4*>(qr + e);
+              dot[r] = fmaf(q4.x, kf[e], dot[r]);
+              dot[r] = fmaf(q4.y, kf[e + 1], dot[r]);
+              dot[r] = fmaf(q4.z, kf[e + 2], dot[r]);
+              dot[r] = fmaf(q4.w, kf[e + 3], dot[r]);
+            }
           }
         }
-        float x = dot * p.scale;
-        if (p.softcap > 0.f) x = p.softcap * tanhf(x / p.softcap);
-        s = x * 1.4426950408889634f;
       }
-      S[r * kTK + t] = s;
+#pragma unroll
+      for (int r = 0; r < kMaxRowBlock; ++r) {
+        if (r < nr) {  // uniform over the block: every lane shuffles
+          dot[r] += __shfl_xor_sync(0xffffffffu, dot[r], 1);
+          dot[r] += __shfl_xor_sync(0xffffffffu, dot[r], 2);
+        }
+      }
+      if (seg == 0) {
+        const int64_t j = key0 + t;
+        const bool key_ok = j < k1 && kvalid[stage * kTK + t] != 0;
+#pragma unroll
+        for (int r = 0; r < kMaxRowBlock; ++r) {
+          if (r < nr) {
+            const int64_t pos = n - p.Lq + (row0 + r) % p.Lq;
+            float sc = -INFINITY;
+            if (key_ok && (!p.causal || j <= pos)) {
+              float x = dot[r] * p.scale;
+              if (p.softcap > 0.f) x = p.softcap * tanhf(x / p.softcap);
+              sc = x * 1.4426950408889634f;
+            }
+            S[r * kTK + t] = sc;
+          }
+        }
+      }
     }
     __syncthreads();
 
@@ -317,7 +349,7 @@ __global__ void __launch_bounds__(kThreads) paged_combine_kernel(const AttnParam
 size_t attn_smem_bytes(int rb, int D, size_t elem) {
   const int vec = static_cast<int>(16 / elem);
   return static_cast<size_t>(rb * D + rb * kTK + 3 * kMaxRowBlock) * 4 + 2 * kTK * 4 +
-         2 * 2 * static_cast<size_t>(kTK) * static_cast<size_t>(D + vec) * elem;
+         2 * 2 * static_cast<size_t>(kTK) * static_cast<size_t>(D + 4 * vec) * elem;
 }
 
 template <class T>
