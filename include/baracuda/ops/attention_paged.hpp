@@ -50,8 +50,11 @@
 // Hq/Hkv query heads of the group times the Lq queries, so each KV byte is
 // read once per row block (once for decode with group * Lq <= 16). Keys are
 // walked in tiles of 32 through the block table with 16-byte cp.async loads
-// into a double-buffered shared-memory tile, scores and P.V on f32 FMA, an
-// online softmax per row. Each split writes an unnormalized partial output and
+// into a double-buffered shared-memory tile; scores on f32 FMA with 4 lanes
+// per key over all rows (each K chunk converted once), an online softmax per
+// row (a warp per row), P.V on f32 FMA (decode, <= 4 rows: each V chunk read
+// once for all rows by (chunk, key group) threads, key groups summed at the
+// end in a fixed order). Each split writes an unnormalized partial output and
 // its (max, sum) to the workspace; a combine kernel merges the splits in split
 // order (deterministic, bit-identical reruns, no atomics). The number of
 // splits is chosen at select() from B * Hkv * row blocks against the SM count

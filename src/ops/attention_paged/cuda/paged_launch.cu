@@ -183,6 +183,11 @@ __global__ void __launch_bounds__(kThreads) paged_splitkv_kernel(const AttnParam
 #pragma unroll
     for (int e = 0; e < VEC; ++e) acc[k][e] = 0.f;
   const int nitems = nr * DC;
+  // Few rows (decode: group * Lq <= 4) and a power-of-two chunk count in
+  // [4, 32]: thread (chunk c, key group kg) reads each V chunk of its keys
+  // once and accumulates all rows (acc[r]); the key groups are summed at the
+  // end in kg order. Otherwise thread items (row, chunk) over all 32 keys.
+  const bool few = nr <= 4 && DC >= 4 && DC <= 32 && (DC & (DC - 1)) == 0;
 
   if (ntiles > 0) load_tile(0, k0);
   cp_async_commit();
@@ -271,22 +276,51 @@ __global__ void __launch_bounds__(kThreads) paged_splitkv_kernel(const AttnParam
     __syncthreads();
 
     // acc = acc * corr + P . V
+    if (few) {
+      const int c = tid % DC, kg = tid / DC, kpg = DC >> 2;  // 128 / DC groups of DC / 4 keys
 #pragma unroll
-    for (int k = 0; k < MAXI; ++k) {
-      const int item = tid + k * kThreads;
-      if (item < nitems) {
-        const int r = item / DC, c = item % DC;
-        const float corr = row_c[r];
+      for (int r = 0; r < 4; ++r) {
+        if (r < nr) {
+          const float corr = row_c[r];
 #pragma unroll
-        for (int e = 0; e < VEC; ++e) acc[k][e] *= corr;
-        const float* pr = S + r * kTK;
-        const T* vcol = Vs + stage * kTK * ld + c * VEC;
-        for (int t = 0; t < kTK; ++t) {
-          const float w = pr[t];
-          const uint4 raw = *reinterpret_cast<const uint4*>(vcol + t * ld);
-          const T* vv = reinterpret_cast<const T*>(&raw);
+          for (int e = 0; e < VEC; ++e) acc[r][e] *= corr;
+        }
+      }
+      const T* vcol = Vs + stage * kTK * ld + c * VEC;
+      for (int q = 0; q < kpg; ++q) {
+        const int t = kg * kpg + q;
+        const uint4 raw = *reinterpret_cast<const uint4*>(vcol + t * ld);
+        const T* vv = reinterpret_cast<const T*>(&raw);
+        float vf[VEC];
 #pragma unroll
-          for (int e = 0; e < VEC; ++e) acc[k][e] = fmaf(w, to_f(vv[e]), acc[k][e]);
+        for (int e = 0; e < VEC; ++e) vf[e] = to_f(vv[e]);
+#pragma unroll
+        for (int r = 0; r < 4; ++r) {
+          if (r < nr) {
+            const float w = S[r * kTK + t];
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) acc[r][e] = fmaf(w, vf[e], acc[r][e]);
+          }
+        }
+      }
+    } else {
+#pragma unroll
+      for (int k = 0; k < MAXI; ++k) {
+        const int item = tid + k * kThreads;
+        if (item < nitems) {
+          const int r = item / DC, c = item % DC;
+          const float corr = row_c[r];
+#pragma unroll
+          for (int e = 0; e < VEC; ++e) acc[k][e] *= corr;
+          const float* pr = S + r * kTK;
+          const T* vcol = Vs + stage * kTK * ld + c * VEC;
+          for (int t = 0; t < kTK; ++t) {
+            const float w = pr[t];
+            const uint4 raw = *reinterpret_cast<const uint4*>(vcol + t * ld);
+            const T* vv = reinterpret_cast<const T*>(&raw);
+#pragma unroll
+            for (int e = 0; e < VEC; ++e) acc[k][e] = fmaf(w, to_f(vv[e]), acc[k][e]);
+          }
         }
       }
     }
@@ -296,16 +330,41 @@ __global__ void __launch_bounds__(kThreads) paged_splitkv_kernel(const AttnParam
 
   // Partial results of this split.
   const int64_t rows_total = static_cast<int64_t>(p.B) * p.Hq * p.Lq;
+  auto store_item = [&](int r, int c, const float* v) {
+    const int rr = row0 + r;
+    const int h = kvh * p.G + rr / p.Lq, i = rr % p.Lq;
+    const int64_t grow = (static_cast<int64_t>(b) * p.Hq + h) * p.Lq + i;
+    float* dst = p.part_o + (split * rows_total + grow) * D + c * VEC;
 #pragma unroll
-  for (int k = 0; k < MAXI; ++k) {
-    const int item = tid + k * kThreads;
-    if (item < nitems) {
-      const int r = item / DC, c = item % DC, rr = row0 + r;
-      const int h = kvh * p.G + rr / p.Lq, i = rr % p.Lq;
-      const int64_t grow = (static_cast<int64_t>(b) * p.Hq + h) * p.Lq + i;
-      float* dst = p.part_o + (split * rows_total + grow) * D + c * VEC;
+    for (int e = 0; e < VEC; ++e) dst[e] = v[e];  // scalar: the workspace needs only 4-byte alignment
+  };
+  if (few) {
+    // Sum the key groups in kg order through shared memory (the K / V tiles'
+    // space, free now: 128 x 4 x VEC floats <= 2 x 2 x 32 x (D + 4 VEC) elements).
+    __syncthreads();
+    float* red = reinterpret_cast<float*>(Ks);  // [tid][4][VEC]
 #pragma unroll
-      for (int e = 0; e < VEC; ++e) dst[e] = acc[k][e];  // scalar: the workspace needs only 4-byte alignment
+    for (int r = 0; r < 4; ++r)
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) red[(tid * 4 + r) * VEC + e] = acc[r][e];
+    __syncthreads();
+    if (tid < nitems) {
+      const int r = tid / DC, c = tid % DC, groups = kThreads / DC;
+      float v[VEC];
+#pragma unroll
+      for (int e = 0; e < VEC; ++e) v[e] = 0.f;
+      for (int kg = 0; kg < groups; ++kg) {
+        const float* src = red + ((kg * DC + c) * 4 + r) * VEC;
+#pragma unroll
+        for (int e = 0; e < VEC; ++e) v[e] += src[e];
+      }
+      store_item(r, c, v);
+    }
+  } else {
+#pragma unroll
+    for (int k = 0; k < MAXI; ++k) {
+      const int item = tid + k * kThreads;
+      if (item < nitems) store_item(item / DC, item % DC, acc[k]);
     }
   }
   if (tid < nr) {
