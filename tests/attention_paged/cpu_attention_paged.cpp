@@ -171,6 +171,27 @@ TEST(CpuPagedAttention, DescriptorErrors) {
   expect([](D& d) { d.max_pages = int64_t{1} << 40; }, StatusCode::InvalidProblem, "int32");
 }
 
+TEST(CpuPagedAttention, VariantOverrides) {
+  PagedAttentionDescriptor d;
+  d.dtype = DType::BF16, d.batch = 2, d.heads = 4, d.kv_heads = 2, d.head_dim = 64, d.num_pages = 8, d.max_pages = 4;
+  for (const char* bad : {"bogus=1", "splits=0", "splits=65", "splits=x", "fewrows=2", "splits", "splits=2,"}) {
+    PlanPreference pref;
+    pref.variant = bad;
+    auto r = PagedAttentionPlan::select(kCpu, d, pref);
+    if (std::string(bad) == "splits=2,") {  // a trailing comma ends the list
+      EXPECT_TRUE(r.is_ok()) << bad;
+      continue;
+    }
+    ASSERT_FALSE(r.is_ok()) << bad;
+    BT_EXPECT_STATUS(r.status(), StatusCode::InvalidProblem, "PagedAttentionPlan: unknown or malformed variant key");
+  }
+  PlanPreference pref;
+  pref.variant = "splits=4,fewrows=0";
+  auto r = PagedAttentionPlan::select(kCpu, d, pref);
+  ASSERT_TRUE(r.is_ok()) << r.status().to_string();
+  EXPECT_EQ(r->sku().variant, "reference");
+}
+
 struct ErrCase {
   bt::PagedProblem p;
   Result<PagedAttentionPlan> plan = Status(StatusCode::InvalidProblem, "unset");

@@ -58,10 +58,11 @@ PagedAttentionArgs dev_args(const bt::PagedProblem& p, DevProblem& d) {
 }
 
 // GPU vs CPU reference (and the CPU reference vs the dense model).
-void check_gpu(const bt::PagedSpec& s, uint64_t salt = 0) {
+void check_gpu(const bt::PagedSpec& s, uint64_t salt = 0, const std::string& variant = "") {
   SCOPED_TRACE(std::string(dtype_name(s.t)) + " B " + std::to_string(s.B) + " Hq " + std::to_string(s.Hq) + " Hkv " +
                std::to_string(s.Hkv) + " Lq " + std::to_string(s.Lq) + " D " + std::to_string(s.D) + " P " +
-               std::to_string(s.P) + " max_pages " + std::to_string(s.max_pages) + " causal " + std::to_string(s.causal));
+               std::to_string(s.P) + " max_pages " + std::to_string(s.max_pages) + " causal " + std::to_string(s.causal) +
+               " variant '" + variant + "'");
   auto rng = bt::make_rng(bt::fresh_seed(std::to_string(salt)));
   bt::PagedProblem p = bt::make_paged(s, rng);
   auto cpu = PagedAttentionPlan::select(Stream::cpu(), p.desc);
@@ -70,7 +71,9 @@ void check_gpu(const bt::PagedSpec& s, uint64_t salt = 0) {
   const std::vector<double> ref = bt::gather(p.out, p.Lq_);
   const std::vector<double> ref_lse = bt::gather(p.lse, p.Llse);
 
-  auto plan = PagedAttentionPlan::select(kGpu, p.desc, bespoke());
+  PlanPreference pref = bespoke();
+  pref.variant = variant;
+  auto plan = PagedAttentionPlan::select(kGpu, p.desc, pref);
   ASSERT_TRUE(plan.is_ok()) << plan.status().to_string();
   EXPECT_EQ(plan->sku().variant.rfind("splitkv.s", 0), 0u) << plan->sku().variant;
   DevProblem d = upload(p, plan->workspace_size());
@@ -139,6 +142,16 @@ TEST(CudaPagedAttention, LongContextManySplits) {
     s.t = t, s.B = 2, s.Hq = 8, s.Hkv = 2, s.Lq = 1, s.D = 128, s.P = 16, s.max_pages = 512;  // 8192 keys max
     s.lens = {8192, 3001};
     check_gpu(s, 5);
+  }
+}
+
+TEST(CudaPagedAttention, VariantOverridesAgree) {
+  BT_SKIP_WITHOUT_GPU();
+  for (const char* v : {"fewrows=0", "splits=1", "splits=64", "splits=5,fewrows=0"}) {
+    bt::PagedSpec s;
+    s.t = DType::BF16, s.B = 3, s.Hq = 8, s.Hkv = 2, s.Lq = 1, s.D = 128, s.P = 16, s.max_pages = 40;
+    s.lens = {640, 1, 333};
+    check_gpu(s, 8, v);
   }
 }
 

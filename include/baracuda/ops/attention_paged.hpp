@@ -60,7 +60,9 @@
 // splits is chosen at select() from B * Hkv * row blocks against the SM count
 // and max_pages * page_size (workspace_size() depends on it: f32, 4-byte
 // aligned, splits * B * Hq * Lq * (D + 2) floats). sku().variant
-// names it ("splitkv.s<splits>.rb<rows>").
+// names it ("splitkv.s<splits>.rb<rows>.pv{rows,items}": the P.V path).
+// PlanPreference::variant overrides (tuning, tests): "splits=<1..64>",
+// "fewrows=0" (never the decode P.V path); anything else is InvalidProblem.
 //
 // PagedKvAppendPlan: k_new, v_new [B, Hkv, Lnew, D] (logical, free strides:
 // [B, Lnew, Hkv, D] storage is a permuted view) are written to positions
@@ -132,6 +134,7 @@ class BARACUDA_API PagedAttentionPlan : public PlanBase {
   PagedAttentionDescriptor desc_;
   int splits_ = 1;
   int row_block_ = 16;
+  bool few_rows_ = true;
 };
 
 struct BARACUDA_API PagedKvAppendDescriptor {

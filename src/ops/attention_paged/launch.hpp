@@ -26,6 +26,7 @@ struct AttnLaunch {
   baracuda::detail::StridedView<3, void*> lse;  // [B, Hq, Lq] (data null when not saved)
   int splits = 1;
   int row_block = kMaxRowBlock;
+  bool few_rows = true;       // the decode P.V path may be used (few_rows_path)
   void* workspace = nullptr;  // partial outputs f32 [splits][B*Hq*Lq][D], then (m, l) f32 [splits][B*Hq*Lq][2]
   void* stream = nullptr;
 };
@@ -76,8 +77,16 @@ inline size_t workspace_bytes(const PagedAttentionDescriptor& d, int splits) {
   const int64_t rows = d.batch * d.heads * d.q_len;
   return static_cast<size_t>(splits) * static_cast<size_t>(rows) * static_cast<size_t>(d.head_dim + 2) * 4u;
 }
-inline std::string variant_for(const PagedAttentionDescriptor& d, int splits) {
-  return "splitkv.s" + std::to_string(splits) + ".rb" + std::to_string(row_block_for(d));
+// The decode P.V path ((chunk, key group) threads over all rows): at most 4
+// rows per kv head and a power-of-two count of 16-byte chunks in [4, 32].
+inline bool few_rows_path(const PagedAttentionDescriptor& d) {
+  const int64_t vec = static_cast<int64_t>(16 / dtype_size(d.dtype));
+  const int64_t dc = d.head_dim / vec;
+  return rows_per_kv_head(d) <= 4 && dc >= 4 && dc <= 32 && (dc & (dc - 1)) == 0;
+}
+inline std::string variant_for(const PagedAttentionDescriptor& d, int splits, bool few_rows) {
+  return "splitkv.s" + std::to_string(splits) + ".rb" + std::to_string(row_block_for(d)) +
+         (few_rows && few_rows_path(d) ? ".pvrows" : ".pvitems");
 }
 
 Status launch_attention(const AttnLaunch& l);

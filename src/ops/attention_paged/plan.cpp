@@ -1,8 +1,10 @@
 // PagedAttentionPlan / PagedKvAppendPlan: descriptor validation, backend
 // choice, argument checks and dispatch to the CPU reference or the CUDA
 // kernels (launch.hpp).
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <string>
 
 #include "core/align.hpp"
@@ -18,6 +20,8 @@ namespace {
 
 constexpr baracuda::detail::Family kFamily{"paged attention", "attention_paged", BARACUDA_KERNELS_ATTENTION_PAGED};
 using baracuda::detail::invalid;
+
+constexpr int apc_max_splits() { return attention_paged::cuda::kMaxSplits; }
 
 bool fp_ok(DType t) { return t == DType::F16 || t == DType::BF16 || t == DType::F32; }
 
@@ -116,6 +120,29 @@ baracuda::detail::ArgCheck check_append(const PlanBase& plan, const PagedKvAppen
   return std::move(c.disjoint());
 }
 
+// PlanPreference::variant: "splits=<1..64>", "fewrows=0|1", comma-separated.
+struct Hint {
+  int splits = 0;  // 0: automatic
+  bool few_rows = true;
+};
+Status parse_hint(const char* plan, const std::string& v, Hint* h) {
+  size_t pos = 0;
+  while (pos < v.size()) {
+    const size_t end = std::min(v.find(',', pos), v.size());
+    const std::string kv = v.substr(pos, end - pos);
+    const size_t eq = kv.find('=');
+    const std::string key = kv.substr(0, eq), val = eq == std::string::npos ? "" : kv.substr(eq + 1);
+    char* stop = nullptr;
+    const long n = val.empty() ? -1 : std::strtol(val.c_str(), &stop, 10);
+    const bool num = !val.empty() && stop && *stop == '\0';
+    if (key == "splits" && num && n >= 1 && n <= apc_max_splits()) h->splits = static_cast<int>(n);
+    else if (key == "fewrows" && num && (n == 0 || n == 1)) h->few_rows = n == 1;
+    else return invalid(plan, "unknown or malformed variant key '", kv, "' (splits=1..64, fewrows=0|1)");
+    pos = end + 1;
+  }
+  return Status::ok();
+}
+
 template <int N>
 baracuda::detail::StridedView<N> ro(const TensorRef& t) {
   baracuda::detail::StridedView<N> v;
@@ -142,13 +169,16 @@ Result<PagedAttentionPlan> PagedAttentionPlan::select(const Stream& stream, cons
                                                       const PlanPreference& pref) {
   PagedAttentionPlan plan;
   BARACUDA_RETURN_IF_ERROR(validate("PagedAttentionPlan", desc, &plan.desc_));
+  Hint hint;
+  BARACUDA_RETURN_IF_ERROR(parse_hint("PagedAttentionPlan", pref.variant, &hint));
   auto be = baracuda::detail::setup_plan(plan, "PagedAttentionPlan", kFamily, stream, pref, plan.desc_.dtype,
                                          "attention_paged.decode");
   if (!be) return be.status();
   if (be->backend != Backend::CpuReference) {
-    plan.splits_ = apc::splits_for(plan.desc_, be->sm_count);
+    plan.splits_ = hint.splits > 0 ? hint.splits : apc::splits_for(plan.desc_, be->sm_count);
     plan.row_block_ = apc::row_block_for(plan.desc_);
-    baracuda::detail::PlanAccess::sku(plan).variant = apc::variant_for(plan.desc_, plan.splits_);
+    plan.few_rows_ = hint.few_rows;
+    baracuda::detail::PlanAccess::sku(plan).variant = apc::variant_for(plan.desc_, plan.splits_, plan.few_rows_);
     baracuda::detail::PlanAccess::set_workspace(plan, apc::workspace_bytes(plan.desc_, plan.splits_));
   }
   return plan;
@@ -185,6 +215,7 @@ Status PagedAttentionPlan::run(const Stream& stream, Workspace ws, const PagedAt
         if (desc_.save_lse) l.lse = rw<3>(a.lse);
         l.splits = splits_;
         l.row_block = row_block_;
+        l.few_rows = few_rows_;
         l.workspace = ws.ptr;
         l.stream = stream.native_handle();
         return apc::launch_attention(l);

@@ -90,6 +90,7 @@ struct AttnParams {
   float scale_log2;  // scale * log2(e)
   float scale, softcap;
   bool causal;
+  bool few_rows;  // the decode P.V path is allowed
   float* part_o;   // [splits][B*Hq*Lq][D]
   float* part_ml;  // [splits][B*Hq*Lq][2]
 };
@@ -187,7 +188,7 @@ __global__ void __launch_bounds__(kThreads) paged_splitkv_kernel(const AttnParam
   // [4, 32]: thread (chunk c, key group kg) reads each V chunk of its keys
   // once and accumulates all rows (acc[r]); the key groups are summed at the
   // end in kg order. Otherwise thread items (row, chunk) over all 32 keys.
-  const bool few = nr <= 4 && DC >= 4 && DC <= 32 && (DC & (DC - 1)) == 0;
+  const bool few = p.few_rows && nr <= 4 && DC >= 4 && DC <= 32 && (DC & (DC - 1)) == 0;
 
   if (ntiles > 0) load_tile(0, k0);
   cp_async_commit();
@@ -446,6 +447,7 @@ Status launch_attention_typed(const AttnLaunch& l) {
   p.scale = static_cast<float>(*d.scale);
   p.softcap = static_cast<float>(d.softcap);
   p.causal = d.causal;
+  p.few_rows = l.few_rows;
   const int64_t rows_total = d.batch * d.heads * d.q_len;
   p.part_o = static_cast<float*>(l.workspace);
   p.part_ml = p.part_o + static_cast<int64_t>(l.splits) * rows_total * d.head_dim;
