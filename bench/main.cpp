@@ -132,6 +132,7 @@ int main(int argc, char** argv) {
   register_random(reg);
   register_random_sampling(reg);
   register_optim(reg);
+  register_attention_paged(reg);
 
   Options o;
   if (!parse_options(argc, argv, reg, o)) {

@@ -73,6 +73,7 @@ void register_loss(Registry& r);
 void register_random(Registry& r);
 void register_random_sampling(Registry& r);
 void register_optim(Registry& r);
+void register_attention_paged(Registry& r);
 
 // Runs run(env, r) on a fresh R (which has `error`), turning an exception into
 // r.error (what run filled before it threw stays). After an error, a lost

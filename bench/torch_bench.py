@@ -20,8 +20,8 @@ import sys
 import types
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FAMILIES = ("reduce", "attention", "rope", "elementwise", "gemm", "softmax", "norm", "indexing", "loss", "random", "random_sampling", "optim")
-ALIASES = {"attn": "attention", "ew": "elementwise"}
+FAMILIES = ("reduce", "attention", "rope", "elementwise", "gemm", "softmax", "norm", "indexing", "loss", "random", "random_sampling", "optim", "attention_paged")
+ALIASES = {"attn": "attention", "ew": "elementwise", "paged": "attention_paged"}
 
 # bench/torch/ would shadow PyTorch itself: take bench/ off the import path and
 # load bench/torch/ as the package "bench_torch".

@@ -39,7 +39,7 @@ CTEST_TIMEOUT=${CTEST_TIMEOUT:-300}
 BENCH=${BENCH:-0}
 BENCH_FILTER=${BENCH_FILTER:-}
 BENCH_ITERS=${BENCH_ITERS:-}
-BENCH_SET=${BENCH_SET:-reduce attn rope ew gemm softmax norm indexing loss random random_sampling optim}
+BENCH_SET=${BENCH_SET:-reduce attn rope ew gemm softmax norm indexing loss random random_sampling optim attention_paged}
 TRAIN_ARGS=${TRAIN_ARGS:-}
 
 mkdir -p "$RESULTS"
@@ -157,7 +157,7 @@ if [[ "$BENCH" == 1 ]]; then
   [[ -n "$BENCH_ITERS" ]] && BARGS+=(--iters "$BENCH_ITERS")
   for SET in $BENCH_SET; do
     case "$SET" in
-      reduce|rope|gemm|softmax|norm|indexing|loss|random|random_sampling|optim) FAMILY=$SET ;;
+      reduce|rope|gemm|softmax|norm|indexing|loss|random|random_sampling|optim|attention_paged) FAMILY=$SET ;;
       attn|attention) FAMILY=attention ;;
       ew|elementwise) FAMILY=elementwise ;;
       *) fail "bench: unknown set $SET"; continue ;;

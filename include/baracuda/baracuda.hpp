@@ -15,6 +15,7 @@
 #include "baracuda/core/stream.hpp"
 #include "baracuda/core/tensor.hpp"
 #include "baracuda/ops/attention.hpp"
+#include "baracuda/ops/attention_paged.hpp"
 #include "baracuda/ops/reduce.hpp"
 #include "baracuda/ops/elementwise.hpp"
 #include "baracuda/ops/gemm.hpp"
