@@ -1470,16 +1470,6 @@ from typing import Union  # noqa: E402
 
 __all__ += ["where", "clamp", "lerp", "addcmul", "addcdiv"]
 
-if "_call" not in globals():  # a torch.py without the eager autograd.Function twins: plain custom ops
-    def _custom_op(name):
-        return lambda fn: torch.library.custom_op(name, mutates_args=())(fn)
-
-    def _autograd(op, backward, setup_context):
-        op.register_autograd(backward, setup_context=setup_context)
-
-    def _call(op, *args):
-        return op(*args)
-
 _TORCH_TERNARY = {
     "where": lambda a, b, c, v: torch.where(a, b, c),
     "clamp": lambda a, b, c, v: torch.clamp(a, b, c),
