@@ -33,7 +33,8 @@ __all__ = [
     "cross_entropy", "cross_entropy_backward", "linear_cross_entropy",
     # attention, rotary embeddings
     "flash_attention", "flash_attention_backward", "flash_attention_varlen", "flash_attention_varlen_backward",
-    "scaled_dot_product_attention", "scaled_dot_product_attention_backward", "rope", "rope_backward",
+    "scaled_dot_product_attention", "scaled_dot_product_attention_backward", "paged_attention", "paged_kv_append_",
+    "rope", "rope_backward",
     # random numbers, dropout (explicit seeds)
     "uniform", "normal", "dropout", "dropout_backward",
     "zeros",
@@ -968,6 +969,60 @@ def flash_attention_varlen_backward(grad_out, q, k, v, out, lse, cu_seqlens_q, c
     plan.run(stream=s, dy=dyv, q=qv, k=kv, v=vv, y=yv, lse=lv, alibi_slopes=av, cu_seqlens_q=cq, cu_seqlens_kv=ck,
              dq=dq, dk=dk, dv=dv)
     return dq, dk, dv
+
+
+# ---- paged KV cache --------------------------------------------------------------------------------------
+def paged_attention(q, k_pages, v_pages, block_table, seq_lens, *, causal=True, scale=None, softcap=0.0,
+                    return_lse=False, out=None, stream=None):
+    """Attention of q [B, Hq, Lq, D] over a paged KV cache (PagedAttentionPlan,
+    vLLM / FlashInfer's layout): k_pages / v_pages [num_pages, page_size, Hkv, D],
+    block_table int32 [B, max_pages] (sequence b's key j lives in page
+    block_table[b, j // page_size], slot j % page_size), seq_lens int32 [B]
+    (valid keys, including the Lq new ones). causal: query i sees keys
+    j <= seq_lens[b] - Lq + i (bottom-right; decode is Lq = 1). GQA when
+    Hq % Hkv == 0. A query with no visible key gives 0 (lse -inf)."""
+    P = _plans()
+    s, (qv, kv, vv, tv, lv, ov) = _C.prepare((q, k_pages, v_pages, block_table, seq_lens, out), stream)
+    _need("paged_attention", q=qv, k_pages=kv, v_pages=vv, block_table=tv, seq_lens=lv)
+    from ._errors import InvalidProblemError
+    if len(qv.shape) != 4 or len(kv.shape) != 4 or len(tv.shape) != 2:
+        raise InvalidProblemError(f"paged_attention: q [B, Hq, Lq, D], pages [num_pages, page_size, Hkv, D] and "
+                                  f"block_table [B, max_pages] expected, got {qv.shape}, {kv.shape}, {tv.shape}")
+    B, H, L, D = qv.shape
+    key = ("paged", qv.dtype, qv.shape, kv.shape, tv.shape, bool(causal), scale, float(softcap), bool(return_lse))
+
+    def make():
+        return P.PagedAttentionDescriptor(dtype=qv.dtype, batch=B, heads=H, kv_heads=kv.shape[2], q_len=L,
+                                          head_dim=D, num_pages=kv.shape[0], page_size=kv.shape[1],
+                                          max_pages=tv.shape[1], scale=scale, causal=bool(causal),
+                                          softcap=float(softcap), save_lse=bool(return_lse))
+
+    plan = _plan(P.PagedAttentionPlan, key, make, s)
+    y = _out(out, ov, plan.q_shape, qv.dtype, s)
+    lse = _C.empty(plan.lse_shape, "float32", s) if return_lse else None
+    plan.run(stream=s, q=qv, k_pages=kv, v_pages=vv, block_table=tv, seq_lens=lv, out=y, lse=lse)
+    y = _result(out, y)
+    return (y, lse) if return_lse else y
+
+
+def paged_kv_append_(k_pages, v_pages, k_new, v_new, block_table, seq_lens, *, stream=None):
+    """Writes k_new / v_new [B, Hkv, Lnew, D] into the pages at positions
+    seq_lens[b] .. seq_lens[b] + Lnew - 1 of each sequence (PagedKvAppendPlan;
+    seq_lens are the lengths BEFORE the append and are not updated). In place;
+    returns (k_pages, v_pages)."""
+    P = _plans()
+    s, (kp, vp, kn, vn, tv, lv) = _C.prepare((k_pages, v_pages, k_new, v_new, block_table, seq_lens), stream)
+    _need("paged_kv_append_", k_pages=kp, v_pages=vp, k_new=kn, v_new=vn, block_table=tv, seq_lens=lv)
+    key = ("paged_append", kn.dtype, kn.shape, kp.shape, tv.shape)
+
+    def make():
+        B, Hk, L, D = kn.shape
+        return P.PagedKvAppendDescriptor(dtype=kn.dtype, batch=B, kv_heads=Hk, new_len=L, head_dim=D,
+                                         num_pages=kp.shape[0], page_size=kp.shape[1], max_pages=tv.shape[1])
+
+    plan = _plan(P.PagedKvAppendPlan, key, make, s)
+    plan.run(stream=s, k_new=kn, v_new=vn, block_table=tv, seq_lens=lv, k_pages=kp, v_pages=vp)
+    return k_pages, v_pages
 
 
 # ---- materialized attention ------------------------------------------------------------------------------

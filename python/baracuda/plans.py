@@ -15,7 +15,7 @@ from ._C import (  # noqa: F401
     LossReduction, CrossEntropyTarget, CrossEntropyDescriptor, CrossEntropyPlan, CrossEntropyBackwardDescriptor,
     CrossEntropyBackwardPlan,
     DiagonalAlign, AlibiMode, FlashSdpaDescriptor, FlashSdpaPlan, FlashSdpaBackwardPlan, SdpaDescriptor, SdpaPlan,
-    SdpaBackwardPlan,
+    SdpaBackwardPlan, PagedAttentionDescriptor, PagedAttentionPlan, PagedKvAppendDescriptor, PagedKvAppendPlan,
     RopePairs, RopePositions, RopeDescriptor, RopePlan, RopeBackwardPlan,
     EmbeddingDescriptor, EmbeddingPlan, EmbeddingGradLayout, EmbeddingBackwardDescriptor, EmbeddingBackwardPlan,
     AdamDescriptor, AdamPlan, FusedLinearCrossEntropyDescriptor, FusedLinearCrossEntropyPlan,

@@ -101,6 +101,51 @@ void bind_attention(nb::module_& m) {
       .prop("scale", [](const FlashSdpaBackwardPlan& p) { return p.scale(); });
 }
 
+void bind_attention_paged(nb::module_& m) {
+  DescBinder<PagedAttentionDescriptor>(m, "PagedAttentionDescriptor")
+      .field("dtype", &PagedAttentionDescriptor::dtype)
+      .field("batch", &PagedAttentionDescriptor::batch)
+      .field("heads", &PagedAttentionDescriptor::heads)
+      .field("kv_heads", &PagedAttentionDescriptor::kv_heads)
+      .field("q_len", &PagedAttentionDescriptor::q_len)
+      .field("head_dim", &PagedAttentionDescriptor::head_dim)
+      .field("num_pages", &PagedAttentionDescriptor::num_pages)
+      .field("page_size", &PagedAttentionDescriptor::page_size)
+      .field("max_pages", &PagedAttentionDescriptor::max_pages)
+      .field("scale", &PagedAttentionDescriptor::scale)
+      .field("causal", &PagedAttentionDescriptor::causal)
+      .field("softcap", &PagedAttentionDescriptor::softcap)
+      .field("save_lse", &PagedAttentionDescriptor::save_lse);
+  PlanBinder<PagedAttentionPlan, PagedAttentionDescriptor, PagedAttentionArgs>(m, "PagedAttentionPlan")
+      .in("q", &PagedAttentionArgs::q)
+      .in("k_pages", &PagedAttentionArgs::k_pages)
+      .in("v_pages", &PagedAttentionArgs::v_pages)
+      .in("block_table", &PagedAttentionArgs::block_table)
+      .in("seq_lens", &PagedAttentionArgs::seq_lens)
+      .out("out", &PagedAttentionArgs::out)
+      .out("lse", &PagedAttentionArgs::lse)
+      .prop("scale", [](const PagedAttentionPlan& p) { return p.scale(); })
+      .prop("splits", [](const PagedAttentionPlan& p) { return p.splits(); })
+      .prop("q_shape", [](const PagedAttentionPlan& p) { return dims_to_py(p.q_shape()); })
+      .prop("lse_shape", [](const PagedAttentionPlan& p) { return dims_to_py(p.lse_shape()); });
+  DescBinder<PagedKvAppendDescriptor>(m, "PagedKvAppendDescriptor")
+      .field("dtype", &PagedKvAppendDescriptor::dtype)
+      .field("batch", &PagedKvAppendDescriptor::batch)
+      .field("kv_heads", &PagedKvAppendDescriptor::kv_heads)
+      .field("new_len", &PagedKvAppendDescriptor::new_len)
+      .field("head_dim", &PagedKvAppendDescriptor::head_dim)
+      .field("num_pages", &PagedKvAppendDescriptor::num_pages)
+      .field("page_size", &PagedKvAppendDescriptor::page_size)
+      .field("max_pages", &PagedKvAppendDescriptor::max_pages);
+  PlanBinder<PagedKvAppendPlan, PagedKvAppendDescriptor, PagedKvAppendArgs>(m, "PagedKvAppendPlan")
+      .in("k_new", &PagedKvAppendArgs::k_new)
+      .in("v_new", &PagedKvAppendArgs::v_new)
+      .in("block_table", &PagedKvAppendArgs::block_table)
+      .in("seq_lens", &PagedKvAppendArgs::seq_lens)
+      .out("k_pages", &PagedKvAppendArgs::k_pages)
+      .out("v_pages", &PagedKvAppendArgs::v_pages);
+}
+
 void bind_rope(nb::module_& m) {
   bind_enum<RopePairs>(m, "RopePairs", {{"Interleaved", RopePairs::Interleaved}, {"HalfSplit", RopePairs::HalfSplit}});
   enum_names<RopePairs>().push_back({"half_split", RopePairs::HalfSplit});
@@ -383,6 +428,7 @@ void bind_optim(nb::module_& m) {
 
 void bind_plans_more(nb::module_& m) {
   bind_attention(m);
+  bind_attention_paged(m);
   bind_rope(m);
   bind_embedding(m);
   bind_fused_linear_ce(m);
