@@ -196,6 +196,111 @@ TEST(ScatterCuda, AtomicSumOptIn) {
   EXPECT_EQ(amax->sku().variant, "sorted");
 }
 
+// ---- integer dtypes: GPU vs CPU reference, bit for bit -------------------------------------
+constexpr DType kInts[] = {DType::I8, DType::U8, DType::I16, DType::I32, DType::I64};
+
+std::vector<int64_t> int_values(DType t, int64_t n, Rng& rng) {
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (auto& x : v) {
+    switch (t) {  // the whole range: sums and products wrap
+      case DType::I8: x = bt::uniform_int(rng, -128, 127); break;
+      case DType::U8: x = bt::uniform_int(rng, 0, 255); break;
+      case DType::I16: x = bt::uniform_int(rng, -32768, 32767); break;
+      case DType::I32: x = bt::uniform_int(rng, -2147483648LL, 2147483647LL); break;
+      default: x = static_cast<int64_t>(rng()); break;
+    }
+  }
+  return v;
+}
+
+// i32 / i64 Sum / Amax / Amin take the integer-atomic route (deterministic:
+// integer add / max / min give the same bits in any order), whatever
+// require_deterministic says; the rest the sorted route.
+std::string int_variant(const ScatterDescriptor& d) {
+  const bool wide = d.dtype == DType::I32 || d.dtype == DType::I64;
+  const bool m = d.reduce == ScatterReduce::Sum || d.reduce == ScatterReduce::Amax || d.reduce == ScatterReduce::Amin;
+  return wide && m ? "atomic" : "sorted";
+}
+
+void expect_scatter_int_matches(const ScatterDescriptor& d, const std::vector<int64_t>& self,
+                                const std::vector<int64_t>& idx, const std::vector<int64_t>& src,
+                                const bt::ScatterLayouts& L, bool in_place) {
+  for (const bool det : {true, false}) {
+    PlanPreference pref;
+    pref.require_deterministic = det;
+    const auto gpu = bt::run_scatter_int(bt::kGpu, d, self, idx, src, L, in_place, 0xff, pref);
+    const auto cpu = bt::run_scatter_int(kCpu, d, self, idx, src, L, in_place);
+    ASSERT_TRUE(gpu.st.is_ok()) << gpu.st.to_string() << " " << what(d);
+    ASSERT_TRUE(cpu.st.is_ok()) << cpu.st.to_string() << " " << what(d);
+    EXPECT_TRUE(gpu.check.is_ok()) << gpu.check.to_string();
+    EXPECT_EQ(gpu.variant, int_variant(d)) << what(d);
+    EXPECT_TRUE(gpu.precision.deterministic) << what(d);
+    EXPECT_EQ(gpu.raw, cpu.raw) << "scatter differs from the CPU (gaps included): " << what(d)
+                                << (in_place ? " in place" : "");
+  }
+}
+
+TEST(ScatterCuda, IntegerEveryModeMatchesCpu) {
+  BT_SKIP_WITHOUT_GPU();
+  Rng rng(bt::fresh_seed());
+  for (const DType t : kInts)
+    for (const ScatterReduce m : kModes)
+      for (const bool include_self : {true, false})
+        for (const bool use_value : {false, true})
+          for (const int64_t dim : {0, 1}) {
+            ScatterDescriptor d = scatter_desc(t, dim == 0 ? DType::I64 : DType::I32, {37, 29}, {50, 23}, {53, 29},
+                                               dim, m, include_self);
+            d.use_value = use_value;
+            d.value = t == DType::U8 ? 201.0 : -77.0;
+            const auto self = int_values(t, 37 * 29, rng), src = int_values(t, 53 * 29, rng);
+            const auto idx = bt::random_indices(50 * 23, d.self_shape[dim], rng, 3);
+            for (const bool in_place : {false, true})
+              expect_scatter_int_matches(d, self, idx, src, bt::scatter_contiguous(d), in_place);
+          }
+}
+
+TEST(ScatterCuda, IntegerStridedAndBadIndices) {
+  BT_SKIP_WITHOUT_GPU();
+  Rng rng(bt::fresh_seed());
+  for (const DType t : kInts)
+    for (const ScatterReduce m : kModes) {
+      const ScatterDescriptor d = scatter_desc(t, DType::I64, {6, 5}, {4, 5}, {4, 6}, 0, m, m != ScatterReduce::Amax);
+      bt::ScatterLayouts L{bt::transposed({6, 5}), bt::every_other({4, 5}), bt::padded({4, 6}, 2),
+                           bt::padded({6, 5}, 1)};
+      const auto self = int_values(t, 30, rng), src = int_values(t, 24, rng);
+      expect_scatter_int_matches(d, self, bt::random_indices(20, 6, rng, 2), src, L, false);
+      // bad indices: skipped, the first one reported; the rest as the CPU without them
+      auto idx = bt::random_indices(20, 6, rng, 2);
+      idx[7] = -1, idx[12] = 6;
+      const auto gpu = bt::run_scatter_int(bt::kGpu, d, self, idx, src, L);
+      ASSERT_TRUE(gpu.st.is_ok()) << gpu.st.to_string();
+      BT_EXPECT_STATUS(gpu.check, StatusCode::InvalidProblem, "ScatterPlan: index element [1,2] (position 7)");
+      EXPECT_EQ(gpu.iout, bt::naive_scatter_int(d, self, idx, src)) << what(d);
+    }
+}
+
+TEST(ScatterCuda, IntegerAtomicRunTwiceBitIdenticalAndZeroSize) {
+  BT_SKIP_WITHOUT_GPU();
+  Rng rng(bt::fresh_seed());
+  for (const DType t : {DType::I32, DType::I64})
+    for (const ScatterReduce m : {ScatterReduce::Sum, ScatterReduce::Amax, ScatterReduce::Amin}) {
+      const ScatterDescriptor d = scatter_desc(t, DType::I64, {64, 257}, {4096, 257}, {4096, 257}, 0, m, false);
+      const auto self = int_values(t, 64 * 257, rng), src = int_values(t, 4096 * 257, rng);
+      const auto idx = bt::random_indices(4096 * 257, 64, rng, 2);  // ~64 contributions per destination
+      const auto a = bt::run_scatter_int(bt::kGpu, d, self, idx, src, bt::scatter_contiguous(d));
+      const auto b = bt::run_scatter_int(bt::kGpu, d, self, idx, src, bt::scatter_contiguous(d), false, 0x5a);
+      ASSERT_TRUE(a.st.is_ok() && b.st.is_ok());
+      EXPECT_EQ(a.variant, "atomic");
+      EXPECT_EQ(a.raw, b.raw) << what(d);
+      EXPECT_EQ(a.iout, bt::naive_scatter_int(d, self, idx, src)) << what(d);
+      const ScatterDescriptor z = scatter_desc(t, DType::I64, {3, 4}, {0, 4}, {0, 4}, 0, m);
+      const auto zs = int_values(t, 12, rng);
+      const auto r = bt::run_scatter_int(bt::kGpu, z, zs, {}, {}, bt::scatter_contiguous(z));
+      ASSERT_TRUE(r.st.is_ok()) << r.st.to_string();
+      EXPECT_EQ(r.iout, zs);
+    }
+}
+
 TEST(ScatterCuda, OddShapesAndDims) {
   BT_SKIP_WITHOUT_GPU();
   Rng rng(bt::fresh_seed());
