@@ -154,7 +154,8 @@ baracuda::detail::ArgCheck scatter_args(const ScatterPlan& p, const ScatterArgs&
 // (stride 0 or extent 1 there, e.g. index.expand(...)), so only its
 // index.size(dim) values need sorting (see scatter_launch.cu).
 bool index_is_rows(const ScatterDescriptor& d, const TensorRef& index) {
-  if (shape_numel(d.index_shape) == 0) return false;
+  const int64_t n = shape_numel(d.index_shape);
+  if (n == 0 || n == d.index_shape[d.dim]) return false;  // one column: the general path is the same work
   for (int k = 0; k < d.index_shape.rank; ++k)
     if (k != d.dim && d.index_shape[k] != 1 && index.strides[k] != 0) return false;
   return true;
