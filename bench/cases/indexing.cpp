@@ -20,6 +20,10 @@
 //     sets and keeps accumulating, as PyTorch's in-place call).
 //   scatter_add_atomic...: the same through the opt-in atomic route
 //     (PlanPreference::require_deterministic = false), beside the same torch call.
+//   scatter_add_rows.fwd.bf16.65536x4096x8192: the same with the index as a
+//     broadcast view (index.expand: a [8192] buffer, strides {1, 0}; torch:
+//     randint(..., (N, 1)).expand(N, C)), the deterministic "sorted.rows" path;
+//     bytes: the 8192 index values, src read, the destinations read and written.
 // IndexSelectPlan / IndexUpdatePlan (Add, in place as torch's index_add_) along
 // dim 0 of a [128256, 4096] bf16 self, 8192 i64 indices uniform in [0, 128256):
 //   index_select.bf16.128256x4096x8192, index_add.bf16.128256x4096x8192
@@ -200,7 +204,8 @@ void run_gather_case(const Env& env, const BandwidthCase& c, BandwidthResult& r)
          });
 }
 
-void run_scatter_add_case(const Env& env, const BandwidthCase& c, BandwidthResult& r, bool atomic) {
+// rows: the index is a stride-0 broadcast of one value per row (index.expand).
+void run_scatter_add_case(const Env& env, const BandwidthCase& c, BandwidthResult& r, bool atomic, bool rows = false) {
   const int64_t M = c.shape[0], C = c.shape[1], N = c.shape[2];
   ScatterDescriptor d;
   d.dtype = c.dtype;
@@ -216,7 +221,7 @@ void run_scatter_add_case(const Env& env, const BandwidthCase& c, BandwidthResul
   status_check(p.status(), "ScatterPlan::select");
   record_sku(r, p->sku());
   const size_t es = dtype_size(c.dtype), n = static_cast<size_t>(N * C);
-  const size_t idx_bytes = n * 8;
+  const size_t idx_bytes = rows ? static_cast<size_t>(N) * 8 : n * 8;
   r.bytes = static_cast<double>(idx_bytes + 3 * n * es);
   const size_t per_set = idx_bytes + n * es;
   r.sets = static_cast<int>(std::clamp<size_t>((env.rotate_bytes + per_set - 1) / per_set, 1, 16));
@@ -232,15 +237,20 @@ void run_scatter_add_case(const Env& env, const BandwidthCase& c, BandwidthResul
     ScatterArgs a;
     a.self = self.view(c.dtype, d.self_shape);
     a.out = self.view_mut(c.dtype, d.self_shape);
-    std::vector<int64_t> h(n);
+    std::vector<int64_t> h(rows ? static_cast<size_t>(N) : n);
     for (size_t row = 0; row < static_cast<size_t>(N); ++row) {
       const int64_t dst = std::uniform_int_distribution<int64_t>(0, M - 1)(rng);
-      std::fill(h.begin() + static_cast<std::ptrdiff_t>(row * static_cast<size_t>(C)),
-                h.begin() + static_cast<std::ptrdiff_t>((row + 1) * static_cast<size_t>(C)), dst);
+      if (rows) h[row] = dst;
+      else
+        std::fill(h.begin() + static_cast<std::ptrdiff_t>(row * static_cast<size_t>(C)),
+                  h.begin() + static_cast<std::ptrdiff_t>((row + 1) * static_cast<size_t>(C)), dst);
     }
     keep.push_back(device_buffer(idx_bytes, 16));
     status_check(keep.back().copy_from_host(h.data(), idx_bytes), "index upload");
-    a.index = keep.back().view(DType::I64, d.index_shape);
+    if (rows)
+      a.index = TensorRef(keep.back().data(), DType::I64, env.stream.device(), d.index_shape, Dims{1, 0}, N);
+    else
+      a.index = keep.back().view(DType::I64, d.index_shape);
     keep.push_back(device_buffer(n * es, 16));
     cuda_check(bench_fill_uniform(keep.back().data(), c.dtype, n, -1.f, 1.f, seed++, env.cs), "fill");
     a.src = keep.back().view(c.dtype, d.src_shape);
@@ -685,6 +695,12 @@ void register_indexing(Registry& reg) {
                     atomic ? "scatter_add_atomic" : "scatter_add", false, DType::BF16, Dims{65536, 4096, 8192}, Dims{}};
     reg.add_case(bandwidth_case("indexing", c,
                                 [c, atomic](Env& env, BandwidthResult& r) { run_scatter_add_case(env, c, r, atomic); }));
+  }
+  {
+    BandwidthCase c{"scatter_add_rows.fwd.bf16.65536x4096x8192", "scatter_add_rows", false, DType::BF16,
+                    Dims{65536, 4096, 8192}, Dims{}};
+    reg.add_case(bandwidth_case("indexing", c,
+                                [c](Env& env, BandwidthResult& r) { run_scatter_add_case(env, c, r, false, true); }));
   }
   for (const char* op : {"index_select", "index_add"}) {
     const Dims s{128256, 4096, 8192};

@@ -74,6 +74,9 @@ def all_cases():
     # The same torch call beside our opt-in atomic route (require_deterministic = false).
     out.append(dict(name="scatter_add_atomic.fwd.bf16.65536x4096x8192", op="scatter_add_atomic", dir="fwd",
                     dtype="bf16", shape=[65536, 4096, 8192], axes=[]))
+    # The index as a broadcast view (index.expand): baracuda's "sorted.rows" path.
+    out.append(dict(name="scatter_add_rows.fwd.bf16.65536x4096x8192", op="scatter_add_rows", dir="fwd",
+                    dtype="bf16", shape=[65536, 4096, 8192], axes=[]))
     for name in ("masked_select.bf16.8192x4096", "nonzero.bool.8192x4096", "masked_scatter.bf16.8192x4096"):
         op = name.split(".")[0]
         out.append(dict(name=name, op=op, dir="fwd", dtype=name.split(".")[1], shape=[8192, 4096], axes=[]))
@@ -237,12 +240,15 @@ def prepare_gather_scatter(torch, c, rotate_bytes):
     else:
         M, C, N = c["shape"]
         n = N * C
-        counted = n * 8 + 3 * n * es
-        per_set = n * 8 + n * es
+        bcast = c["op"] == "scatter_add_rows"  # the index stays a stride-0 view
+        counted = (N if bcast else n) * 8 + 3 * n * es
+        per_set = (N if bcast else n) * 8 + n * es
         nsets = max(1, min(16, -(-rotate_bytes // per_set)))
         self_t = torch.empty((M, C), dtype=dt, device="cuda").uniform_(-1, 1)
         for _ in range(nsets):
-            rows = torch.randint(0, M, (N, 1), dtype=torch.int64, device="cuda").expand(N, C).contiguous()
+            rows = torch.randint(0, M, (N, 1), dtype=torch.int64, device="cuda").expand(N, C)
+            if not bcast:
+                rows = rows.contiguous()
             sets.append((rows, torch.empty((N, C), dtype=dt, device="cuda").uniform_(-1, 1)))
 
         def launch(i):

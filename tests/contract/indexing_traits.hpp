@@ -367,7 +367,8 @@ struct ScatterTraits {
   static Desc valid_desc(Rng& rng) {
     Fuzz f(rng);
     Desc d;
-    d.dtype = indexing_contract::kFp[f.range(0, 3)];
+    constexpr DType kInts[] = {DType::I8, DType::U8, DType::I16, DType::I32, DType::I64};
+    d.dtype = f.chance(0.3) ? kInts[f.range(0, 4)] : indexing_contract::kFp[f.range(0, 3)];
     d.index_dtype = f.chance(0.5) ? DType::I32 : DType::I64;
     indexing_contract::gather_scatter_shapes(f, &d.self_shape, &d.index_shape, &d.dim);
     d.src_shape = d.index_shape;
@@ -389,8 +390,9 @@ struct ScatterTraits {
       fn(d);
       return d;
     };
-    return {{"dtype_int", with([](Desc& d) { d.dtype = DType::I32; })},
+    return {{"dtype_bool", with([](Desc& d) { d.dtype = DType::Bool; })},
             {"index_dtype_float", with([](Desc& d) { d.index_dtype = DType::F16; })},
+            {"int_value_out_of_range", with([](Desc& d) { d.dtype = DType::I8, d.use_value = true, d.value = 300.0; })},
             {"reduce_unknown", with([](Desc& d) { d.reduce = static_cast<baracuda::ScatterReduce>(7); })},
             {"rank_0", with([](Desc& d) { d.self_shape = d.index_shape = d.src_shape = Dims{}; })},
             {"dim_past_rank", with([](Desc& d) { d.dim = 2; })},
@@ -400,7 +402,9 @@ struct ScatterTraits {
   }
   static std::vector<Desc> workspace_descs() {
     return {make(DType::F32, {8, 16}, {8, 4}, 1, baracuda::ScatterReduce::Sum),
-            make(DType::BF16, {30, 7}, {50, 7}, 0, baracuda::ScatterReduce::None)};
+            make(DType::BF16, {30, 7}, {50, 7}, 0, baracuda::ScatterReduce::None),
+            make(DType::I8, {30, 7}, {50, 7}, 0, baracuda::ScatterReduce::Mean),
+            make(DType::I32, {30, 7}, {50, 7}, 0, baracuda::ScatterReduce::Amax)};
   }
   static std::vector<Slot<Args>> slots(const Plan& p) {
     const Desc& d = p.descriptor();

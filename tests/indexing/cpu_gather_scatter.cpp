@@ -87,8 +87,20 @@ TEST(ScatterCpu, DescriptorRules) {
     BT_EXPECT_STATUS(ScatterPlan::select(kCpu, d).status(), code, "ScatterPlan: " + what);
   };
   ScatterDescriptor d = ok;
-  d.dtype = DType::I32;
-  expect(d, StatusCode::Unsupported, "dtype i32 is not supported (f32, f64, f16, bf16)");
+  d.dtype = DType::Bool;
+  expect(d, StatusCode::Unsupported, "dtype bool is not supported (f32, f64, f16, bf16, i8, u8, i16, i32, i64)");
+  d = ok, d.dtype = DType::I8, d.use_value = true, d.value = 128.0;
+  expect(d, StatusCode::InvalidProblem, "value 128 does not fit dtype i8 (truncated toward zero, it must lie in [-128, 127])");
+  d.value = std::numeric_limits<double>::quiet_NaN();
+  expect(d, StatusCode::InvalidProblem, "value nan does not fit dtype i8");
+  d.dtype = DType::U8, d.value = -1.0;
+  expect(d, StatusCode::InvalidProblem, "value -1 does not fit dtype u8");
+  d.dtype = DType::I64, d.value = 9.2233720368547758e18;
+  expect(d, StatusCode::InvalidProblem, "value 9.223372037e+18 does not fit dtype i64 (truncated toward zero, it must lie in [-9.223372037e+18, 9.223372037e+18))");
+  d.dtype = DType::I32, d.value = -2.7;  // truncated toward zero
+  EXPECT_EQ(ScatterPlan::select(kCpu, d).value().descriptor().value, -2.0);
+  d.dtype = DType::U8, d.value = 255.9;
+  EXPECT_EQ(ScatterPlan::select(kCpu, d).value().descriptor().value, 255.0);
   d = ok, d.index_dtype = DType::U8;
   expect(d, StatusCode::Unsupported, "index_dtype u8 is not supported (i32, i64)");
   d = ok, d.reduce = static_cast<ScatterReduce>(9);
@@ -363,6 +375,153 @@ TEST(ScatterCpu, DocumentedSemantics) {
   const auto r = bt::run_scatter(kCpu, dv, self, idx, {}, bt::scatter_contiguous(dv));
   ASSERT_TRUE(r.st.is_ok());
   EXPECT_EQ(r.out, (std::vector<double>{10, 21.5, 30, 40.5}));
+}
+
+// ---- integer dtypes ---------------------------------------------------------------------------
+constexpr DType kInts[] = {DType::I8, DType::U8, DType::I16, DType::I32, DType::I64};
+
+std::vector<int64_t> int_values(DType t, int64_t n, Rng& rng) {
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (auto& x : v) {
+    switch (t) {  // the whole range, so sums and products wrap
+      case DType::I8: x = bt::uniform_int(rng, -128, 127); break;
+      case DType::U8: x = bt::uniform_int(rng, 0, 255); break;
+      case DType::I16: x = bt::uniform_int(rng, -32768, 32767); break;
+      case DType::I32: x = bt::uniform_int(rng, -2147483648LL, 2147483647LL); break;
+      default: x = static_cast<int64_t>(rng()) ^ (static_cast<int64_t>(rng()) << 32); break;
+    }
+  }
+  return v;
+}
+
+void expect_scatter_int(const ScatterDescriptor& d, const std::vector<int64_t>& self, const std::vector<int64_t>& idx,
+                        const std::vector<int64_t>& src, const bt::ScatterLayouts& L) {
+  const auto want = bt::naive_scatter_int(d, self, idx, src);
+  for (const bool in_place : {false, true}) {
+    const auto r = bt::run_scatter_int(kCpu, d, self, idx, src, L, in_place);
+    ASSERT_TRUE(r.st.is_ok()) << r.st.to_string() << " " << what(d);
+    EXPECT_EQ(r.iout, want) << what(d) << (in_place ? " in place" : "");
+  }
+}
+
+TEST(ScatterCpu, IntegerEveryModeMatchesNaiveModel) {
+  Rng rng(bt::fresh_seed());
+  for (const DType t : kInts)
+    for (const ScatterReduce m : kModes)
+      for (const bool include_self : {true, false})
+        for (const bool use_value : {false, true})
+          for (const int64_t dim : {0, 1, -1})
+            for (const bool small : {false, true}) {  // small: values in [-5, 5] (exact means, no wrap)
+              ScatterDescriptor d = scatter_desc(t, use_value ? DType::I32 : DType::I64, {5, 6}, {4, 3}, {4, 5}, dim,
+                                                 m, include_self);
+              d.use_value = use_value;
+              d.value = t == DType::U8 ? 200.0 : -77.0;
+              const int64_t rd = bt::resolved_dim(dim, 2);
+              auto self = int_values(t, 30, rng), src = int_values(t, 20, rng);
+              if (small)
+                for (auto* v : {&self, &src})
+                  for (auto& x : *v) x = t == DType::U8 ? bt::uniform_int(rng, 0, 5) : bt::uniform_int(rng, -5, 5);
+              const auto idx = bt::random_indices(12, d.self_shape[rd], rng, 2);
+              expect_scatter_int(d, self, idx, src, bt::scatter_contiguous(d));
+            }
+}
+
+TEST(ScatterCpu, IntegerStridedManyToOneAndRank3) {
+  Rng rng(bt::fresh_seed());
+  for (const DType t : kInts)
+    for (const ScatterReduce m : kModes) {
+      ScatterDescriptor d = scatter_desc(t, DType::I64, {3, 7}, {40, 7}, {40, 7}, 0, m, false);
+      expect_scatter_int(d, int_values(t, 21, rng), std::vector<int64_t>(280, 2), int_values(t, 280, rng),
+                         bt::scatter_contiguous(d));
+      ScatterDescriptor r3 = scatter_desc(t, DType::I32, {3, 4, 5}, {2, 6, 3}, {3, 6, 4}, -2, m, true);
+      expect_scatter_int(r3, int_values(t, 60, rng), bt::random_indices(36, 4, rng, 1), int_values(t, 72, rng),
+                         bt::scatter_contiguous(r3));
+      const ScatterDescriptor s = scatter_desc(t, DType::I64, {6, 5}, {4, 5}, {4, 6}, 0, m);
+      bt::ScatterLayouts L{bt::transposed({6, 5}), bt::every_other({4, 5}), bt::padded({4, 6}, 2), bt::padded({6, 5}, 1)};
+      expect_scatter_int(s, int_values(t, 30, rng), bt::random_indices(20, 6, rng, 2), int_values(t, 24, rng), L);
+    }
+}
+
+// Values pinned from torch 2.5.1 (CPU): self.scatter_reduce(0, idx, src, mode, include_self)
+// with self = [5, -7, 0, 100] (u8: [5, 7, 0, 100]), idx = [0, 0, 1, 1, 1, 3],
+// src = [2, 3, -4, -3, 100, 100] (u8: [2, 3, 4, 250, 100, 100]); scatter_add = sum.
+TEST(ScatterCpu, IntegerMatchesTorch) {
+  struct Pin {
+    DType t;
+    ScatterReduce m;
+    bool inc;
+    std::vector<int64_t> want;
+  };
+  using R = ScatterReduce;
+  const Pin pins[] = {
+      {DType::I8, R::Sum, true, {10, 86, 0, -56}},     {DType::I8, R::Sum, false, {5, 93, 0, 100}},
+      {DType::I8, R::Prod, true, {30, 48, 0, 16}},     {DType::I8, R::Prod, false, {6, -80, 0, 100}},
+      {DType::I8, R::Mean, true, {3, 21, 0, -28}},     {DType::I8, R::Mean, false, {2, 31, 0, 100}},
+      {DType::I8, R::Amax, true, {5, 100, 0, 100}},    {DType::I8, R::Amax, false, {3, 100, 0, 100}},
+      {DType::I8, R::Amin, true, {2, -7, 0, 100}},     {DType::I8, R::Amin, false, {2, -4, 0, 100}},
+      {DType::U8, R::Sum, true, {10, 105, 0, 200}},    {DType::U8, R::Sum, false, {5, 98, 0, 100}},
+      {DType::U8, R::Prod, true, {30, 96, 0, 16}},     {DType::U8, R::Prod, false, {6, 160, 0, 100}},
+      {DType::U8, R::Mean, true, {3, 26, 0, 100}},     {DType::U8, R::Mean, false, {2, 32, 0, 100}},
+      {DType::U8, R::Amax, true, {5, 250, 0, 100}},    {DType::U8, R::Amax, false, {3, 250, 0, 100}},
+      {DType::U8, R::Amin, true, {2, 4, 0, 100}},      {DType::U8, R::Amin, false, {2, 4, 0, 100}},
+      {DType::I16, R::Sum, true, {10, 86, 0, 200}},    {DType::I16, R::Prod, true, {30, -8400, 0, 10000}},
+      {DType::I16, R::Mean, true, {3, 21, 0, 100}},    {DType::I16, R::Mean, false, {2, 31, 0, 100}},
+      {DType::I32, R::Sum, true, {10, 86, 0, 200}},    {DType::I32, R::Sum, false, {5, 93, 0, 100}},
+      {DType::I32, R::Prod, false, {6, 1200, 0, 100}}, {DType::I32, R::Amax, false, {3, 100, 0, 100}},
+      {DType::I32, R::Amin, true, {2, -7, 0, 100}},    {DType::I64, R::Mean, true, {3, 21, 0, 100}},
+      {DType::I64, R::Amin, false, {2, -4, 0, 100}},   {DType::I64, R::Prod, true, {30, -8400, 0, 10000}},
+  };
+  const std::vector<int64_t> idx = {0, 0, 1, 1, 1, 3};
+  for (const Pin& p : pins) {
+    const bool u8 = p.t == DType::U8;
+    const std::vector<int64_t> self = {5, u8 ? 7 : -7, 0, 100};
+    const std::vector<int64_t> src = {2, 3, u8 ? 4 : -4, u8 ? 250 : -3, 100, 100};
+    const ScatterDescriptor d = scatter_desc(p.t, DType::I64, {4}, {6}, {6}, 0, p.m, p.inc);
+    const auto r = bt::run_scatter_int(kCpu, d, self, idx, src, bt::scatter_contiguous(d));
+    ASSERT_TRUE(r.st.is_ok()) << r.st.to_string();
+    EXPECT_EQ(r.iout, p.want) << what(d);
+  }
+  // Mean floors (toward minus infinity): torch gives [-5, -1] and [-4, -6].
+  for (const DType t : {DType::I8, DType::I32, DType::I64})
+    for (const bool inc : {true, false}) {
+      const ScatterDescriptor d = scatter_desc(t, DType::I64, {2}, {3}, {3}, 0, ScatterReduce::Mean, inc);
+      const auto r = bt::run_scatter_int(kCpu, d, {-7, 5}, {0, 0, 1}, {-4, -3, -6}, bt::scatter_contiguous(d));
+      ASSERT_TRUE(r.st.is_ok());
+      EXPECT_EQ(r.iout, inc ? (std::vector<int64_t>{-5, -1}) : (std::vector<int64_t>{-4, -6})) << what(d);
+    }
+  // Overflow wraps: i32 max + 1 + 2; i64 mean of (2^63 - 1) and 2^62 (the wrapped sum, floored).
+  const ScatterDescriptor a = scatter_desc(DType::I32, DType::I64, {2}, {2}, {2}, 0, ScatterReduce::Sum);
+  auto r = bt::run_scatter_int(kCpu, a, {2147483647, 0}, {0, 0}, {1, 2}, bt::scatter_contiguous(a));
+  EXPECT_EQ(r.iout, (std::vector<int64_t>{-2147483646, 0}));
+  const ScatterDescriptor m = scatter_desc(DType::I64, DType::I64, {1}, {1}, {1}, 0, ScatterReduce::Mean);
+  r = bt::run_scatter_int(kCpu, m, {std::numeric_limits<int64_t>::max()}, {0}, {int64_t{1} << 62},
+                          bt::scatter_contiguous(m));
+  EXPECT_EQ(r.iout, (std::vector<int64_t>{-2305843009213693953LL}));
+  // scatter(value) truncates toward zero: torch.zeros(3, int32).scatter_(0, [0, 1], -2.7) = [-2, -2, 0].
+  ScatterDescriptor v = scatter_desc(DType::I32, DType::I64, {3}, {2}, {}, 0, ScatterReduce::None);
+  v.use_value = true, v.value = -2.7;
+  r = bt::run_scatter_int(kCpu, v, {0, 0, 0}, {0, 1}, {}, bt::scatter_contiguous(v));
+  EXPECT_EQ(r.iout, (std::vector<int64_t>{-2, -2, 0}));
+  // plain scatter: the last position wins
+  const ScatterDescriptor n = scatter_desc(DType::I32, DType::I64, {3}, {2}, {2}, 0, ScatterReduce::None);
+  r = bt::run_scatter_int(kCpu, n, {0, 0, 0}, {0, 0}, {1, 2}, bt::scatter_contiguous(n));
+  EXPECT_EQ(r.iout, (std::vector<int64_t>{2, 0, 0}));
+}
+
+TEST(ScatterCpu, IntegerZeroSizeAndBadIndex) {
+  Rng rng(bt::fresh_seed());
+  for (const DType t : kInts) {
+    const ScatterDescriptor d = scatter_desc(t, DType::I64, {3, 4}, {0, 4}, {0, 4}, 0, ScatterReduce::Sum);
+    const auto self = int_values(t, 12, rng);
+    const auto r = bt::run_scatter_int(kCpu, d, self, {}, {}, bt::scatter_contiguous(d));
+    ASSERT_TRUE(r.st.is_ok()) << r.st.to_string();
+    EXPECT_EQ(r.iout, bt::naive_scatter_int(d, self, {}, {}));
+    const ScatterDescriptor e = scatter_desc(t, DType::I64, {0, 4}, {0, 2}, {0, 2}, 1, ScatterReduce::Amax);
+    EXPECT_EQ(ScatterPlan::select(kCpu, e).value().sku().variant, "empty");
+    const ScatterDescriptor b = scatter_desc(t, DType::I32, {3}, {2}, {2}, 0, ScatterReduce::Amin);
+    const auto bad = bt::run_scatter_int(kCpu, b, {1, 2, 3}, {0, 3}, {4, 5}, bt::scatter_contiguous(b));
+    BT_EXPECT_STATUS(bad.st, StatusCode::InvalidProblem, "ScatterPlan: index element [1] (position 1) is 3, outside [0, 3)");
+  }
 }
 
 // ---- backward compositions vs finite differences (f64) --------------------------------------

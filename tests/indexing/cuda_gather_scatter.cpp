@@ -196,6 +196,210 @@ TEST(ScatterCuda, AtomicSumOptIn) {
   EXPECT_EQ(amax->sku().variant, "sorted");
 }
 
+// ---- integer dtypes: GPU vs CPU reference, bit for bit -------------------------------------
+constexpr DType kInts[] = {DType::I8, DType::U8, DType::I16, DType::I32, DType::I64};
+
+std::vector<int64_t> int_values(DType t, int64_t n, Rng& rng) {
+  std::vector<int64_t> v(static_cast<size_t>(n));
+  for (auto& x : v) {
+    switch (t) {  // the whole range: sums and products wrap
+      case DType::I8: x = bt::uniform_int(rng, -128, 127); break;
+      case DType::U8: x = bt::uniform_int(rng, 0, 255); break;
+      case DType::I16: x = bt::uniform_int(rng, -32768, 32767); break;
+      case DType::I32: x = bt::uniform_int(rng, -2147483648LL, 2147483647LL); break;
+      default: x = static_cast<int64_t>(rng()); break;
+    }
+  }
+  return v;
+}
+
+// i32 / i64 Sum / Amax / Amin take the integer-atomic route (deterministic:
+// integer add / max / min give the same bits in any order), whatever
+// require_deterministic says; the rest the sorted route.
+std::string int_variant(const ScatterDescriptor& d) {
+  const bool wide = d.dtype == DType::I32 || d.dtype == DType::I64;
+  const bool m = d.reduce == ScatterReduce::Sum || d.reduce == ScatterReduce::Amax || d.reduce == ScatterReduce::Amin;
+  return wide && m ? "atomic" : "sorted";
+}
+
+void expect_scatter_int_matches(const ScatterDescriptor& d, const std::vector<int64_t>& self,
+                                const std::vector<int64_t>& idx, const std::vector<int64_t>& src,
+                                const bt::ScatterLayouts& L, bool in_place) {
+  for (const bool det : {true, false}) {
+    PlanPreference pref;
+    pref.require_deterministic = det;
+    const auto gpu = bt::run_scatter_int(bt::kGpu, d, self, idx, src, L, in_place, 0xff, pref);
+    const auto cpu = bt::run_scatter_int(kCpu, d, self, idx, src, L, in_place);
+    ASSERT_TRUE(gpu.st.is_ok()) << gpu.st.to_string() << " " << what(d);
+    ASSERT_TRUE(cpu.st.is_ok()) << cpu.st.to_string() << " " << what(d);
+    EXPECT_TRUE(gpu.check.is_ok()) << gpu.check.to_string();
+    EXPECT_EQ(gpu.variant, int_variant(d)) << what(d);
+    EXPECT_TRUE(gpu.precision.deterministic) << what(d);
+    EXPECT_EQ(gpu.raw, cpu.raw) << "scatter differs from the CPU (gaps included): " << what(d)
+                                << (in_place ? " in place" : "");
+  }
+}
+
+TEST(ScatterCuda, IntegerEveryModeMatchesCpu) {
+  BT_SKIP_WITHOUT_GPU();
+  Rng rng(bt::fresh_seed());
+  for (const DType t : kInts)
+    for (const ScatterReduce m : kModes)
+      for (const bool include_self : {true, false})
+        for (const bool use_value : {false, true})
+          for (const int64_t dim : {0, 1}) {
+            ScatterDescriptor d = scatter_desc(t, dim == 0 ? DType::I64 : DType::I32, {37, 29}, {50, 23}, {53, 29},
+                                               dim, m, include_self);
+            d.use_value = use_value;
+            d.value = t == DType::U8 ? 201.0 : -77.0;
+            const auto self = int_values(t, 37 * 29, rng), src = int_values(t, 53 * 29, rng);
+            const auto idx = bt::random_indices(50 * 23, d.self_shape[dim], rng, 3);
+            for (const bool in_place : {false, true})
+              expect_scatter_int_matches(d, self, idx, src, bt::scatter_contiguous(d), in_place);
+          }
+}
+
+TEST(ScatterCuda, IntegerStridedAndBadIndices) {
+  BT_SKIP_WITHOUT_GPU();
+  Rng rng(bt::fresh_seed());
+  for (const DType t : kInts)
+    for (const ScatterReduce m : kModes) {
+      const ScatterDescriptor d = scatter_desc(t, DType::I64, {6, 5}, {4, 5}, {4, 6}, 0, m, m != ScatterReduce::Amax);
+      bt::ScatterLayouts L{bt::transposed({6, 5}), bt::every_other({4, 5}), bt::padded({4, 6}, 2),
+                           bt::padded({6, 5}, 1)};
+      const auto self = int_values(t, 30, rng), src = int_values(t, 24, rng);
+      expect_scatter_int_matches(d, self, bt::random_indices(20, 6, rng, 2), src, L, false);
+      // bad indices: skipped, the first one reported; the rest as the CPU without them
+      auto idx = bt::random_indices(20, 6, rng, 2);
+      idx[7] = -1, idx[12] = 6;
+      const auto gpu = bt::run_scatter_int(bt::kGpu, d, self, idx, src, L);
+      ASSERT_TRUE(gpu.st.is_ok()) << gpu.st.to_string();
+      BT_EXPECT_STATUS(gpu.check, StatusCode::InvalidProblem, "ScatterPlan: index element [1,2] (position 7)");
+      EXPECT_EQ(gpu.iout, bt::naive_scatter_int(d, self, idx, src)) << what(d);
+    }
+}
+
+TEST(ScatterCuda, IntegerAtomicRunTwiceBitIdenticalAndZeroSize) {
+  BT_SKIP_WITHOUT_GPU();
+  Rng rng(bt::fresh_seed());
+  for (const DType t : {DType::I32, DType::I64})
+    for (const ScatterReduce m : {ScatterReduce::Sum, ScatterReduce::Amax, ScatterReduce::Amin}) {
+      const ScatterDescriptor d = scatter_desc(t, DType::I64, {64, 257}, {4096, 257}, {4096, 257}, 0, m, false);
+      const auto self = int_values(t, 64 * 257, rng), src = int_values(t, 4096 * 257, rng);
+      const auto idx = bt::random_indices(4096 * 257, 64, rng, 2);  // ~64 contributions per destination
+      const auto a = bt::run_scatter_int(bt::kGpu, d, self, idx, src, bt::scatter_contiguous(d));
+      const auto b = bt::run_scatter_int(bt::kGpu, d, self, idx, src, bt::scatter_contiguous(d), false, 0x5a);
+      ASSERT_TRUE(a.st.is_ok() && b.st.is_ok());
+      EXPECT_EQ(a.variant, "atomic");
+      EXPECT_EQ(a.raw, b.raw) << what(d);
+      EXPECT_EQ(a.iout, bt::naive_scatter_int(d, self, idx, src)) << what(d);
+      const ScatterDescriptor z = scatter_desc(t, DType::I64, {3, 4}, {0, 4}, {0, 4}, 0, m);
+      const auto zs = int_values(t, 12, rng);
+      const auto r = bt::run_scatter_int(bt::kGpu, z, zs, {}, {}, bt::scatter_contiguous(z));
+      ASSERT_TRUE(r.st.is_ok()) << r.st.to_string();
+      EXPECT_EQ(r.iout, zs);
+    }
+}
+
+// ---- "sorted.rows": an index constant along every axis but dim (stride 0 there) -----------
+// The index's logical values repeat one value per step of dim; the GPU result
+// must equal the CPU reference's bits (the same order: ascending position per
+// destination), every mode, float and integer dtypes, src larger than index.
+bt::Layout rows_layout(const Dims& shape, int64_t dim) {
+  Dims inner = shape;
+  for (int k = 0; k < shape.rank; ++k)
+    if (k != dim) inner[k] = 1;
+  bt::Layout L = bt::contiguous(inner);
+  L.shape = shape;
+  for (int k = 0; k < shape.rank; ++k)
+    if (k != dim) L.strides[k] = 0;
+  L.name = "rows(dim " + std::to_string(dim) + ")";
+  return L;
+}
+
+std::vector<int64_t> row_constant_indices(const Dims& shape, int64_t dim, int64_t size, Rng& rng, int64_t hot) {
+  const auto per_row = bt::random_indices(shape[dim], size, rng, hot);
+  std::vector<int64_t> idx(static_cast<size_t>(bt::numel(shape)));
+  for (size_t p = 0; p < idx.size(); ++p) idx[p] = per_row[static_cast<size_t>(bt::unravel(static_cast<int64_t>(p), shape)[dim])];
+  return idx;
+}
+
+TEST(ScatterCuda, BroadcastIndexRowsPathMatchesCpu) {
+  BT_SKIP_WITHOUT_GPU();
+  Rng rng(bt::fresh_seed());
+  struct Case {
+    Dims self, index, src;
+    int64_t dim;
+  };
+  const Case cases[] = {{{37, 300}, {50, 260}, {53, 300}, 0},
+                        {{300, 37}, {260, 50}, {300, 53}, 1},
+                        {{5, 19, 66}, {4, 40, 33}, {4, 41, 33}, 1},
+                        {{3, 4, 9}, {3, 4, 11}, {3, 5, 12}, -1}};
+  const DType types[] = {DType::BF16, DType::F32, DType::F64, DType::F16, DType::I8, DType::I64};
+  for (const DType t : types)
+    for (const Case& c : cases)
+      for (const ScatterReduce m : kModes)
+        for (const bool include_self : {true, false})
+          for (const bool use_value : {false, true}) {
+            ScatterDescriptor d = scatter_desc(t, c.dim == 0 ? DType::I64 : DType::I32, c.self, c.index, c.src, c.dim,
+                                               m, include_self);
+            d.use_value = use_value;
+            d.value = bt::is_fp(t) ? -0.7 : -3.0;
+            const int64_t rd = bt::resolved_dim(c.dim, c.self.rank);
+            bt::ScatterLayouts L = bt::scatter_contiguous(d);
+            L.index = rows_layout(c.index, rd);
+            const auto idx = row_constant_indices(c.index, rd, c.self[rd], rng, 2);
+            const bool in_place = include_self;
+            if (bt::is_fp(t)) {
+              const auto self = values_of(t, bt::numel(c.self), rng, 0.5, 1.5);
+              const auto src = values_of(t, bt::numel(c.src), rng, 0.5, 1.5);
+              const auto gpu = bt::run_scatter(bt::kGpu, d, self, idx, src, L, in_place);
+              const auto cpu = bt::run_scatter(kCpu, d, self, idx, src, L, in_place);
+              ASSERT_TRUE(gpu.st.is_ok() && cpu.st.is_ok()) << gpu.st.to_string() << " " << what(d);
+              EXPECT_TRUE(gpu.check.is_ok()) << gpu.check.to_string();
+              EXPECT_EQ(gpu.variant, "sorted.rows") << what(d);
+              EXPECT_EQ(gpu.raw, cpu.raw) << "rows path differs from the CPU: " << what(d);
+            } else {
+              const auto self = int_values(t, bt::numel(c.self), rng), src = int_values(t, bt::numel(c.src), rng);
+              const auto gpu = bt::run_scatter_int(bt::kGpu, d, self, idx, src, L, in_place);
+              const auto cpu = bt::run_scatter_int(kCpu, d, self, idx, src, L, in_place);
+              ASSERT_TRUE(gpu.st.is_ok() && cpu.st.is_ok()) << gpu.st.to_string() << " " << what(d);
+              const std::string v = int_variant(d);
+              EXPECT_EQ(gpu.variant, v == "sorted" ? "sorted.rows" : v) << what(d);
+              EXPECT_EQ(gpu.raw, cpu.raw) << "rows path differs from the CPU: " << what(d);
+            }
+          }
+}
+
+TEST(ScatterCuda, BroadcastIndexRowsPathBadIndicesAndRepeatRuns) {
+  BT_SKIP_WITHOUT_GPU();
+  Rng rng(bt::fresh_seed());
+  // rank 3, dim 1: index [3, 7, 40] constant along axes 0 and 2; rows 2 and 5 bad.
+  const ScatterDescriptor d = scatter_desc(DType::BF16, DType::I64, {3, 6, 40}, {3, 7, 40}, {3, 7, 40}, 1,
+                                           ScatterReduce::Sum);
+  bt::ScatterLayouts L = bt::scatter_contiguous(d);
+  L.index = rows_layout(d.index_shape, 1);
+  auto idx = row_constant_indices(d.index_shape, 1, 6, rng, 2);
+  for (size_t p = 0; p < idx.size(); ++p) {
+    const int64_t k = bt::unravel(static_cast<int64_t>(p), d.index_shape)[1];
+    if (k == 2) idx[p] = 6;
+    if (k == 5) idx[p] = -1;
+  }
+  const auto self = values_of(DType::BF16, bt::numel(d.self_shape), rng), src = values_of(DType::BF16, 3 * 7 * 40, rng);
+  const auto a = bt::run_scatter(bt::kGpu, d, self, idx, src, L);
+  ASSERT_TRUE(a.st.is_ok()) << a.st.to_string();
+  EXPECT_EQ(a.variant, "sorted.rows");
+  BT_EXPECT_STATUS(a.check, StatusCode::InvalidProblem, "ScatterPlan: index element [0,2,0] (position 80)");
+  const auto want = bt::naive_scatter_exact(d, self, idx, src);  // bad ones skipped
+  EXPECT_EQ(a.out, want);
+  const auto b = bt::run_scatter(bt::kGpu, d, self, idx, src, L, false, 0x5a);
+  EXPECT_EQ(a.raw, b.raw) << "run twice";
+  // The same values materialized (no stride 0): the general sorted path, the same bits.
+  const auto g = bt::run_scatter(bt::kGpu, d, self, idx, src, bt::scatter_contiguous(d));
+  EXPECT_EQ(g.variant, "sorted");
+  EXPECT_EQ(g.raw, a.raw);
+}
+
 TEST(ScatterCuda, OddShapesAndDims) {
   BT_SKIP_WITHOUT_GPU();
   Rng rng(bt::fresh_seed());

@@ -4,8 +4,8 @@
 //   * every dtype, i32 / i64 indices, negative (wrapped) indices, odd sizes,
 //     heavy duplicates, in place, accumulate or not;
 //   * strided and broadcast views (the gaps of out untouched), the contiguous
-//     fast paths ("flat.contiguous", one_hot "vec16" with rows that straddle
-//     16-byte vectors) and the general ones;
+//     fast paths ("flat.contiguous", one_hot "fill": a memset then the ones,
+//     odd C and a misaligned out included) and the general ones;
 //   * zero-size problems;
 //   * bad indices: take writes zero, put_ skips, one_hot writes a zero row,
 //     check_indices() names the first bad position, the next valid run clears
@@ -160,20 +160,21 @@ TEST(OneHotCuda, MatchesCpu) {
         std::vector<int64_t> cls(static_cast<size_t>(bt::numel(c.index)));
         for (auto& v : cls) v = bt::uniform_int(rng, 0, c.C - 1);
         const std::string w = std::string(dtype_name(t)) + " " + c.index.to_string() + " C " + std::to_string(c.C);
-        expect_one_hot(d, cls, bt::contiguous(c.index), bt::contiguous(bt::one_hot_shape(d)), "vec16", w);
+        expect_one_hot(d, cls, bt::contiguous(c.index), bt::contiguous(bt::one_hot_shape(d)), "fill", w);
         // Transposed out: the element path, except with C = 1, where the
         // transposed view is contiguous after all (an extent-1 axis has no stride).
         if (c.index.rank >= 1)
           expect_one_hot(d, cls, bt::every_other(c.index), bt::transposed(bt::one_hot_shape(d)),
-                         c.C == 1 ? "vec16" : "elementwise", w);
+                         c.C == 1 ? "fill" : "elementwise", w);
       }
-  // A contiguous out that is not 16-byte aligned: the element path.
+  // A contiguous out that is not 16-byte aligned: still "fill" (a memset needs
+  // no alignment); the gap element before it stays untouched.
   const OneHotDescriptor d = bt::one_hot_desc(DType::F32, DType::I64, {6}, 5);
   bt::Layout out = bt::contiguous({6, 5});
   out.offset = 1;
   out.storage += 1;
   std::vector<int64_t> cls = {0, 4, 2, 2, 1, 3};
-  expect_one_hot(d, cls, bt::contiguous({6}), out, "elementwise", "misaligned out");
+  expect_one_hot(d, cls, bt::contiguous({6}), out, "fill", "misaligned out");
 }
 
 TEST(TakePutOneHotCuda, ZeroSize) {
@@ -290,7 +291,7 @@ TEST(TakePutOneHotCuda, RunTwiceBitIdenticalNearBenchmarkShapes) {
   const OneHotDescriptor od = bt::one_hot_desc(DType::BF16, DType::I64, {512}, 32000);
   std::vector<int64_t> cls(512);
   for (auto& v : cls) v = bt::uniform_int(rng, 0, 31999);
-  expect_one_hot(od, cls, bt::contiguous({512}), bt::contiguous({512, 32000}), "vec16", "benchmark-like one_hot");
+  expect_one_hot(od, cls, bt::contiguous({512}), bt::contiguous({512, 32000}), "fill", "benchmark-like one_hot");
 }
 
 }  // namespace

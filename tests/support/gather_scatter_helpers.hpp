@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cmath>
+#include <algorithm>
 #include <cstdint>
 #include <vector>
 
@@ -120,6 +121,60 @@ std::vector<double> naive_scatter(const ScatterDescriptor& d, const std::vector<
   return out;
 }
 
+// The integer model: torch's arithmetic in the dtype itself, wrapping at every
+// step (sum, prod), mean = the wrapped sum divided by the count rounding toward
+// minus infinity, amax / amin by value. Values are the dtype's (wrapped) values.
+inline int64_t wrap_int(baracuda::DType t, int64_t v) {
+  switch (t) {
+    case baracuda::DType::I8: return static_cast<int8_t>(v);
+    case baracuda::DType::U8: return static_cast<uint8_t>(v);
+    case baracuda::DType::I16: return static_cast<int16_t>(v);
+    case baracuda::DType::I32: return static_cast<int32_t>(v);
+    default: return v;
+  }
+}
+inline std::vector<int64_t> naive_scatter_int(const ScatterDescriptor& d, const std::vector<int64_t>& self,
+                                              const std::vector<int64_t>& idx, const std::vector<int64_t>& src) {
+  const int64_t dim = resolved_dim(d.dim, d.self_shape.rank);
+  const baracuda::DType t = d.dtype;
+  std::vector<int64_t> acc(self.size());
+  std::vector<int64_t> count(self.size(), 0);
+  for (size_t q = 0; q < self.size(); ++q) acc[q] = wrap_int(t, self[q]);
+  for (size_t p = 0; p < idx.size(); ++p) {
+    Dims c = unravel(static_cast<int64_t>(p), d.index_shape);
+    const int64_t v = wrap_int(t, d.use_value ? static_cast<int64_t>(d.value)
+                                              : src[static_cast<size_t>(linear(d.src_shape, c))]);
+    if (idx[p] < 0 || idx[p] >= d.self_shape[dim]) continue;
+    c[dim] = idx[p];
+    const size_t q = static_cast<size_t>(linear(d.self_shape, c));
+    const bool first = count[q]++ == 0;
+    int64_t& a = acc[q];
+    if (d.reduce == ScatterReduce::None || (first && !d.include_self)) {
+      a = v;
+      continue;
+    }
+    const uint64_t ua = static_cast<uint64_t>(a), uv = static_cast<uint64_t>(v);
+    switch (d.reduce) {
+      case ScatterReduce::Sum:
+      case ScatterReduce::Mean: a = wrap_int(t, static_cast<int64_t>(ua + uv)); break;
+      case ScatterReduce::Prod: a = wrap_int(t, static_cast<int64_t>(ua * uv)); break;
+      case ScatterReduce::Amax: a = std::max(a, v); break;
+      case ScatterReduce::Amin: a = std::min(a, v); break;
+      default: break;
+    }
+  }
+  std::vector<int64_t> out(self.size());
+  for (size_t q = 0; q < self.size(); ++q) {
+    int64_t a = acc[q];
+    if (d.reduce == ScatterReduce::Mean && count[q] > 0) {
+      const int64_t n = count[q] + (d.include_self ? 1 : 0);
+      a = static_cast<int64_t>(std::floor(static_cast<long double>(a) / static_cast<long double>(n)));
+    }
+    out[q] = count[q] > 0 ? a : wrap_int(t, self[q]);
+  }
+  return out;
+}
+
 inline std::vector<double> naive_scatter_exact(const ScatterDescriptor& d, const std::vector<double>& self,
                                                const std::vector<int64_t>& idx, const std::vector<double>& src) {
   return d.dtype == baracuda::DType::F64 ? naive_scatter<double>(d, self, idx, src)
@@ -132,6 +187,8 @@ struct GsResult {
   std::vector<double> out;   // logical values
   std::vector<uint8_t> raw;  // the whole out storage (gaps included)
   std::string variant;       // sku_for()'s
+  std::vector<int64_t> iout;  // run_scatter_int: the integer values
+  baracuda::PrecisionGuarantee precision;  // sku_for()'s
 };
 
 struct GatherLayouts {
@@ -209,6 +266,40 @@ inline GsResult run_scatter(const baracuda::Stream& s, const ScatterDescriptor& 
   if (r.st.is_ok()) r.st = baracuda::synchronize(s);
   if (r.st.is_ok()) r.check = plan->check_indices(s, W);
   r.out = in_place ? S.values() : O.values();
+  r.raw = in_place ? S.raw() : O.raw();
+  return r;
+}
+
+// run_scatter for the integer dtypes: values as int64 (wrapped into the dtype
+// on upload), the result in iout.
+inline GsResult run_scatter_int(const baracuda::Stream& s, const ScatterDescriptor& d, const std::vector<int64_t>& self,
+                                const std::vector<int64_t>& idx, const std::vector<int64_t>& src,
+                                const ScatterLayouts& L, bool in_place = false, uint8_t poison = 0xff,
+                                const baracuda::PlanPreference& pref = {}) {
+  GsResult r;
+  auto plan = baracuda::ScatterPlan::select(s, d, pref);
+  if (!plan) {
+    r.st = plan.status();
+    return r;
+  }
+  const baracuda::Device dev = s.device();
+  EmbTensor S(dev, d.dtype, L.self, nullptr, &self);
+  EmbTensor I(dev, d.index_dtype, L.index, nullptr, &idx);
+  EmbTensor X(dev, d.dtype, d.use_value ? contiguous({}) : L.src, nullptr, d.use_value ? nullptr : &src);
+  EmbTensor O(dev, d.dtype, in_place ? contiguous({}) : L.out, nullptr, nullptr, poison);
+  baracuda::Buffer ws(dev, std::max<size_t>(plan->workspace_size(), 1));
+  const baracuda::Workspace W(ws.data(), plan->workspace_size());
+  baracuda::ScatterArgs a;
+  a.self = S.ref();
+  a.index = I.ref();
+  if (!d.use_value) a.src = X.ref();
+  a.out = in_place ? S.mut() : O.mut();
+  auto sku = plan->sku_for(s, W, a);
+  if (sku) r.variant = sku->variant, r.precision = sku->precision;
+  r.st = plan->run(s, W, a);
+  if (r.st.is_ok()) r.st = baracuda::synchronize(s);
+  if (r.st.is_ok()) r.check = plan->check_indices(s, W);
+  r.iout = in_place ? S.ints() : O.ints();
   r.raw = in_place ? S.raw() : O.raw();
   return r;
 }

@@ -186,6 +186,16 @@ class BARACUDA_API EmbeddingBackwardPlan : public PlanBase {
 //     A destination with no contribution keeps self's value (every mode).
 //   scatter_add(self, dim, index, src) = reduce Sum, include_self true.
 //   use_value: every contribution is `value` (scatter(dim, index, value)); no src.
+//   Integer dtypes (i8, u8, i16, i32, i64; torch 2.5.1's CPU results, pinned in
+//     tests/indexing/cpu_gather_scatter.cpp): Sum and Prod wrap (two's
+//     complement arithmetic modulo 2^bits, as torch's integer arithmetic);
+//     Mean = the wrapped sum (self counted with include_self) divided by the
+//     count rounding toward minus infinity (torch's div_(count,
+//     rounding_mode="floor"): -14 / 3 = -5); Amax / Amin by value. The
+//     reference accumulates in int64 with wrapping and wraps to the dtype at
+//     the end, which equals wrapping at every step. `value` is truncated toward
+//     zero (torch: scatter_(0, idx, -2.7) on int32 writes -2) and must fit the
+//     dtype after truncation (InvalidProblem otherwise; i64: in [-2^63, 2^63)).
 // out may be self itself (in place: the same view) or disjoint from every input.
 //
 // Backward (compositions of these plans; tested in tests/indexing/):
@@ -240,7 +250,7 @@ class BARACUDA_API EmbeddingBackwardPlan : public PlanBase {
 // order and writes grad_self[q] and every member's grad_src. No atomics.
 //
 // dtypes: GatherPlan f32, f64, f16, bf16, i32, i64, i16, i8, u8, bool (a copy); ScatterPlan f32,
-// f64, f16, bf16; index I32 or I64. Tensors: any non-negative strides (inputs
+// f64, f16, bf16, i8, u8, i16, i32, i64 (bool: Unsupported); index I32 or I64. Tensors: any non-negative strides (inputs
 // may broadcast with stride 0). CUDA: numel(index) < 2^31.
 // CUDA algorithms (sku().variant):
 //   gather  "elementwise": one thread per output element.
@@ -252,7 +262,26 @@ class BARACUDA_API EmbeddingBackwardPlan : public PlanBase {
 //           out first. No atomics. workspace_size() = the alignment pad, the
 //           error word, keys / positions (double-buffered) and the sort's
 //           temporary storage.
-//   scatter "atomic" (opt-in: PlanPreference::require_deterministic = false,
+//   scatter "sorted.rows" (the sorted route when the index view is constant
+//           along every axis but dim: stride 0 or extent 1 there, as
+//           index.expand(...) makes, and more than one column): only the
+//           index.size(dim) values are sorted (key = the index value, value =
+//           its step k along dim, CUB's stable radix sort), then one thread per
+//           (sorted step, column) that starts a run of equal values reduces its
+//           column over the run in ascending k = ascending position, so the
+//           bits equal the general sorted route's and the CPU's. Chosen at
+//           run() from the index's strides (sku_for() says which); the
+//           workspace is the general route's, which is large enough for both.
+//   scatter "atomic" (integers, deterministic): i32 / i64 with reduce Sum,
+//           Amax or Amin always take integer atomics (a wrapping atomicAdd,
+//           atomicMax, atomicMin: each is commutative and associative on
+//           integers, so the result's bits do not depend on the order), also
+//           when require_deterministic is set; sku().precision.deterministic
+//           stays true. include_self = false first writes the reduction's
+//           identity (0, the lowest, the highest value) to every destination
+//           with a contribution. i8 / u8 / i16 (no native atomics of that
+//           width) and the other reductions (Prod, Mean, None) take "sorted".
+//   scatter "atomic" (floats, opt-in: PlanPreference::require_deterministic = false,
 //           reduce Sum only; other reductions stay "sorted"): one thread per
 //           index element adds its contribution with a floating-point atomic
 //           in the dtype (16-bit sums round at every addition, as PyTorch's
@@ -301,7 +330,7 @@ enum class ScatterReduce : uint8_t { None, Sum, Prod, Mean, Amax, Amin };
 BARACUDA_API const char* scatter_reduce_name(ScatterReduce r);
 
 struct ScatterDescriptor {
-  DType dtype = DType::F32;        // self, src, out: f32, f64, f16, bf16
+  DType dtype = DType::F32;        // self, src, out: f32, f64, f16, bf16, i8, u8, i16, i32, i64
   DType index_dtype = DType::I64;  // I32 or I64
   Dims self_shape;                 // rank 1..8; out has this shape
   Dims index_shape;                // same rank
@@ -310,7 +339,7 @@ struct ScatterDescriptor {
   ScatterReduce reduce = ScatterReduce::None;
   bool include_self = true;        // reductions only (None always starts from self)
   bool use_value = false;          // contributions are `value`, no src tensor
-  double value = 0.0;
+  double value = 0.0;              // floats: rounded to dtype; integers: truncated toward zero, must fit
 };
 
 struct ScatterArgs {

@@ -59,9 +59,11 @@
 //           once; out of place, self is copied to out first. workspace_size() =
 //           the alignment pad, the error word, keys / positions
 //           (double-buffered) and the sort's temporary storage.
-//   one_hot "vec16": one thread per 16-byte vector of out when out is
-//           contiguous and 16-byte aligned; "elementwise" (one thread per
-//           element) otherwise. Each thread reads its row's class once.
+//   one_hot "fill": when out is contiguous (any alignment), a
+//           cudaMemsetAsync to zero (memset speed: the zeros are nearly all
+//           the bytes), then one thread per row writes its one (a bad class
+//           leaves its row zero and is recorded); "elementwise" (one thread
+//           per element, reading its row's class once per row) otherwise.
 //
 // Backward (compositions of these plans; tested in tests/indexing/cpu_take.cpp):
 //   take:  dx = PutPlan accumulate of dout into zeros of x's shape.

@@ -33,8 +33,12 @@ struct ScatterWorkspace {
   bool wide = false;  // 64-bit keys (numel(self) >= 2^32 - 1)
   size_t keys_in = 0, keys_out = 0, vals_in = 0, vals_out = 0, temp = 0, temp_bytes = 0, total = 0;
 };
-// value_bytes: the dtype's size (the sort carries each contribution's bits).
-ScatterWorkspace scatter_workspace(int64_t n, int64_t self_numel, size_t value_bytes);
+// value_bytes: the dtype's size (the sort carries each contribution's bits);
+// rows / size_dim: index.size(dim) and self.size(dim), for the row path
+// ("sorted.rows", an index constant along every other axis), which sorts rows
+// (index value, position) pairs in the same pieces.
+ScatterWorkspace scatter_workspace(int64_t n, int64_t self_numel, size_t value_bytes, int64_t rows = 0,
+                                   int64_t size_dim = 0);
 
 struct ScatterLaunch {
   DType dtype = DType::F32;
@@ -43,9 +47,12 @@ struct ScatterLaunch {
   bool include_self = true;
   bool use_value = false;
   double value = 0.0;              // already rounded to dtype
+  int64_t ivalue = 0;              // integer dtypes: the value (truncated, fits the dtype)
   bool in_place = false;           // out is self: no copy
-  bool atomic = false;             // reduce Sum only, opted in (require_deterministic = false): floating-point
-                                   // atomics in dtype, no sort, no workspace beyond the error word
+  bool atomic = false;             // floats: reduce Sum only, opted in (require_deterministic = false): floating-point
+                                   // atomics in dtype; i32 / i64: Sum / Amax / Amin always (integer atomics,
+                                   // deterministic); no sort, no workspace beyond the error word
+  bool rows = false;               // the sorted route's row path: index constant along every axis but dim
   int rank = 1, dim = 0;
   int64_t n = 0;                   // numel(index)
   int64_t self_numel = 0;

@@ -1,6 +1,7 @@
 // GatherPlan / ScatterPlan: descriptor rules, argument lists, the CUDA launch
 // of the actual views and dispatch to the CPU reference or the kernels;
 // check_indices reads the kernels' error word (as the embedding plans).
+#include <cmath>
 #include <cstdint>
 #include <string>
 
@@ -40,6 +41,20 @@ using baracuda::detail::invalid;
 using baracuda::detail::unsupported;
 
 bool is_float(DType t) { return t == DType::F32 || t == DType::F64 || t == DType::F16 || t == DType::BF16; }
+// ScatterPlan's integer dtypes (wrapping arithmetic, floored mean).
+bool is_scatter_int(DType t) {
+  return t == DType::I8 || t == DType::U8 || t == DType::I16 || t == DType::I32 || t == DType::I64;
+}
+// [lo, hi] of an integer dtype, as doubles (I64's hi is 2^63, excluded by the caller).
+void int_range(DType t, double* lo, double* hi) {
+  switch (t) {
+    case DType::I8: *lo = -128.0, *hi = 127.0; return;
+    case DType::U8: *lo = 0.0, *hi = 255.0; return;
+    case DType::I16: *lo = -32768.0, *hi = 32767.0; return;
+    case DType::I32: *lo = -2147483648.0, *hi = 2147483647.0; return;
+    default: *lo = -9.2233720368547758e18, *hi = 9.2233720368547758e18; return;  // -2^63, 2^63
+  }
+}
 
 // Shapes and dim shared by both plans: `a` (x / self) and index of one rank
 // >= 1, dim resolved, index.size(d) <= a.size(d) for d != dim.
@@ -135,6 +150,17 @@ baracuda::detail::ArgCheck scatter_args(const ScatterPlan& p, const ScatterArgs&
   return l;
 }
 
+// The sorted route's row path: the index is constant along every axis but dim
+// (stride 0 or extent 1 there, e.g. index.expand(...)), so only its
+// index.size(dim) values need sorting (see scatter_launch.cu).
+bool index_is_rows(const ScatterDescriptor& d, const TensorRef& index) {
+  const int64_t n = shape_numel(d.index_shape);
+  if (n == 0 || n == d.index_shape[d.dim]) return false;  // one column: the general path is the same work
+  for (int k = 0; k < d.index_shape.rank; ++k)
+    if (k != d.dim && d.index_shape[k] != 1 && index.strides[k] != 0) return false;
+  return true;
+}
+
 [[maybe_unused]] cuda::ScatterLaunch scatter_launch(const ScatterDescriptor& d, const ScatterArgs& a, void* ws,
                                                     void* stream, bool atomic) {
   cuda::ScatterLaunch l;
@@ -144,6 +170,7 @@ baracuda::detail::ArgCheck scatter_args(const ScatterPlan& p, const ScatterArgs&
   l.include_self = d.include_self;
   l.use_value = d.use_value;
   l.value = d.value;
+  l.ivalue = is_scatter_int(d.dtype) ? static_cast<int64_t>(d.value) : 0;  // select() truncated it, it fits
   l.in_place = a.out.data == a.self.data;
   l.rank = d.self_shape.rank;
   l.dim = static_cast<int>(d.dim);
@@ -161,7 +188,10 @@ baracuda::detail::ArgCheck scatter_args(const ScatterPlan& p, const ScatterArgs&
   l.out = a.out.data;
   l.workspace = aligned_workspace(ws);
   l.atomic = atomic;
-  if (!atomic) l.ws = cuda::scatter_workspace(l.n, l.self_numel, dtype_size(d.dtype));
+  if (!atomic) {
+    l.ws = cuda::scatter_workspace(l.n, l.self_numel, dtype_size(d.dtype), d.index_shape[d.dim], d.self_shape[d.dim]);
+    l.rows = index_is_rows(d, a.index);
+  }
   l.stream = stream;
   return l;
 }
@@ -225,7 +255,8 @@ Result<ScatterPlan> ScatterPlan::select(const Stream& stream, const ScatterDescr
                                         const PlanPreference& pref) {
   ScatterPlan plan;
   const DType t = desc.dtype;
-  if (!is_float(t)) return unsupported(kScatter, "dtype ", t, " is not supported (f32, f64, f16, bf16)");
+  if (!is_float(t) && !is_scatter_int(t))
+    return unsupported(kScatter, "dtype ", t, " is not supported (f32, f64, f16, bf16, i8, u8, i16, i32, i64)");
   BARACUDA_RETURN_IF_ERROR(check_index_dtype(kScatter, desc.index_dtype));
   if (static_cast<int>(desc.reduce) > static_cast<int>(ScatterReduce::Amin))
     return invalid(kScatter, "reduce ", static_cast<int>(desc.reduce),
@@ -235,7 +266,17 @@ Result<ScatterPlan> ScatterPlan::select(const Stream& stream, const ScatterDescr
       check_dims(kScatter, "self_shape", desc.self_shape, desc.index_shape, desc.dim, &plan.desc_.dim));
   if (desc.use_value) {
     plan.desc_.src_shape = Dims{};
-    plan.desc_.value = rounded(t, desc.value);
+    if (is_scatter_int(t)) {  // truncated toward zero (torch's scatter(value) on an integer tensor); must fit
+      double lo = 0, hi = 0;
+      int_range(t, &lo, &hi);
+      const double v = std::trunc(desc.value);
+      if (!(std::isfinite(desc.value) && v >= lo && (t == DType::I64 ? v < hi : v <= hi)))
+        return invalid(kScatter, "value ", desc.value, " does not fit dtype ", t, " (truncated toward zero, it must lie in [",
+                       lo, ", ", hi, t == DType::I64 ? "))" : "])");
+      plan.desc_.value = v;
+    } else {
+      plan.desc_.value = rounded(t, desc.value);
+    }
   } else {
     BARACUDA_RETURN_IF_ERROR(baracuda::detail::check_shape(kScatter, "src_shape", desc.src_shape));
     if (desc.src_shape.rank != desc.index_shape.rank)
@@ -262,7 +303,18 @@ Result<ScatterPlan> ScatterPlan::select(const Stream& stream, const ScatterDescr
   // Opt-in (require_deterministic = false), reduce Sum only: floating-point
   // atomics in the dtype, PyTorch's own route; the precision guarantee says
   // it is not deterministic.
-  if (!pref.require_deterministic && desc.reduce == ScatterReduce::Sum) {
+  // Integers, reduce Sum / Amax / Amin with I32 / I64: integer atomics (wrapping
+  // add, max, min) give the same bits in any order, so this route is
+  // deterministic and taken whatever require_deterministic says.
+  const bool int_atomic = (t == DType::I32 || t == DType::I64) &&
+                          (desc.reduce == ScatterReduce::Sum || desc.reduce == ScatterReduce::Amax ||
+                           desc.reduce == ScatterReduce::Amin);
+  if (int_atomic) {
+    baracuda::detail::PlanAccess::sku(plan).variant = "atomic";
+    baracuda::detail::PlanAccess::set_workspace(plan, kWorkspaceAlign + indexing::cuda::kErrorWordBytes);
+    return plan;
+  }
+  if (!pref.require_deterministic && desc.reduce == ScatterReduce::Sum && is_float(t)) {
     auto& sku = baracuda::detail::PlanAccess::sku(plan);
     sku.variant = "atomic";
     sku.precision.deterministic = false;
@@ -276,7 +328,8 @@ Result<ScatterPlan> ScatterPlan::select(const Stream& stream, const ScatterDescr
   baracuda::detail::DeviceGuard guard(stream.device().ordinal);  // CUB's size queries read the current device
   BARACUDA_RETURN_IF_ERROR(guard.status());
   baracuda::detail::PlanAccess::set_workspace(
-      plan, kWorkspaceAlign + indexing::cuda::kErrorWordBytes + indexing::cuda::scatter_workspace(n, m, dtype_size(desc.dtype)).total);
+      plan, kWorkspaceAlign + indexing::cuda::kErrorWordBytes + indexing::cuda::scatter_workspace(n, m, dtype_size(desc.dtype), desc.index_shape[plan.desc_.dim],
+                                                   desc.self_shape[plan.desc_.dim]).total);
 #endif
   return plan;
 }
@@ -284,7 +337,11 @@ Result<ScatterPlan> ScatterPlan::select(const Stream& stream, const ScatterDescr
 Status ScatterPlan::can_implement(const ScatterArgs& a) const { return scatter_args(*this, a).status(); }
 
 Result<KernelSku> ScatterPlan::sku_for(const Stream& stream, Workspace ws, const ScatterArgs& a) const {
-  return baracuda::detail::sku_for_run(*this, stream, ws, scatter_args(*this, a));
+  return baracuda::detail::sku_for_run(*this, stream, ws, scatter_args(*this, a), [&]() -> Result<KernelSku> {
+    KernelSku s = sku();
+    if (s.variant == "sorted" && index_is_rows(desc_, a.index)) s.variant = "sorted.rows";
+    return s;
+  });
 }
 
 Status ScatterPlan::run(const Stream& stream, Workspace ws, const ScatterArgs& a) const {

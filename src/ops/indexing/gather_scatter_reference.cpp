@@ -1,6 +1,7 @@
 // CPU reference gather / scatter (see gather_scatter_reference.hpp).
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "core/error.hpp"
@@ -13,6 +14,7 @@ namespace baracuda::indexing::ref {
 using baracuda::detail::load_f;
 using baracuda::detail::load_i;
 using baracuda::detail::store_f;
+using baracuda::detail::store_i;
 
 namespace {
 
@@ -53,11 +55,22 @@ Status read_indices(const char* plan, DType index_dtype, const Dims& shape, cons
   return Status::ok();
 }
 
-template <class Acc>
+// Acc: float (f16 / bf16 / f32), double (f64) or int64_t (the integer dtypes,
+// T their storage type: wrapping arithmetic, mean floored, scatter_combine.hpp).
+template <class Acc, class T = void>
 void scatter_typed(const ScatterDescriptor& d, const ScatterArgs& a, const std::vector<int64_t>& idx) {
+  constexpr bool kInt = std::is_integral_v<Acc>;
   const int r = d.self_shape.rank;
   const int64_t m = shape_numel(d.self_shape), n = shape_numel(d.index_shape);
   const bool in_place = a.out.data == a.self.data;
+  auto load = [&](const void* base, int64_t off) -> Acc {
+    if constexpr (kInt) return load_i(base, d.dtype, off);
+    else return static_cast<Acc>(load_f(base, d.dtype, off));
+  };
+  auto store = [&](int64_t off, Acc v) {
+    if constexpr (kInt) store_i(a.out.data, d.dtype, off, v);
+    else store_f(a.out.data, d.dtype, off, static_cast<double>(v));
+  };
   int64_t c[kMaxRank] = {};
   // Each destination's contributing positions, in position order.
   std::vector<std::vector<int64_t>> runs(static_cast<size_t>(m));
@@ -74,14 +87,14 @@ void scatter_typed(const ScatterDescriptor& d, const ScatterArgs& a, const std::
     const int64_t so = offset(c, a.self.strides, r), oo = offset(c, a.out.strides, r);
     const std::vector<int64_t>& run = runs[static_cast<size_t>(q)];
     if (run.empty()) {
-      if (!in_place) store_f(a.out.data, d.dtype, oo, load_f(a.self.data, d.dtype, so));
+      if (!in_place) store(oo, load(a.self.data, so));
       continue;
     }
     auto contribution = [&](int64_t p) -> Acc {
-      if (d.use_value) return static_cast<Acc>(d.value);
+      if (d.use_value) return static_cast<Acc>(d.value);  // integers: select() truncated it
       int64_t cc[kMaxRank] = {};
       coords_of(d.index_shape, p, cc);
-      return static_cast<Acc>(load_f(a.src.data, d.dtype, offset(cc, a.src.strides, r)));
+      return load(a.src.data, offset(cc, a.src.strides, r));
     };
     Acc acc;
     long long count = 0;
@@ -90,7 +103,7 @@ void scatter_typed(const ScatterDescriptor& d, const ScatterArgs& a, const std::
       acc = contribution(run.back());
     } else {
       if (d.include_self) {
-        acc = static_cast<Acc>(load_f(a.self.data, d.dtype, so));
+        acc = load(a.self.data, so);
         count = 1;
       } else {
         acc = contribution(run[0]);
@@ -98,9 +111,10 @@ void scatter_typed(const ScatterDescriptor& d, const ScatterArgs& a, const std::
         k = 1;
       }
       for (; k < run.size(); ++k, ++count) acc = detail::scatter_combine<Acc>(reduce, acc, contribution(run[k]));
-      acc = detail::scatter_finish<Acc>(reduce, acc, count);
+      if constexpr (kInt) acc = detail::scatter_finish_int<T>(reduce, acc, count);
+      else acc = detail::scatter_finish<Acc>(reduce, acc, count);
     }
-    store_f(a.out.data, d.dtype, oo, static_cast<double>(acc));
+    store(oo, acc);
   }
 }
 
@@ -128,8 +142,15 @@ Status scatter(const char* plan, const ScatterDescriptor& d, const ScatterArgs& 
   std::vector<int64_t> idx;
   BARACUDA_RETURN_IF_ERROR(read_indices(plan, d.index_dtype, d.index_shape, a.index, static_cast<int>(d.dim),
                                         d.self_shape[d.dim], &idx));
-  if (d.dtype == DType::F64) scatter_typed<double>(d, a, idx);
-  else scatter_typed<float>(d, a, idx);
+  switch (d.dtype) {
+    case DType::F64: scatter_typed<double>(d, a, idx); break;
+    case DType::I8: scatter_typed<int64_t, int8_t>(d, a, idx); break;
+    case DType::U8: scatter_typed<int64_t, uint8_t>(d, a, idx); break;
+    case DType::I16: scatter_typed<int64_t, int16_t>(d, a, idx); break;
+    case DType::I32: scatter_typed<int64_t, int32_t>(d, a, idx); break;
+    case DType::I64: scatter_typed<int64_t, int64_t>(d, a, idx); break;
+    default: scatter_typed<float>(d, a, idx); break;
+  }
   return Status::ok();
 }
 

@@ -6,7 +6,7 @@
 
 namespace baracuda::indexing::cuda {
 
-ScatterWorkspace scatter_workspace(int64_t, int64_t, size_t) { return {}; }
+ScatterWorkspace scatter_workspace(int64_t, int64_t, size_t, int64_t, int64_t) { return {}; }
 
 Status launch_gather(const GatherLaunch&) { return baracuda::detail::family_not_built("GatherPlan", "indexing"); }
 

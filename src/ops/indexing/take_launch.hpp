@@ -63,7 +63,7 @@ struct OneHotLaunch {
   FlatMap index;                   // index_shape, indices' strides
   FlatMap out_rows;                // index_shape, out's strides (the class axis is out_class_stride)
   int64_t out_class_stride = 1;
-  bool vec = false;                // out contiguous and 16-byte aligned: 16-byte vectors
+  bool vec = false;                // out contiguous: "fill" (a memset to zero, then the ones)
   const void* index_data = nullptr;
   void* out_data = nullptr;
   void* error_word = nullptr;

@@ -136,7 +136,7 @@ cuda::OneHotLaunch one_hot_launch(const OneHotDescriptor& d, const OneHotArgs* t
   l.index = flat_map(d.index_shape, t ? t->indices.strides : contiguous_strides(d.index_shape));
   l.out_rows = flat_map(d.index_shape, os);
   l.out_class_stride = os[d.index_shape.rank];
-  l.vec = baracuda::detail::view_is_contiguous(out_shape, os) && (!t || baracuda::detail::is_aligned16(t->out.data));
+  l.vec = baracuda::detail::view_is_contiguous(out_shape, os);  // "fill": a memset, any alignment
   if (t) l.index_data = t->indices.data, l.out_data = t->out.data;
   return l;
 }
@@ -292,7 +292,7 @@ Result<OneHotPlan> OneHotPlan::select(const Stream& stream, const OneHotDescript
     return plan;
   }
   if (be->backend == Backend::CpuReference) return plan;
-  baracuda::detail::PlanAccess::sku(plan).variant = one_hot_launch(plan.desc_, nullptr).vec ? "vec16" : "elementwise";
+  baracuda::detail::PlanAccess::sku(plan).variant = one_hot_launch(plan.desc_, nullptr).vec ? "fill" : "elementwise";
   baracuda::detail::PlanAccess::set_workspace(plan, error_word_workspace());
   return plan;
 }
@@ -302,7 +302,7 @@ Status OneHotPlan::can_implement(const OneHotArgs& a) const { return one_hot_arg
 Result<KernelSku> OneHotPlan::sku_for(const Stream& stream, Workspace ws, const OneHotArgs& a) const {
   return baracuda::detail::sku_for_run(*this, stream, ws, one_hot_args(*this, a), [&]() -> Result<KernelSku> {
     KernelSku s = sku();
-    s.variant = one_hot_launch(desc_, &a).vec ? "vec16" : "elementwise";
+    s.variant = one_hot_launch(desc_, &a).vec ? "fill" : "elementwise";
     return s;
   });
 }

@@ -49,7 +49,23 @@ __global__ void __launch_bounds__(kThreads) copy_self_kernel(const ScatterLaunch
 
 // Raw bits of a T (the sort's value type).
 template <class T>
-using BitsOf = std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>;
+using BitsOf = std::conditional_t<
+    sizeof(T) == 1, uint8_t,
+    std::conditional_t<sizeof(T) == 2, uint16_t, std::conditional_t<sizeof(T) == 4, uint32_t, uint64_t>>>;
+
+// The accumulator: f32 for 16-bit floats and f32, f64 for f64, int64_t
+// (wrapping) for the integer dtypes.
+template <class T>
+using AccOf = std::conditional_t<std::is_integral_v<T>, int64_t,
+                                 std::conditional_t<std::is_same_v<T, double>, double, float>>;
+
+// The scatter value as a T (floats: already rounded on the host, exact;
+// integers: the truncated value, which fits).
+template <class T>
+__device__ __forceinline__ T value_as(const ScatterLaunch& l) {
+  if constexpr (std::is_integral_v<T>) return static_cast<T>(l.ivalue);
+  else return dev::from_acc<T>(l.value);
+}
 
 template <class T>
 __device__ __forceinline__ BitsOf<T> bits_of(T x) {
@@ -69,7 +85,7 @@ template <class T, class K, class I>
 __global__ void __launch_bounds__(kThreads)
     scatter_keys_kernel(const ScatterLaunch l, K* __restrict__ keys, BitsOf<T>* __restrict__ vals, void* error_word) {
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
-  const T value = dev::from_acc<T>(l.value);  // already rounded to T on the host: exact
+  const T value = value_as<T>(l);
   for (int64_t p = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; p < l.n; p += stride) {
     int64_t c[kMaxRank];
     coords_of(l.rank, l.idx_shape, static_cast<uint32_t>(p), c);  // n < 2^31 (select())
@@ -93,7 +109,7 @@ __global__ void __launch_bounds__(kThreads)
 template <class T, class K>
 __global__ void __launch_bounds__(kThreads)
     scatter_runs_kernel(const ScatterLaunch l, const K* __restrict__ keys, const BitsOf<T>* __restrict__ vals) {
-  using Acc = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  using Acc = AccOf<T>;
   const K skip = static_cast<K>(l.self_numel);
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
   auto contribution = [&](int64_t j) { return dev::to_acc<Acc>(value_of<T>(vals[j])); };
@@ -119,8 +135,90 @@ __global__ void __launch_bounds__(kThreads)
       ++j;
     }
     for (; j < e; ++j, ++count) acc = detail::scatter_combine<Acc>(l.reduce, acc, contribution(j));
-    acc = detail::scatter_finish<Acc>(l.reduce, acc, count);
-    static_cast<T*>(l.out)[oo] = dev::from_acc<T>(acc);
+    if constexpr (std::is_integral_v<T>) {
+      static_cast<T*>(l.out)[oo] = static_cast<T>(detail::scatter_finish_int<T>(l.reduce, acc, count));
+    } else {
+      acc = detail::scatter_finish<Acc>(l.reduce, acc, count);
+      static_cast<T*>(l.out)[oo] = dev::from_acc<T>(acc);
+    }
+  }
+}
+
+// ---- "sorted.rows": the index is constant along every axis but dim ----------
+// (stride 0 or extent 1 there: index.expand-style). Only its N = index.size(dim)
+// values matter: keys[k] = index[.., k, ..] (size_dim for a bad one), rows[k] = k,
+// stably sorted, so each destination row's source rows lie together in
+// ascending k, which is ascending position for every column.
+template <class K, class I>
+__global__ void __launch_bounds__(kThreads)
+    scatter_row_keys_kernel(const ScatterLaunch l, K* __restrict__ keys, uint32_t* __restrict__ rows) {
+  const int64_t N = l.idx_shape[l.dim], size = l.self_shape[l.dim];
+  int64_t inner = 1;  // positions per step of dim in the row-major index
+  for (int d = l.dim + 1; d < l.rank; ++d) inner *= l.idx_shape[d];
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
+  for (int64_t k = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; k < N; k += stride) {
+    const int64_t v = load_index<I>(l.index, k * l.idx_stride[l.dim]);
+    K key = static_cast<K>(size);
+    if (v < 0 || v >= size) record_bad(l.workspace, k * inner);  // the lowest position holding it: column 0
+    else key = static_cast<K>(v);
+    keys[k] = key;
+    rows[k] = static_cast<uint32_t>(k);
+  }
+}
+
+// One thread per (sorted entry j, column): when j starts a run of a valid
+// destination row, the thread reduces that row's contributions to its column
+// in ascending k (scatter_combine.hpp, as the CPU) and writes once. Columns
+// vary fastest, so a warp reads and writes consecutive elements of a row.
+template <class T, class K>
+__global__ void __launch_bounds__(kThreads)
+    scatter_rows_kernel(const ScatterLaunch l, const K* __restrict__ keys, const uint32_t* __restrict__ rows) {
+  using Acc = AccOf<T>;
+  const int64_t N = l.idx_shape[l.dim];
+  const int64_t cols = l.n / N;
+  const K skip = static_cast<K>(l.self_shape[l.dim]);
+  int64_t col_shape[kMaxRank];
+  for (int d = 0; d < l.rank; ++d) col_shape[d] = d == l.dim ? 1 : l.idx_shape[d];
+  const T value = value_as<T>(l);
+  const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
+  for (int64_t t = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; t < l.n; t += stride) {
+    const uint32_t j = static_cast<uint32_t>(t) / static_cast<uint32_t>(cols);  // n < 2^31 (select())
+    const uint32_t col = static_cast<uint32_t>(t) - j * static_cast<uint32_t>(cols);
+    const K key = keys[j];
+    if (key == skip || (j > 0 && keys[j - 1] == key)) continue;
+    int64_t e = j + 1;
+    while (e < N && keys[e] == key) ++e;
+    int64_t c[kMaxRank];
+    coords_of(l.rank, col_shape, col, c);
+    auto contribution = [&](int64_t m) -> T {
+      if (l.use_value) return value;
+      c[l.dim] = rows[m];
+      return static_cast<const T*>(l.src)[offset_of(l.rank, c, l.src_stride)];
+    };
+    if (l.reduce == detail::kReduceNone) {
+      const T x = contribution(e - 1);  // the last position wins
+      c[l.dim] = static_cast<int64_t>(key);
+      static_cast<T*>(l.out)[offset_of(l.rank, c, l.out_stride)] = x;
+      continue;
+    }
+    Acc acc;
+    int64_t m = j;
+    long long count = 1;
+    if (l.include_self) {
+      c[l.dim] = static_cast<int64_t>(key);
+      acc = dev::to_acc<Acc>(static_cast<const T*>(l.self)[offset_of(l.rank, c, l.self_stride)]);
+    } else {
+      acc = dev::to_acc<Acc>(contribution(m));
+      ++m;
+    }
+    for (; m < e; ++m, ++count) acc = detail::scatter_combine<Acc>(l.reduce, acc, dev::to_acc<Acc>(contribution(m)));
+    c[l.dim] = static_cast<int64_t>(key);
+    T* dst = static_cast<T*>(l.out) + offset_of(l.rank, c, l.out_stride);
+    if constexpr (std::is_integral_v<T>) {
+      *dst = static_cast<T>(detail::scatter_finish_int<T>(l.reduce, acc, count));
+    } else {
+      *dst = dev::from_acc<T>(detail::scatter_finish<Acc>(l.reduce, acc, count));
+    }
   }
 }
 
@@ -146,7 +244,8 @@ size_t sort_bytes(int64_t n, int64_t self_numel) {
 
 template <class K>
 size_t sort_bytes_for(int64_t n, int64_t self_numel, size_t value_bytes) {
-  return value_bytes == 2   ? sort_bytes<K, uint16_t>(n, self_numel)
+  return value_bytes == 1   ? sort_bytes<K, uint8_t>(n, self_numel)
+         : value_bytes == 2 ? sort_bytes<K, uint16_t>(n, self_numel)
          : value_bytes == 4 ? sort_bytes<K, uint32_t>(n, self_numel)
                             : sort_bytes<K, uint64_t>(n, self_numel);
 }
@@ -172,6 +271,29 @@ Status scatter_sorted(const ScatterLaunch& l, cudaStream_t s) {
                                                                       key_bits(l.self_numel), s),
                                      "ScatterPlan: radix sort"));
   scatter_runs_kernel<T, K><<<grid, kThreads, 0, s>>>(l, keys_out, vals_out);
+  return status_of(cudaGetLastError(), kWhat);
+}
+
+template <class T, class K>
+Status scatter_rows(const ScatterLaunch& l, cudaStream_t s) {
+  constexpr const char* kWhat = "ScatterPlan: kernel launch";
+  char* ws = static_cast<char*>(l.workspace) + kErrorWordBytes;
+  auto* keys_in = reinterpret_cast<K*>(ws + l.ws.keys_in);
+  auto* keys_out = reinterpret_cast<K*>(ws + l.ws.keys_out);
+  auto* rows_in = reinterpret_cast<uint32_t*>(ws + l.ws.vals_in);
+  auto* rows_out = reinterpret_cast<uint32_t*>(ws + l.ws.vals_out);
+  const int64_t N = l.idx_shape[l.dim];
+  if (l.index_dtype == DType::I32)
+    scatter_row_keys_kernel<K, int32_t><<<grid_for(N, kThreads), kThreads, 0, s>>>(l, keys_in, rows_in);
+  else
+    scatter_row_keys_kernel<K, int64_t><<<grid_for(N, kThreads), kThreads, 0, s>>>(l, keys_in, rows_in);
+  BARACUDA_RETURN_IF_ERROR(status_of(cudaGetLastError(), kWhat));
+  size_t temp_bytes = l.ws.temp_bytes;
+  BARACUDA_RETURN_IF_ERROR(status_of(cub::DeviceRadixSort::SortPairs(ws + l.ws.temp, temp_bytes, keys_in, keys_out,
+                                                                      rows_in, rows_out, static_cast<int>(N), 0,
+                                                                      key_bits(l.self_shape[l.dim]), s),
+                                     "ScatterPlan: radix sort"));
+  scatter_rows_kernel<T, K><<<grid_for(l.n, kThreads), kThreads, 0, s>>>(l, keys_out, rows_out);
   return status_of(cudaGetLastError(), kWhat);
 }
 
@@ -202,7 +324,38 @@ __device__ __forceinline__ void atomic_add_to(const ScatterLaunch& l, T* out, co
   atomicAdd(addr, x);
 }
 
-// The opt-in atomic route (reduce Sum): one thread per index element adds its
+// The reduction's identity, written first to every destination with a
+// contribution when include_self = false: 0 for Sum, the lowest / highest
+// value for Amax / Amin (integers; floats only take the Sum route).
+template <class T>
+__device__ __forceinline__ T identity_of(int reduce) {
+  if constexpr (std::is_integral_v<T>) {
+    if (reduce == detail::kReduceAmax) return std::is_same_v<T, int64_t> ? static_cast<T>(INT64_MIN) : static_cast<T>(INT32_MIN);
+    if (reduce == detail::kReduceAmin) return std::is_same_v<T, int64_t> ? static_cast<T>(INT64_MAX) : static_cast<T>(INT32_MAX);
+    return T{0};
+  } else {
+    return dev::from_acc<T>(0.0);
+  }
+}
+
+// Integer atomics (int32_t / int64_t): a wrapping add, max or min. Each is
+// commutative and associative on integers, so the result's bits do not
+// depend on the order the threads arrive in.
+template <class T>
+__device__ __forceinline__ void atomic_int_to(int reduce, T* addr, T x) {
+  static_assert(std::is_same_v<T, int32_t> || std::is_same_v<T, int64_t>);
+  if constexpr (std::is_same_v<T, int32_t>) {
+    if (reduce == detail::kReduceAmax) atomicMax(addr, x);
+    else if (reduce == detail::kReduceAmin) atomicMin(addr, x);
+    else atomicAdd(addr, x);  // two's complement: wraps
+  } else {
+    if (reduce == detail::kReduceAmax) atomicMax(reinterpret_cast<long long*>(addr), static_cast<long long>(x));
+    else if (reduce == detail::kReduceAmin) atomicMin(reinterpret_cast<long long*>(addr), static_cast<long long>(x));
+    else atomicAdd(reinterpret_cast<unsigned long long*>(addr), static_cast<unsigned long long>(x));
+  }
+}
+
+// The atomic route. Floats (opt-in, reduce Sum): one thread per index element adds its
 // contribution to its destination with a floating-point atomic in T (the
 // order of the additions, so the bits, vary from run to run). kZero: the
 // pass before, for include_self = false, that zeroes every destination with
@@ -221,12 +374,12 @@ __global__ void __launch_bounds__(kThreads) scatter_atomic_kernel(const ScatterL
     T* out = static_cast<T*>(l.out);
     if constexpr (kZero) {
       c[l.dim] = v;
-      out[offset_of(l.rank, c, l.out_stride)] = dev::from_acc<T>(0.0);
+      out[offset_of(l.rank, c, l.out_stride)] = identity_of<T>(l.reduce);
     } else {
-      const T x = l.use_value ? dev::from_acc<T>(l.value)  // already rounded to T: exact
-                              : static_cast<const T*>(l.src)[offset_of(l.rank, c, l.src_stride)];
+      const T x = l.use_value ? value_as<T>(l) : static_cast<const T*>(l.src)[offset_of(l.rank, c, l.src_stride)];
       c[l.dim] = v;
-      atomic_add_to(l, out, c, x);
+      if constexpr (std::is_integral_v<T>) atomic_int_to(l.reduce, out + offset_of(l.rank, c, l.out_stride), x);
+      else atomic_add_to(l, out, c, x);
     }
   }
 }
@@ -253,15 +406,21 @@ Status scatter_typed(const ScatterLaunch& l, cudaStream_t s) {
   }
   if (l.n == 0) return Status::ok();
   if (l.atomic) {
-    return l.index_dtype == DType::I32 ? scatter_atomic<T, int32_t>(l, s) : scatter_atomic<T, int64_t>(l, s);
+    if constexpr (std::is_integral_v<T> && sizeof(T) < 4) {
+      return Status(StatusCode::Unsupported, "ScatterPlan: no atomic route for 8 / 16-bit integers");
+    } else {
+      return l.index_dtype == DType::I32 ? scatter_atomic<T, int32_t>(l, s) : scatter_atomic<T, int64_t>(l, s);
+    }
   }
+  if (l.rows) return l.ws.wide ? scatter_rows<T, uint64_t>(l, s) : scatter_rows<T, uint32_t>(l, s);
   return l.ws.wide ? scatter_sorted<T, uint64_t>(l, s) : scatter_sorted<T, uint32_t>(l, s);
 }
 
 }  // namespace
 }  // namespace kern
 
-ScatterWorkspace scatter_workspace(int64_t n, int64_t self_numel, size_t value_bytes) {
+ScatterWorkspace scatter_workspace(int64_t n, int64_t self_numel, size_t value_bytes, int64_t rows,
+                                   int64_t size_dim) {
   ScatterWorkspace w;
   w.wide = self_numel >= int64_t{0xffffffff};  // the skip key (self_numel) must fit
   const size_t key_bytes = w.wide ? sizeof(uint64_t) : sizeof(uint32_t);
@@ -269,13 +428,27 @@ ScatterWorkspace scatter_workspace(int64_t n, int64_t self_numel, size_t value_b
   size_t off = 0;
   w.keys_in = off, off += kern::align256(items * key_bytes);
   w.keys_out = off, off += kern::align256(items * key_bytes);
-  w.vals_in = off, off += kern::align256(items * value_bytes);
-  w.vals_out = off, off += kern::align256(items * value_bytes);
+  // values: the contributions (n of value_bytes), or the row path's positions (rows of 4 bytes)
+  const size_t vals = std::max(items * value_bytes, static_cast<size_t>(rows) * sizeof(uint32_t));
+  w.vals_in = off, off += kern::align256(vals);
+  w.vals_out = off, off += kern::align256(vals);
   w.temp = off;
   const size_t sort = n == 0 ? 0
                      : w.wide ? kern::sort_bytes_for<uint64_t>(n, self_numel, value_bytes)
                               : kern::sort_bytes_for<uint32_t>(n, self_numel, value_bytes);
-  w.temp_bytes = kern::align256(sort);
+  // The row path sorts rows (key, uint32_t position) pairs on the bits of size_dim.
+  size_t row_sort = 0;
+  if (n > 0 && rows > 0) {
+    if (w.wide) (void)cub::DeviceRadixSort::SortPairs(nullptr, row_sort, static_cast<const uint64_t*>(nullptr),
+                                                      static_cast<uint64_t*>(nullptr), static_cast<const uint32_t*>(nullptr),
+                                                      static_cast<uint32_t*>(nullptr), static_cast<int>(rows), 0,
+                                                      kern::key_bits(size_dim));
+    else (void)cub::DeviceRadixSort::SortPairs(nullptr, row_sort, static_cast<const uint32_t*>(nullptr),
+                                               static_cast<uint32_t*>(nullptr), static_cast<const uint32_t*>(nullptr),
+                                               static_cast<uint32_t*>(nullptr), static_cast<int>(rows), 0,
+                                               kern::key_bits(size_dim));
+  }
+  w.temp_bytes = kern::align256(std::max(sort, row_sort));
   w.total = off + w.temp_bytes;
   return w;
 }
@@ -289,9 +462,14 @@ Status launch_scatter(const ScatterLaunch& l) {
     case DType::F64: return kern::scatter_typed<double>(l, s);
     case DType::F16: return kern::scatter_typed<__half>(l, s);
     case DType::BF16: return kern::scatter_typed<__nv_bfloat16>(l, s);
+    case DType::I8: return kern::scatter_typed<int8_t>(l, s);
+    case DType::U8: return kern::scatter_typed<uint8_t>(l, s);
+    case DType::I16: return kern::scatter_typed<int16_t>(l, s);
+    case DType::I32: return kern::scatter_typed<int32_t>(l, s);
+    case DType::I64: return kern::scatter_typed<int64_t>(l, s);
     default: break;
   }
-  return Status(StatusCode::Unsupported, "ScatterPlan: CUDA kernel needs f32, f64, f16 or bf16");
+  return Status(StatusCode::Unsupported, "ScatterPlan: CUDA kernel needs f32, f64, f16, bf16, i8, u8, i16, i32 or i64");
 }
 
 }  // namespace baracuda::indexing::cuda

@@ -11,8 +11,9 @@
 //            (embedding_sort.cu); then one thread per run of equal keys writes
 //            its destination once: the run's last source element, or self plus
 //            the run's sources summed in position order.
-//   one_hot: one thread per 16-byte vector of a contiguous, aligned out (else
-//            per element); a thread reads a row's class once per row it meets.
+//   one_hot: a contiguous out: cudaMemsetAsync to zero (memset speed), then one
+//            thread per row writes its one (or records a bad class); else one
+//            thread per element, reading a row's class once per row it meets.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <cuda_runtime.h>
@@ -234,41 +235,18 @@ __global__ void __launch_bounds__(kThreads) one_hot_elem_kernel(const OneHotLaun
   }
 }
 
-// Contiguous, 16-byte aligned out: one thread per 16-byte vector (the last
-// one possibly partial, written element by element).
+// Contiguous out, already zeroed (cudaMemsetAsync): one thread per row writes
+// its one; a bad class writes nothing (the row stays zero) and is recorded.
 template <class E, class I>
-__global__ void __launch_bounds__(kThreads) one_hot_vec_kernel(const OneHotLaunch l) {
-  constexpr int K = 16 / static_cast<int>(sizeof(E));
-  union Vec {
-    uint4 v;
-    E e[K];
-  };
+__global__ void __launch_bounds__(kThreads) one_hot_ones_kernel(const OneHotLaunch l) {
   E* out = static_cast<E*>(l.out_data);
   const E one = one_of<E>(l);
-  const int64_t total = l.rows * l.C;
-  const int64_t units = (total + K - 1) / K;
   const int64_t stride = static_cast<int64_t>(gridDim.x) * kThreads;
-  for (int64_t u = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; u < units; u += stride) {
-    const int64_t e0 = u * K;
-    int64_t row = e0 / l.C, c = e0 - row * l.C;
-    int64_t cls = class_of<I>(l, row);
-    if ((cls < 0 || cls >= l.C) && c == 0) record_bad(l.error_word, row);
-    Vec buf;
-    int valid = 0;
-    for (int k = 0; k < K && e0 + k < total; ++k, ++valid) {
-      buf.e[k] = c == cls ? one : E{};
-      if (++c == l.C && e0 + k + 1 < total) {  // the next element starts a row
-        c = 0;
-        ++row;
-        cls = class_of<I>(l, row);
-        if (cls < 0 || cls >= l.C) record_bad(l.error_word, row);
-      }
-    }
-    if (valid == K) {
-      reinterpret_cast<uint4*>(out)[u] = buf.v;
-    } else {
-      for (int k = 0; k < valid; ++k) out[e0 + k] = buf.e[k];
-    }
+  for (int64_t r = static_cast<int64_t>(blockIdx.x) * kThreads + threadIdx.x; r < l.rows; r += stride) {
+    const Offsets2 o = flat_offsets(l.index, l.out_rows, r);
+    const int64_t cls = static_cast<int64_t>(static_cast<const I*>(l.index_data)[o.a]);
+    if (cls < 0 || cls >= l.C) record_bad(l.error_word, r);
+    else out[o.b + cls * l.out_class_stride] = one;
   }
 }
 
@@ -276,9 +254,10 @@ template <class E>
 Status one_hot_sized(const OneHotLaunch& l, cudaStream_t s) {
   const int64_t total = l.rows * l.C;
   if (l.vec) {
-    const int64_t units = (total * static_cast<int64_t>(sizeof(E)) + 15) / 16;
-    if (l.index_dtype == DType::I32) one_hot_vec_kernel<E, int32_t><<<grid_for(units, kThreads), kThreads, 0, s>>>(l);
-    else one_hot_vec_kernel<E, int64_t><<<grid_for(units, kThreads), kThreads, 0, s>>>(l);
+    BARACUDA_RETURN_IF_ERROR(status_of(
+        cudaMemsetAsync(l.out_data, 0, static_cast<size_t>(total) * sizeof(E), s), "OneHotPlan: zero fill"));
+    if (l.index_dtype == DType::I32) one_hot_ones_kernel<E, int32_t><<<grid_for(l.rows, kThreads), kThreads, 0, s>>>(l);
+    else one_hot_ones_kernel<E, int64_t><<<grid_for(l.rows, kThreads), kThreads, 0, s>>>(l);
   } else {
     if (l.index_dtype == DType::I32) one_hot_elem_kernel<E, int32_t><<<grid_for(total, kThreads), kThreads, 0, s>>>(l);
     else one_hot_elem_kernel<E, int64_t><<<grid_for(total, kThreads), kThreads, 0, s>>>(l);
