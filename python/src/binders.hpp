@@ -188,6 +188,7 @@ struct ArgField {
   TensorMut A::*mut = nullptr;
   std::optional<Scalar> A::*scalar = nullptr;
   RandomSeed A::*seed = nullptr;  // a random plan's seed: an int, or (seed, offset)
+  bool host = false;              // a host tensor whatever the stream (read on the host by run(): grouped offsets)
 };
 
 inline RandomSeed seed_from_py(nb::handle h, const std::string& what) {
@@ -221,7 +222,7 @@ nb::object plan_run(const P& plan, const std::vector<ArgField<A>>& fields, nb::h
     }
     if (v.is_none()) continue;  // not given
     given.push_back({&*it, v});
-    if (!it->scalar && !it->seed) inputs.push_back(v);
+    if (!it->scalar && !it->seed && !it->host) inputs.push_back(v);
   }
   if (plan.empty()) check(Status(StatusCode::InvalidProblem, std::string(plan.name()) + ": the plan is empty"));
   const Stream s = resolve_stream(stream_arg, plan.device(), inputs);
@@ -238,7 +239,7 @@ nb::object plan_run(const P& plan, const std::vector<ArgField<A>>& fields, nb::h
       args.*(f->seed) = seed_from_py(v, what);
       continue;
     }
-    keep.push_back(import_fast(v, s, what.c_str()));
+    keep.push_back(import_fast(v, f->host ? Stream::cpu() : s, what.c_str()));
     const View& view = keep.back();
     if (f->mut) {
       if (view.read_only) raise_invalid(what + ": the tensor is read-only (an output must be writable)");
@@ -326,6 +327,10 @@ struct PlanBinder {
   }
   PlanBinder& in(const char* n, TensorRef A::*pm) {
     fields->push_back({n, pm, nullptr, nullptr, nullptr});
+    return *this;
+  }
+  PlanBinder& host_in(const char* n, TensorRef A::*pm) {  // an input the plan reads on the host (a CPU tensor)
+    fields->push_back({n, pm, nullptr, nullptr, nullptr, true});
     return *this;
   }
   PlanBinder& out(const char* n, TensorMut A::*pm) {

@@ -210,7 +210,7 @@ void bind_grouped(nb::module_& m) {
   using A = GroupedLinearArgs;
   PlanBinder<GroupedLinearPlan, D, A>(m, "GroupedLinearPlan")
       .in("x", &A::x)
-      .in("offsets", &A::offsets)
+      .host_in("offsets", &A::offsets)
       .in("weight", &A::weight)
       .in("bias", &A::bias)
       .out("y", &A::y)
@@ -230,7 +230,7 @@ void bind_grouped(nb::module_& m) {
   using BA = GroupedLinearBackwardArgs;
   PlanBinder<GroupedLinearBackwardPlan, BD, BA>(m, "GroupedLinearBackwardPlan")
       .in("dy", &BA::dy)
-      .in("offsets", &BA::offsets)
+      .host_in("offsets", &BA::offsets)
       .in("x", &BA::x)
       .in("weight", &BA::weight)
       .in("aux", &BA::aux)

@@ -248,12 +248,14 @@ TEST(ScatterCuda, IntegerEveryModeMatchesCpu) {
       for (const bool include_self : {true, false})
         for (const bool use_value : {false, true})
           for (const int64_t dim : {0, 1}) {
-            ScatterDescriptor d = scatter_desc(t, dim == 0 ? DType::I64 : DType::I32, {37, 29}, {50, 23}, {53, 29},
+            // index.size(d) <= self.size(d) off dim (torch's rule): [50, 23] along dim 0, [30, 23] along dim 1
+            const Dims ishape = dim == 0 ? Dims{50, 23} : Dims{30, 23};
+            ScatterDescriptor d = scatter_desc(t, dim == 0 ? DType::I64 : DType::I32, {37, 29}, ishape, {53, 29},
                                                dim, m, include_self);
             d.use_value = use_value;
             d.value = t == DType::U8 ? 201.0 : -77.0;
             const auto self = int_values(t, 37 * 29, rng), src = int_values(t, 53 * 29, rng);
-            const auto idx = bt::random_indices(50 * 23, d.self_shape[dim], rng, 3);
+            const auto idx = bt::random_indices(ishape[0] * ishape[1], d.self_shape[dim], rng, 3);
             for (const bool in_place : {false, true})
               expect_scatter_int_matches(d, self, idx, src, bt::scatter_contiguous(d), in_place);
           }

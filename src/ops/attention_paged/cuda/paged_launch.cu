@@ -454,9 +454,14 @@ Status launch_attention_typed(const AttnLaunch& l) {
 
   auto stream = static_cast<cudaStream_t>(l.stream);
   const size_t smem = attn_smem_bytes(p.rb, p.D, sizeof(T));
+  // The opt-in is made once per device (SmemOptIn), so it asks for the most
+  // any problem of this kernel may need (16 rows, head dim 256), not for this
+  // one: asking for the first problem's bytes left every later, larger one
+  // failing with cudaErrorInvalidValue (seen on the H100: f32 D 128 / 256).
   static baracuda::dev::SmemOptIn optin;
-  BARACUDA_RETURN_IF_ERROR(
-      baracuda::dev::ensure_smem(optin, paged_splitkv_kernel<T>, smem, "PagedAttentionPlan: shared-memory opt-in"));
+  BARACUDA_RETURN_IF_ERROR(baracuda::dev::ensure_smem(optin, paged_splitkv_kernel<T>,
+                                                      attn_smem_bytes(kMaxRowBlock, 256, sizeof(T)),
+                                                      "PagedAttentionPlan: shared-memory opt-in"));
   const dim3 grid(static_cast<unsigned>(d.batch * d.kv_heads), static_cast<unsigned>(l.splits),
                   static_cast<unsigned>((p.rows + p.rb - 1) / p.rb));
   paged_splitkv_kernel<T><<<grid, kThreads, smem, stream>>>(p);
