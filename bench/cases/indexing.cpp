@@ -257,6 +257,10 @@ void run_scatter_add_case(const Env& env, const BandwidthCase& c, BandwidthResul
     args.push_back(a);
   }
   status_check(p->can_implement(args[0]), "can_implement");
+  // What run() launches for these views (the rows path is picked at run() from the index strides).
+  const auto ran = p->sku_for(env.stream, wks, args[0]);
+  status_check(ran.status(), "sku_for");
+  record_sku(r, *ran);
   r.us = 1e3 * time_median_ms(env.cs, env.warmup, env.iters, [&](int i) {
            status_check(p->run(env.stream, wks, args[static_cast<size_t>(i % r.sets)]), "run");
          });
