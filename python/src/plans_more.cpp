@@ -343,24 +343,8 @@ void bind_optim(nb::module_& m) {
       .field("beta2", &D::beta2)
       .field("eps", &D::eps);
   nb::class_<AdamPlan> cls(m, "AdamPlan");
-  cls.def_static(
-         "select",
-         [](const D& d, nb::handle stream, nb::handle pref) {
-           const Stream s = select_stream(stream);
-           const PlanPreference p = preference_from_py(pref);
-           std::optional<Result<AdamPlan>> r;
-           {
-             nb::gil_scoped_release release;
-             r.emplace(AdamPlan::select(s, d, p));
-           }
-           return unwrap(std::move(*r));
-         },
-         nb::arg("desc"), nb::arg("stream") = nb::none(), nb::arg("preference") = nb::none())
-      .def_prop_ro("workspace_size", [](const AdamPlan& p) { return p.workspace_size(); })
-      .def_prop_ro("sku", [](const AdamPlan& p) { return sku_to_py(p.sku()); })
-      .def_prop_ro("device", [](const AdamPlan& p) { return device_to_py(p.device()); })
-      .def_prop_ro("name", [](const AdamPlan& p) { return std::string(p.name()); })
-      .def_prop_ro("descriptor", [](const AdamPlan& p) { return D(p.descriptor()); })
+  def_plan_common<AdamPlan, D>(cls);
+  cls
       .def(
           "run",
           [](const AdamPlan& p, nb::handle params, nb::handle grads, nb::handle exp_avg, nb::handle exp_avg_sq,
