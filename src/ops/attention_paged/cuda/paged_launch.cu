@@ -24,6 +24,7 @@
 
 #include "core/align.hpp"
 #include "core/cuda_device.hpp"
+#include "cuda/numeric.cuh"
 #include "cuda/smem_optin.cuh"
 #include "ops/attention_paged/launch.hpp"
 
@@ -35,17 +36,11 @@ constexpr int kTK = kTileKeys;  // 32: one key per lane in the softmax step
 static_assert(kTK == 32, "the softmax step maps a tile's keys onto a warp");
 static_assert(kThreads == 4 * kTK, "the score step puts 4 lanes on each key of a tile");
 
-__device__ __forceinline__ float to_f(float x) { return x; }
-__device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+// The family-wide conversions (cuda/numeric.cuh), under this file's short names.
 template <class T>
-__device__ __forceinline__ T from_f(float x);
-template <>
-__device__ __forceinline__ float from_f<float>(float x) { return x; }
-template <>
-__device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+__device__ __forceinline__ float to_f(T x) { return dev::to_acc<float>(x); }
+template <class T>
+__device__ __forceinline__ T from_f(float x) { return dev::from_acc<T>(x); }
 
 __device__ __forceinline__ void cp_async16(void* smem, const void* gmem, bool valid) {
   const unsigned s = static_cast<unsigned>(__cvta_generic_to_shared(smem));

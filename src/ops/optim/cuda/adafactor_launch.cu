@@ -24,6 +24,7 @@
 #include <cstdint>
 
 #include "core/cuda_device.hpp"
+#include "cuda/numeric.cuh"
 #include "core/error.hpp"
 #include "ops/optim/adafactor_launch.hpp"
 
@@ -35,17 +36,11 @@ namespace {
 constexpr int kWarps = kThreads / 32;
 constexpr int kPerThread = static_cast<int>(kChunk / kThreads);  // 16
 
-__device__ __forceinline__ float to_f(float x) { return x; }
-__device__ __forceinline__ float to_f(__half x) { return __half2float(x); }
-__device__ __forceinline__ float to_f(__nv_bfloat16 x) { return __bfloat162float(x); }
+// The family-wide conversions (cuda/numeric.cuh), under this file's short names.
 template <class T>
-__device__ __forceinline__ T from_f(float x);
-template <>
-__device__ __forceinline__ float from_f<float>(float x) { return x; }
-template <>
-__device__ __forceinline__ __half from_f<__half>(float x) { return __float2half_rn(x); }
-template <>
-__device__ __forceinline__ __nv_bfloat16 from_f<__nv_bfloat16>(float x) { return __float2bfloat16_rn(x); }
+__device__ __forceinline__ float to_f(T x) { return dev::to_acc<float>(x); }
+template <class T>
+__device__ __forceinline__ T from_f(float x) { return dev::from_acc<T>(x); }
 
 __device__ __forceinline__ float sq_add(float acc, float x) { return exact::add(acc, exact::mul(x, x)); }
 
