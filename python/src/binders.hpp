@@ -291,6 +291,36 @@ void def_plan_common(nb::class_<P>& cls) {
   cls.def_prop_ro("descriptor", [](const P& p) { return D(p.descriptor()); });
 }
 
+// run / can_implement / sku_for / __repr__ of a bound plan class; `call`
+// (plan, stream, workspace, kwargs, PlanCall) does the work.
+template <class P, class Call>
+void def_plan_calls(nb::class_<P>& cls, Call call) {
+  cls.def(
+      "run",
+      [call](const P& p, nb::handle stream, nb::handle workspace, nb::kwargs kw) {
+        call(p, stream, workspace, kw, PlanCall::Run);
+      },
+      nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("workspace") = nb::none(), nb::arg("kwargs"),
+      "Runs the plan. Tensors (lists of tensors, host values) by keyword, the C++ Args' field names; stream: None = "
+      "the default for the tensors' device; workspace: None = allocated for the call (stream-ordered) when "
+      "workspace_size > 0.");
+  cls.def(
+      "can_implement",
+      [call](const P& p, nb::handle stream, nb::kwargs kw) { return call(p, stream, nb::none(), kw, PlanCall::CanImplement); },
+      nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("kwargs"),
+      "run()'s checks of these arguments without running: True, or the error run() would raise.");
+  cls.def(
+      "sku_for",
+      [call](const P& p, nb::handle stream, nb::handle workspace, nb::kwargs kw) {
+        return call(p, stream, workspace, kw, PlanCall::SkuFor);
+      },
+      nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("workspace") = nb::none(), nb::arg("kwargs"),
+      "What run() would launch for exactly these arguments (the sku dict), launching nothing.");
+  cls.def("__repr__", [](const P& p) {
+    return std::string(p.name()) + "(" + (p.empty() ? std::string("empty") : p.sku().to_string()) + ")";
+  });
+}
+
 template <class P, class D, class A>
 struct PlanBinder {
   nb::class_<P> cls;
@@ -299,31 +329,10 @@ struct PlanBinder {
   PlanBinder(nb::module_& m, const char* name) : cls(m, name) {
     def_plan_common<P, D>(cls);
     auto fs = fields;
-    cls.def(
-        "run",
-        [fs](const P& p, nb::handle stream, nb::handle workspace, nb::kwargs kw) {
-          plan_run<P, A>(p, *fs, stream, workspace, kw);
-        },
-        nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("workspace") = nb::none(), nb::arg("kwargs"),
-        "Runs the plan. Tensors by keyword (any DLPack object); stream: None = the default for the tensors' "
-        "device; workspace: None = allocated for the call (stream-ordered) when workspace_size > 0.");
-    cls.def(
-        "can_implement",
-        [fs](const P& p, nb::handle stream, nb::kwargs kw) {
-          return plan_run<P, A>(p, *fs, stream, nb::none(), kw, PlanCall::CanImplement);
-        },
-        nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("kwargs"),
-        "run()'s checks of these tensors without running: True, or the error run() would raise.");
-    cls.def(
-        "sku_for",
-        [fs](const P& p, nb::handle stream, nb::handle workspace, nb::kwargs kw) {
-          return plan_run<P, A>(p, *fs, stream, workspace, kw, PlanCall::SkuFor);
-        },
-        nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("workspace") = nb::none(), nb::arg("kwargs"),
-        "What run() would launch for exactly these tensors (the sku dict), launching nothing.");
-    cls.def("__repr__", [](const P& p) {
-      return std::string(p.name()) + "(" + (p.empty() ? std::string("empty") : p.sku().to_string()) + ")";
-    });
+    def_plan_calls(cls,
+                   [fs](const P& p, nb::handle stream, nb::handle workspace, const nb::kwargs& kw, PlanCall c) {
+                     return plan_run<P, A>(p, *fs, stream, workspace, kw, c);
+                   });
   }
   PlanBinder& in(const char* n, TensorRef A::*pm) {
     fields->push_back({n, pm, nullptr, nullptr, nullptr});
@@ -524,30 +533,10 @@ struct ListPlanBinder {
   ListPlanBinder(nb::module_& m, const char* name) : cls(m, name) {
     def_plan_common<P, D>(cls);
     auto fs = fields;
-    cls.def(
-        "run",
-        [fs](const P& p, nb::handle stream, nb::handle workspace, nb::kwargs kw) {
-          list_plan_call<P, A>(p, *fs, stream, workspace, kw, PlanCall::Run);
-        },
-        nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("workspace") = nb::none(), nb::arg("kwargs"),
-        "Runs the plan. Lists of tensors, tensors and host values by keyword (the C++ Args' field names).");
-    cls.def(
-        "can_implement",
-        [fs](const P& p, nb::handle stream, nb::kwargs kw) {
-          return list_plan_call<P, A>(p, *fs, stream, nb::none(), kw, PlanCall::CanImplement);
-        },
-        nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("kwargs"),
-        "run()'s checks of these arguments without running: True, or the error run() would raise.");
-    cls.def(
-        "sku_for",
-        [fs](const P& p, nb::handle stream, nb::handle workspace, nb::kwargs kw) {
-          return list_plan_call<P, A>(p, *fs, stream, workspace, kw, PlanCall::SkuFor);
-        },
-        nb::kw_only(), nb::arg("stream") = nb::none(), nb::arg("workspace") = nb::none(), nb::arg("kwargs"),
-        "What run() would launch for exactly these arguments (the sku dict), launching nothing.");
-    cls.def("__repr__", [](const P& p) {
-      return std::string(p.name()) + "(" + (p.empty() ? std::string("empty") : p.sku().to_string()) + ")";
-    });
+    def_plan_calls(cls,
+                   [fs](const P& p, nb::handle stream, nb::handle workspace, const nb::kwargs& kw, PlanCall c) {
+                     return list_plan_call<P, A>(p, *fs, stream, workspace, kw, c);
+                   });
   }
   template <class T>
   ListPlanBinder& list(const char* n, std::vector<T> A::*pm) {
